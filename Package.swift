@@ -1,0 +1,78 @@
+// swift-tools-version: 6.0
+// The Swift framework for updating device firmware over Bluetooth LE.
+//
+// Dependency direction: OTACore depends on the toolchain and zlib only; each protocol and each
+// transport depends only on OTACore; the `ota` tool wires them together.
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "swift-ble-ota",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "OTACore", targets: ["OTACore"]),
+        .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
+        .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
+        .executable(name: "ota", targets: ["ota"]),
+        .executable(name: "ota-bench", targets: ["ota-bench"]),
+    ],
+    targets: [
+        // C system libraries.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+
+        // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
+        .target(name: "OTACore", dependencies: ["CZlib"], swiftSettings: strictSettings),
+
+        // Update protocols (plug-ins), each its own target.
+        .target(name: "OTAProtocolGeneric", dependencies: ["OTACore"], swiftSettings: strictSettings),
+
+        // Transports.
+        .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
+
+        // The command-line tool: a library with everything testable, and a thin executable.
+        .target(
+            name: "OTACommandLine",
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "ota-bench",
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+
+        // Examples.
+        .executableTarget(
+            name: "simulated-update",
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            path: "Examples/simulated-update",
+            swiftSettings: strictSettings
+        ),
+
+        // Tests.
+        .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "OTATransportSimulatorTests",
+            dependencies: ["OTACore", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolGenericTests",
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTACommandLineTests",
+            dependencies: ["OTACommandLine", "OTACore"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+let _placeholder = 0

@@ -1,0 +1,97 @@
+import Synchronization
+
+/// Turns what the engine and the protocol report into ``UpdateEvent``s: state changes at once,
+/// byte counts throttled to one progress event per configured interval.
+final class EventRecorder: Sendable {
+    private struct State {
+        var sent = 0
+        var acknowledged = 0
+        var lastEmission: Duration?
+        var rates: RateEstimator
+        var state: UpdateState?
+    }
+
+    private let sink: AsyncStream<UpdateEvent>.Continuation?
+    private let stopwatch: Stopwatch
+    private let interval: Duration
+    let totalBytes: Int
+    private let state: Mutex<State>
+
+    init(sink: AsyncStream<UpdateEvent>.Continuation?, stopwatch: Stopwatch, configuration: UpdateConfiguration, totalBytes: Int) {
+        self.sink = sink
+        self.stopwatch = stopwatch
+        self.interval = configuration.progressInterval
+        self.totalBytes = totalBytes
+        self.state = Mutex(State(rates: RateEstimator(window: configuration.rateWindow)))
+    }
+
+    var elapsed: Duration { stopwatch.elapsed }
+
+    var currentState: UpdateState? { state.withLock { $0.state } }
+
+    func enter(_ newState: UpdateState, detail: String? = nil) {
+        let now = stopwatch.elapsed
+        state.withLock { $0.state = newState }
+        sink?.yield(.state(newState, detail: detail, at: now))
+    }
+
+    func emit(_ event: UpdateEvent) {
+        sink?.yield(event)
+    }
+
+    func note(_ text: String) {
+        sink?.yield(.note(text, at: stopwatch.elapsed))
+    }
+
+    /// Records bytes written; emits a progress event when the interval has passed.
+    func sent(_ count: Int) {
+        let now = stopwatch.elapsed
+        let progress: UpdateProgress? = state.withLock { state in
+            state.sent += count
+            guard state.lastEmission.map({ now - $0 >= interval }) ?? true else { return nil }
+            return Self.snapshot(&state, now: now, total: totalBytes)
+        }
+        if let progress { sink?.yield(.progress(progress, at: now)) }
+    }
+
+    /// Records that the device confirmed `total` bytes in all (not an increment).
+    func acknowledged(total: Int) {
+        let now = stopwatch.elapsed
+        let progress = state.withLock { state in
+            state.acknowledged = max(state.acknowledged, total)
+            return Self.snapshot(&state, now: now, total: totalBytes)
+        }
+        sink?.yield(.progress(progress, at: now))
+    }
+
+    /// Emits a progress event now, whatever the interval.
+    func flushProgress() {
+        let now = stopwatch.elapsed
+        let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes) }
+        sink?.yield(.progress(progress, at: now))
+    }
+
+    var progress: UpdateProgress {
+        let now = stopwatch.elapsed
+        return state.withLock { Self.snapshot(&$0, now: now, total: totalBytes) }
+    }
+
+    private static func snapshot(_ state: inout State, now: Duration, total: Int) -> UpdateProgress {
+        state.lastEmission = now
+        state.rates.record(bytes: state.sent, at: now)
+        let current = state.rates.current
+        let average = state.rates.average
+        let rate = current > 0 ? current : average
+        let remaining = max(0, total - state.sent)
+        let eta: Duration? = rate > 0 ? .milliseconds(Int64(Double(remaining) / rate * 1000)) : nil
+        return UpdateProgress(
+            totalBytes: total,
+            bytesSent: state.sent,
+            bytesAcknowledged: state.acknowledged,
+            currentRate: current,
+            averageRate: average,
+            elapsed: now,
+            estimatedTimeRemaining: eta
+        )
+    }
+}

@@ -1,0 +1,24 @@
+/// The engine's tunables. Every wait has its timeout here; nothing waits on a literal.
+public struct UpdateConfiguration: Sendable, Hashable {
+    /// How long to wait for the link to come up. Default 15 s.
+    public var connectTimeout: Duration = .seconds(15)
+    /// How long to wait for the device to answer a command (a write response or a notification).
+    /// Default 10 s.
+    public var responseTimeout: Duration = .seconds(10)
+    /// How long to wait for the device's verdict on the whole image, which includes its final
+    /// flash work. Default 30 s.
+    public var verifyTimeout: Duration = .seconds(30)
+    /// A transfer that moves no byte for this long fails as stalled. Detection happens between
+    /// one and two stall timeouts after the last byte. Default 5 s.
+    public var stallTimeout: Duration = .seconds(5)
+    /// Minimum time between two progress events. Default 100 ms.
+    public var progressInterval: Duration = .milliseconds(100)
+    /// The window over which ``UpdateProgress/currentRate`` is measured. Default 1 s.
+    public var rateWindow: Duration = .seconds(1)
+    /// An upper bound on the payload per write, below what the link negotiated; `nil` uses the
+    /// link's maximum. Useful when a stack carries less than it advertises.
+    public var maximumChunkSize: Int?
+
+    /// The defaults.
+    public init() {}
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// A firmware image to send: its bytes (memory-mapped when loaded from a file), size and CRC-32.
+///
+/// Chunks are slices of the one buffer: nothing is copied per chunk, so memory stays flat as
+/// images grow.
+public struct FirmwareImage: Sendable {
+    /// The image bytes.
+    public let bytes: Data
+    /// CRC-32 (IEEE 802.3) of the whole image.
+    public let crc32: UInt32
+    /// Where the image came from, for messages ("firmware.bin", "generated").
+    public let name: String
+
+    /// Wraps bytes already in memory.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` for an empty image.
+    public init(bytes: Data, name: String = "image") throws(OTAError) {
+        guard !bytes.isEmpty else {
+            throw OTAError(.invalidImage, "\(name) is empty: a firmware image needs at least one byte")
+        }
+        // Rebase a slice so that offsets are always 0-based.
+        self.bytes = bytes.startIndex == 0 ? bytes : Data(bytes)
+        self.crc32 = CRC32.checksum(self.bytes)
+        self.name = name
+    }
+
+    /// Loads an image from a file, memory-mapped where the platform allows it.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
+    ///   unreadable, a directory, or empty.
+    public init(contentsOf url: URL) throws(OTAError) {
+        let path = url.path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw OTAError(.invalidImage, "\(path): no such file")
+        }
+        guard !isDirectory.boolValue else {
+            throw OTAError(.invalidImage, "\(path): is a directory, not a firmware image")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: url, options: .alwaysMapped)
+        } catch {
+            throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
+        }
+        try self.init(bytes: data, name: url.lastPathComponent)
+    }
+
+    /// The number of bytes in the image.
+    public var count: Int { bytes.count }
+
+    /// The bytes in `range`, without copying.
+    public subscript(range: Range<Int>) -> Data {
+        bytes[range]
+    }
+}

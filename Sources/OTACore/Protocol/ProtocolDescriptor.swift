@@ -1,0 +1,33 @@
+/// Everything the app needs to offer one protocol: its name, what it is, and how to make its
+/// client and its device model.
+///
+/// A protocol target exposes one descriptor (for example `GenericProtocol.descriptor`); the app
+/// registers the descriptors of the protocols it links in a ``ProtocolRegistry``.
+public struct ProtocolDescriptor: Sendable {
+    /// The name users pass to `--protocol`: lowercase, no spaces.
+    public let name: String
+    /// One line describing the protocol, for `ota protocols`.
+    public let summary: String
+    /// The parameter names the protocol reads, with a line each.
+    public let parameters: [(name: String, summary: String)]
+    /// Makes the client side from parameters.
+    public let makeClient: @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol
+    /// Makes a fresh device side (the peripheral half), for the simulator and for test
+    /// peripherals.
+    public let makeDeviceModel: @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
+
+    /// Creates a descriptor.
+    public init(
+        name: String,
+        summary: String,
+        parameters: [(name: String, summary: String)],
+        makeClient: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol,
+        makeDeviceModel: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
+    ) {
+        self.name = name
+        self.summary = summary
+        self.parameters = parameters
+        self.makeClient = makeClient
+        self.makeDeviceModel = makeDeviceModel
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import OTACore
+
+/// The client side of the generic two-characteristic protocol: START, stream, COMMIT.
+///
+/// Drives a ``GenericUpdateStateMachine`` over an ``UpdateContext``. The protocol cannot resume:
+/// an interrupted update starts again from the beginning on the next run (START resets the
+/// device).
+public struct GenericProtocolClient: UpdateProtocol {
+    /// The GATT layout.
+    public var profile: GenericGATTProfile
+
+    /// Creates a client.
+    public init(profile: GenericGATTProfile = GenericGATTProfile()) {
+        self.profile = profile
+    }
+
+    public var requirements: [CharacteristicRequirement] {
+        [
+            CharacteristicRequirement("OTA Data", profile.data, properties: .writeWithoutResponse),
+            CharacteristicRequirement("OTA Control", profile.control, properties: [.write, .notify]),
+        ]
+    }
+
+    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+        guard let size = UInt32(exactly: image.count) else {
+            throw OTAError(.imageTooLarge, "\(image.name) is \(image.count) bytes; the generic protocol carries at most 4 GiB")
+        }
+        var machine = GenericUpdateStateMachine(size: size, crc: image.crc32)
+        let plan = try context.chunkPlan()
+        let profile = self.profile
+        try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
+            var action = machine.start()
+            while true {
+                switch action {
+                case .sendAndAwaitReply(let command):
+                    let isCommit = if case .commit = command { true } else { false }
+                    if isCommit { context.enter(.verifying) }
+                    try await context.write(command.encoded, to: profile.control, kind: .withResponse, purpose: command.description)
+                    let reply = try await inbox.next(
+                        timeout: isCommit ? context.configuration.verifyTimeout : nil,
+                        awaiting: "\(command) reply"
+                    )
+                    action = machine.receive(reply)
+                case .streamImage:
+                    context.enter(.transferring)
+                    try await context.stream(image, range: 0..<image.count, to: profile.data, plan: plan)
+                    action = machine.streamFinished()
+                case .finished:
+                    return
+                case .fail(let error):
+                    throw error
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import OTACore
+
+/// A named simulated device: its radio link, its flash and its update slot.
+///
+/// The built-in profiles reproduce the throughput table of the product's source article (200 KB
+/// images from an iPhone); `docs/simulator.md` derives each parameter.
+public struct DeviceProfile: Sendable, Hashable {
+    /// The name used in `sim:NAME`.
+    public var name: String
+    /// One line describing the hardware and stack.
+    public var summary: String
+    /// The modelled link.
+    public var link: LinkProfile
+    /// Flash timing.
+    public var flash: FlashTiming
+    /// Size of the update slot in bytes.
+    public var slotSize: Int
+    /// Once the device has more than this much flash work queued, its controller stops
+    /// accepting packets (LL flow control) until it catches up.
+    public var backlogLimit: Duration
+    /// Time from receiving a command to having its answer ready, beyond flash work.
+    public var processingLatency: Duration
+    /// Throughput the source article measured for this hardware, in kB/s, when it did.
+    public var measuredThroughput: Double?
+
+    /// Creates a profile.
+    public init(
+        name: String,
+        summary: String,
+        link: LinkProfile,
+        flash: FlashTiming,
+        slotSize: Int,
+        backlogLimit: Duration = .milliseconds(60),
+        processingLatency: Duration = .microseconds(500),
+        measuredThroughput: Double? = nil
+    ) {
+        self.name = name
+        self.summary = summary
+        self.link = link
+        self.flash = flash
+        self.slotSize = slotSize
+        self.backlogLimit = backlogLimit
+        self.processingLatency = processingLatency
+        self.measuredThroughput = measuredThroughput
+    }
+}
+
+extension DeviceProfile {
+    /// ESP32 SPI flash: 4 KiB sectors, ≈45 ms per sector erase, ≈400 kB/s page programming.
+    static let espFlash = FlashTiming(sectorSize: 4096, sectorEraseTime: .milliseconds(45), writeBytesPerSecond: 400_000)
+    /// nRF52840 internal flash: 4 KiB pages, page erase and word writes as typical (not worst-case) figures.
+    static let nrfFlash = FlashTiming(sectorSize: 4096, sectorEraseTime: .milliseconds(10), writeBytesPerSecond: 250_000)
+
+    /// ESP32 with NimBLE that never raised its MTU: 20-byte writes, 1M PHY, no DLE.
+    public static let esp32MTU23 = DeviceProfile(
+        name: "esp32-mtu23-1m",
+        summary: "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M",
+        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 6, deviceMaximumMTU: 23, llPayload: 27),
+        flash: espFlash,
+        slotSize: 4 << 20,
+        measuredThroughput: 4
+    )
+
+    /// ESP32 that accepted MTU 185, 1M PHY.
+    public static let esp32MTU185 = DeviceProfile(
+        name: "esp32-mtu185-1m",
+        summary: "ESP32 + NimBLE, MTU 185, LE 1M",
+        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 4, deviceMaximumMTU: 185, llPayload: 251),
+        flash: espFlash,
+        slotSize: 4 << 20,
+        measuredThroughput: 22
+    )
+
+    /// ESP32-S3 with MTU 247 (244-byte writes), 1M PHY.
+    public static let esp32S3MTU244OneM = DeviceProfile(
+        name: "esp32s3-mtu244-1m",
+        summary: "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M",
+        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 4, deviceMaximumMTU: 247, llPayload: 251),
+        flash: espFlash,
+        slotSize: 12 << 20,
+        measuredThroughput: 33
+    )
+
+    /// ESP32-S3 with MTU 247, 2M PHY.
+    public static let esp32S3MTU244TwoM = DeviceProfile(
+        name: "esp32s3-mtu244-2m",
+        summary: "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M",
+        link: LinkProfile(phy: .le2M, connectionInterval: .milliseconds(15), packetsPerEvent: 4, deviceMaximumMTU: 247, llPayload: 251),
+        flash: espFlash,
+        slotSize: 12 << 20,
+        measuredThroughput: 65
+    )
+
+    /// nRF52840 with MTU 247, 2M PHY.
+    public static let nrf52840 = DeviceProfile(
+        name: "nrf52840-mtu244-2m",
+        summary: "nRF52840, MTU 247 (244-byte writes), LE 2M",
+        link: LinkProfile(phy: .le2M, connectionInterval: .milliseconds(15), packetsPerEvent: 6, deviceMaximumMTU: 247, llPayload: 251),
+        flash: nrfFlash,
+        slotSize: 1 << 20,
+        measuredThroughput: 100
+    )
+
+    /// The built-in profiles, slowest first.
+    public static let builtIn: [DeviceProfile] = [esp32MTU23, esp32MTU185, esp32S3MTU244OneM, esp32S3MTU244TwoM, nrf52840]
+
+    /// The built-in profile named `name`.
+    ///
+    /// - Throws: ``OTAError/Code/connectionFailed`` listing the known names.
+    public static func named(_ name: String) throws(OTAError) -> DeviceProfile {
+        guard let profile = builtIn.first(where: { $0.name == name }) else {
+            throw OTAError(
+                .connectionFailed,
+                "no simulated device profile '\(name)' (available: \(builtIn.map(\.name).joined(separator: ", ")))"
+            )
+        }
+        return profile
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Synchronization
+
+/// A deterministic world: one virtual clock, one thread, one seeded random source.
+///
+/// Everything simulated (links, devices, the engine driving them) runs inside ``run(_:)``. The
+/// same seed gives the same run, event for event.
+///
+/// ```swift
+/// let simulation = Simulation(seed: 42)
+/// let report = try await simulation.run {
+///     try await UpdateEngine(clock: simulation.clock).update(image, using: client, connector: connector)
+/// }
+/// ```
+public final class Simulation: Sendable {
+    /// The executor that runs the simulation.
+    public let executor: VirtualTimeExecutor
+    /// The virtual clock; give it to the engine.
+    public let clock: VirtualClock
+    /// The seed the random source started from.
+    public let seed: UInt64
+    private let random: Mutex<SeededRandom>
+
+    /// Creates a simulation.
+    ///
+    /// - Parameters:
+    ///   - seed: seeds every random choice the simulation makes.
+    ///   - pace: virtual seconds per wall second; `nil` runs as fast as possible.
+    public init(seed: UInt64 = 1, pace: Double? = nil) {
+        executor = VirtualTimeExecutor(pace: pace)
+        clock = VirtualClock(executor: executor)
+        self.seed = seed
+        random = Mutex(SeededRandom(seed: seed))
+    }
+
+    /// Virtual time since the simulation started.
+    public var now: Duration { executor.now }
+
+    /// A random number in `0..<1` from the simulation's seeded source.
+    public func randomUnit() -> Double {
+        random.withLock { $0.unit() }
+    }
+
+    /// Calls `action` on the simulation thread at virtual time `deadline`.
+    @discardableResult
+    public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        executor.schedule(at: deadline, action)
+    }
+
+    /// Runs `body` in virtual time on the simulation's thread and returns its result.
+    ///
+    /// Child tasks and default actors used by `body` run there too; unstructured tasks
+    /// (`Task { }`) do not inherit the simulation and must not be used inside it. Cancelling
+    /// the calling task cancels `body`.
+    ///
+    /// - Throws: what `body` throws, or ``SimulationError/deadlock`` when nothing can run, no
+    ///   timer is set and no outside event arrives.
+    public func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let run = RunState<T>()
+        let executor = self.executor
+        let name = "simulation-\(seed)"
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread {
+                    let handle = Task(executorPreference: executor) {
+                        let result: Result<T, any Error>
+                        do { result = .success(try await body()) } catch { result = .failure(error) }
+                        run.outcome.withLock { $0 = result }
+                        executor.stop()
+                    }
+                    run.task.withLock { $0 = handle }
+                    executor.runLoop {
+                        run.deadlocked.store(true, ordering: .relaxed)
+                        handle.cancel()
+                    }
+                    done.resume()
+                }
+                thread.name = name
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
+        } onCancel: {
+            run.task.withLock { $0?.cancel() }
+        }
+        if run.deadlocked.load(ordering: .relaxed) { throw SimulationError.deadlock }
+        guard let result = run.outcome.withLock({ $0 }) else { throw SimulationError.deadlock }
+        return try result.get()
+    }
+}
+
+/// What one ``Simulation/run(_:)`` shares between the caller, the simulation thread and the body.
+private final class RunState<T: Sendable>: Sendable {
+    let outcome = Mutex<Result<T, any Error>?>(nil)
+    let task = Mutex<Task<Void, Never>?>(nil)
+    let deadlocked = Atomic<Bool>(false)
+}
+
+/// A failure of the simulation itself.
+public enum SimulationError: Error, Sendable, CustomStringConvertible {
+    /// Nothing could run, no timer was set and nothing arrived from outside: the simulated code
+    /// waits for something that will never happen.
+    case deadlock
+
+    public var description: String {
+        switch self {
+        case .deadlock: "simulation deadlock: every task is waiting and no timer is set"
+        }
+    }
+}

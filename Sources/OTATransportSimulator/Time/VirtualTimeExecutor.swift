@@ -1,0 +1,213 @@
+import Foundation
+import OTACore
+
+/// A task executor that runs every job on one thread and advances a virtual clock only when
+/// nothing is runnable: the heart of the deterministic simulator.
+///
+/// Jobs run in the order they were enqueued; when the queue is empty the executor jumps the
+/// clock to the earliest timer and fires it. Timers due at the same instant fire in the order
+/// they were set. Nothing sleeps for real (unless ``pace`` asks to follow the wall clock), so a
+/// transfer of minutes of virtual time finishes in a fraction of a second, identically on every
+/// run.
+///
+/// Use it through ``Simulation/run(_:)``, which starts the thread and sets the task executor
+/// preference so that the body, its child tasks and default actors all run here.
+public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked: every mutable field below is guarded by `condition`, which is also how the
+    // run loop sleeps while waiting for work from other threads.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var jobsHead = 0
+    private var timers = TimerQueue()
+    private var actions: [UInt64: TimerAction] = [:]
+    private var cancelledBeforeArming: Set<UInt64> = []
+    private var nextTimerID: UInt64 = 0
+    private var virtualNow: Duration = .zero
+    private var stopRequested = false
+    private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
+
+    /// Virtual seconds per wall-clock second, or `nil` to run as fast as possible.
+    ///
+    /// With a pace of 1 the simulation follows the wall clock, which makes demos look like real
+    /// hardware; results are identical either way.
+    public let pace: Double?
+
+    private enum TimerAction {
+        case resume(CheckedContinuation<Void, any Error>)
+        case call(@Sendable () -> Void)
+    }
+
+    /// Creates an executor whose clock starts at zero.
+    public init(pace: Double? = nil) {
+        precondition(pace.map { $0 > 0 } ?? true, "pace must be positive")
+        self.pace = pace
+    }
+
+    /// The current virtual time.
+    public var now: Duration {
+        condition.lock()
+        defer { condition.unlock() }
+        return virtualNow
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.lock()
+        jobs.append(unowned)
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: - Timers
+
+    /// Calls `action` on the executor thread when virtual time reaches `deadline`.
+    @discardableResult
+    public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return arm(deadline: deadline, action: .call(action))
+    }
+
+    /// Cancels a timer set with ``schedule(at:_:)``; does nothing if it already fired.
+    public func cancelTimer(_ id: UInt64) {
+        condition.lock()
+        actions[id] = nil
+        condition.unlock()
+    }
+
+    private func arm(deadline: Duration, action: TimerAction) -> UInt64 {
+        nextTimerID += 1
+        let id = nextTimerID
+        actions[id] = action
+        timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
+        condition.signal()
+        return id
+    }
+
+    func reserveTimerID() -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        nextTimerID += 1
+        return nextTimerID
+    }
+
+    /// Suspends the current task until `deadline`; throws `CancellationError` when the task is
+    /// cancelled first.
+    func sleep(until deadline: Duration) async throws {
+        let id = reserveTimerID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                condition.lock()
+                if cancelledBeforeArming.remove(id) != nil {
+                    condition.unlock()
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                actions[id] = .resume(continuation)
+                timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
+                condition.signal()
+                condition.unlock()
+            }
+        } onCancel: {
+            condition.lock()
+            let action = actions.removeValue(forKey: id)
+            if action == nil { cancelledBeforeArming.insert(id) }
+            condition.unlock()
+            if case .resume(let continuation) = action {
+                continuation.resume(throwing: CancellationError())
+            }
+        }
+        forget(id)
+    }
+
+    private func forget(_ id: UInt64) {
+        condition.lock()
+        cancelledBeforeArming.remove(id)
+        condition.unlock()
+    }
+
+    // MARK: - Run loop
+
+    /// Asks the run loop to return once the job queue is empty.
+    func stop() {
+        condition.lock()
+        stopRequested = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// What the run loop should do next.
+    private enum Step {
+        case run(UnownedJob)
+        case fire(TimerAction)
+        case stop
+        case deadlock
+    }
+
+    /// Runs jobs and timers on the calling thread until ``stop()``.
+    ///
+    /// - Parameter onDeadlock: called (on this thread) when no job is runnable, no timer is set
+    ///   and nothing arrived from another thread for a while; it should cancel the work.
+    func runLoop(onDeadlock: () -> Void) {
+        let executor = asUnownedTaskExecutor()
+        while true {
+            switch nextStep() {
+            case .run(let job):
+                job.runSynchronously(on: executor)
+            case .fire(.resume(let continuation)):
+                continuation.resume()
+            case .fire(.call(let action)):
+                action()
+            case .deadlock:
+                onDeadlock()
+            case .stop:
+                return
+            }
+        }
+    }
+
+    private func nextStep() -> Step {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if jobsHead < jobs.count {
+                let job = jobs[jobsHead]
+                jobsHead += 1
+                if jobsHead > 1024, jobsHead * 2 > jobs.count {
+                    jobs.removeFirst(jobsHead)
+                    jobsHead = 0
+                }
+                return .run(job)
+            }
+            if stopRequested { return .stop }
+            if let entry = timers.first {
+                if let wait = wallDelay(until: entry.deadline) {
+                    // Following the wall clock: sleep, but wake for work from other threads.
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
+                    continue
+                }
+                _ = timers.popFirst()
+                guard let action = actions.removeValue(forKey: entry.id) else { continue }
+                virtualNow = max(virtualNow, entry.deadline)
+                return .fire(action)
+            }
+            // Nothing runnable and no timer: only another thread can make progress now.
+            if !condition.wait(until: Date(timeIntervalSinceNow: 2)) && jobsHead == jobs.count && timers.isEmpty && !stopRequested {
+                return .deadlock
+            }
+        }
+    }
+
+    /// Seconds of wall time to wait before virtual time may reach `deadline`, or `nil`.
+    private func wallDelay(until deadline: Duration) -> Double? {
+        guard let pace else { return nil }
+        let wallNow = ContinuousClock.now
+        guard let anchor = wallAnchor else {
+            wallAnchor = (wallNow, virtualNow)
+            return wallDelay(until: deadline)
+        }
+        let target = anchor.wall + (deadline - anchor.virtual) / pace
+        guard target > wallNow else { return nil }
+        return (target - wallNow).seconds
+    }
+}

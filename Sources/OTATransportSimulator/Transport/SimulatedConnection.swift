@@ -1,0 +1,475 @@
+import Foundation
+import OTACore
+
+/// A connected link to a ``SimulatedDevice``: the ``Transport`` the engine uses, and the
+/// ``PeripheralContext`` the device model sees.
+///
+/// Writes without response wait for room in the central's queue of ``LinkProfile/writeQueueDepth``
+/// writes; connection events drain it into the device. A write with response or a read waits
+/// for the device's answer to come back over the link. See ``LinkProfile`` for the radio model.
+public final class SimulatedConnection: Transport, PeripheralContext, @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
+    // device model runs inside a connection event and calls back into the link (`notify`).
+
+    private enum CentralKind {
+        case command
+        case request(UInt64)
+        case read(UInt64)
+    }
+
+    private struct CentralPDU {
+        var kind: CentralKind
+        var characteristic: CharacteristicID
+        var value: Data
+        var remaining: Int
+        var started = false
+    }
+
+    private enum PeripheralKind {
+        case notification(CharacteristicID, Data)
+        case writeResponse(UInt64, ATTStatus)
+        case readResponse(UInt64, Result<Data, ATTStatus>)
+    }
+
+    private struct PeripheralPDU {
+        var kind: PeripheralKind
+        var readyAt: Duration
+        var remaining: Int
+    }
+
+    private struct BlockedWriter {
+        var id: UInt64
+        var characteristic: CharacteristicID
+        var value: Data
+        var continuation: CheckedContinuation<Result<Void, TransportError>, Never>
+    }
+
+    private let lock = NSRecursiveLock()
+    private let device: SimulatedDevice
+    private let simulation: Simulation
+    private let profile: LinkProfile
+    private let anchor: Duration
+    /// What to do with a write that ignores back-pressure when the queue is full.
+    public let overflow: WriteQueueOverflow
+    public let link: LinkParameters
+    public let characteristics: [CharacteristicID: CharacteristicProperties]
+
+    private var disconnectReason: DisconnectReason?
+    private var central: [CentralPDU] = []
+    private var centralHead = 0
+    private var commandsQueued = 0
+    private var peripheral: [PeripheralPDU] = []
+    private var blockedWriters: [BlockedWriter] = []
+    private var pendingReplies: [UInt64: CheckedContinuation<Result<Data, TransportError>, Never>] = [:]
+    private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
+    private var disconnectWatchers: [AsyncStream<DisconnectReason>.Continuation] = []
+    private var eventScheduled: Duration?
+    private var lastEvent: Duration?
+    private var nextID: UInt64 = 0
+    private var statistics = LinkStatistics()
+    private var deliveryTime: Duration = .zero
+
+    init(device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow) {
+        self.device = device
+        self.simulation = simulation
+        self.profile = device.profile.link
+        self.anchor = simulation.now
+        self.overflow = overflow
+        let mtu = max(23, min(centralMTU, profile.deviceMaximumMTU))
+        link = LinkParameters(
+            attMTU: mtu,
+            maximumWriteWithoutResponse: mtu - 3,
+            maximumWriteWithResponse: mtu - 3,
+            summary: device.profile.link.summary
+        )
+        var table: [CharacteristicID: CharacteristicProperties] = [:]
+        for service in device.model.services {
+            table.merge(service.characteristicTable) { $1 }
+        }
+        characteristics = table
+    }
+
+    private func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// What the link has carried so far.
+    public var stats: LinkStatistics { withLock { statistics } }
+
+    /// Whether the link is up.
+    public var isConnected: Bool { withLock { disconnectReason == nil } }
+
+    private func makeID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
+    // MARK: - Transport
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
+        try checkWrite(value, to: characteristic, kind: kind)
+        switch kind {
+        case .withoutResponse:
+            // Fast path: room in the queue, nobody waiting ahead of us.
+            let queued: Bool = withLock {
+                guard disconnectReason == nil, blockedWriters.isEmpty, commandsQueued < profile.writeQueueDepth else { return false }
+                enqueueCommand(value, to: characteristic)
+                return true
+            }
+            if queued { return }
+            try await waitForRoom(value, to: characteristic).get()
+        case .withResponse:
+            _ = try await request(.request, value: value, characteristic: characteristic).get()
+        }
+    }
+
+    public func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data {
+        try check(characteristic, allows: .read)
+        return try await request(.read, value: Data(), characteristic: characteristic).get()
+    }
+
+    public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        try check(characteristic, allows: .notify)
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+        let previous: AsyncStream<Data>.Continuation? = try withLock { () throws(TransportError) in
+            if let reason = disconnectReason { throw TransportError.disconnected(reason) }
+            let id = makeID()
+            defer { subscriptions[characteristic] = (id, continuation) }
+            continuation.onTermination = { [weak self] _ in
+                self?.withLock {
+                    if self?.subscriptions[characteristic]?.id == id { self?.subscriptions[characteristic] = nil }
+                }
+            }
+            return subscriptions[characteristic]?.continuation
+        }
+        previous?.finish()
+        return stream
+    }
+
+    public var disconnections: AsyncStream<DisconnectReason> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
+        withLock {
+            if let reason = disconnectReason {
+                continuation.yield(reason)
+                continuation.finish()
+            } else {
+                disconnectWatchers.append(continuation)
+            }
+        }
+        return stream
+    }
+
+    public func disconnect() async {
+        drop(.closedByApp)
+    }
+
+    /// Writes without waiting for room in the queue, as a naive client that ignores
+    /// `canSendWriteWithoutResponse` does. When the queue is full the write is dropped without
+    /// a word or refused, as ``overflow`` says.
+    ///
+    /// This exists to prove that the simulator reproduces the back-pressure bug; the engine never
+    /// calls it.
+    public func writeIgnoringFlowControl(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) {
+        try checkWrite(value, to: characteristic, kind: .withoutResponse)
+        try withLock { () throws(TransportError) in
+            if let reason = disconnectReason { throw TransportError.disconnected(reason) }
+            if commandsQueued < profile.writeQueueDepth {
+                enqueueCommand(value, to: characteristic)
+                return
+            }
+            switch overflow {
+            case .dropSilently:
+                statistics.writesDropped += 1
+            case .reject:
+                throw TransportError(.other, "write without response refused: the queue of \(profile.writeQueueDepth) writes is full")
+            }
+        }
+    }
+
+    // MARK: - Validation
+
+    private func check(_ characteristic: CharacteristicID, allows property: CharacteristicProperties) throws(TransportError) {
+        try requireCharacteristic(characteristic, allowing: property)
+    }
+
+    private func checkWrite(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) throws(TransportError) {
+        try check(characteristic, allows: kind.requiredProperty)
+        let maximum = link.maximumWriteLength(for: kind)
+        guard value.count <= maximum else {
+            throw TransportError(
+                .valueTooLong(length: value.count, maximum: maximum),
+                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))"
+            )
+        }
+    }
+
+    // MARK: - Central side
+
+    private func pduLength(_ value: Int) -> Int { value + 3 + 4 }
+
+    private func enqueueCommand(_ value: Data, to characteristic: CharacteristicID) {
+        central.append(CentralPDU(kind: .command, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
+        commandsQueued += 1
+        statistics.writesQueued += 1
+        scheduleEvent()
+    }
+
+    private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Result<Void, TransportError> {
+        let id: UInt64 = withLock { makeID() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, TransportError>, Never>) in
+                let immediate: Result<Void, TransportError>? = withLock {
+                    if let reason = disconnectReason { return .failure(.disconnected(reason)) }
+                    if Task.isCancelled { return .failure(Self.cancelled) }
+                    statistics.writerWaits += 1
+                    blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: continuation))
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let writer: BlockedWriter? = withLock {
+                guard let index = blockedWriters.firstIndex(where: { $0.id == id }) else { return nil }
+                return blockedWriters.remove(at: index)
+            }
+            writer?.continuation.resume(returning: .failure(Self.cancelled))
+        }
+    }
+
+    private static let cancelled = TransportError(.other, "cancelled")
+
+    private enum RequestKind { case request, read }
+
+    private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
+        let id: UInt64 = withLock { makeID() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, TransportError>, Never>) in
+                let immediate: Result<Data, TransportError>? = withLock {
+                    if let reason = disconnectReason { return .failure(.disconnected(reason)) }
+                    if Task.isCancelled { return .failure(Self.cancelled) }
+                    pendingReplies[id] = continuation
+                    let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
+                    central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
+                    scheduleEvent()
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let continuation = withLock { pendingReplies.removeValue(forKey: id) }
+            continuation?.resume(returning: .failure(Self.cancelled))
+        }
+    }
+
+    // MARK: - Radio
+
+    /// Schedules the next connection event if there is work and none is scheduled.
+    private func scheduleEvent() {
+        guard disconnectReason == nil, eventScheduled == nil else { return }
+        let hasCentral = centralHead < central.count
+        let earliestPeripheral = peripheral.first?.readyAt
+        guard hasCentral || earliestPeripheral != nil else { return }
+        var earliest = simulation.now
+        if !hasCentral, let ready = earliestPeripheral { earliest = max(earliest, ready) }
+        if let last = lastEvent { earliest = max(earliest, last + .nanoseconds(1)) }
+        let interval = profile.connectionInterval
+        // First anchor at or after `earliest`.
+        let sinceAnchor = earliest - anchor
+        var events = Int64((sinceAnchor / interval).rounded(.up))
+        if anchor + interval * events < earliest { events += 1 }
+        let time = anchor + interval * events
+        eventScheduled = time
+        simulation.schedule(at: time) { [weak self] in self?.connectionEvent(at: time) }
+    }
+
+    private func connectionEvent(at start: Duration) {
+        withLock {
+            eventScheduled = nil
+            lastEvent = start
+            guard disconnectReason == nil else { return }
+            runEvent(at: start)
+            wakeBlockedWriters()
+            scheduleEvent()
+        }
+    }
+
+    private func runEvent(at start: Duration) {
+        let cap = profile.packetsPerEvent ?? .max
+        let llPayload = profile.llPayload
+        var used: Duration = .zero
+        var packets = 0
+        var flowControlled = false
+        while packets < cap, disconnectReason == nil {
+            let now = start + used
+            var centralBytes = 0
+            if centralHead < central.count {
+                if !central[centralHead].started && device.isBackedUp(at: now) {
+                    flowControlled = true
+                } else {
+                    centralBytes = min(central[centralHead].remaining, llPayload)
+                }
+            }
+            var peripheralBytes = 0
+            if let first = peripheral.first, first.readyAt <= now {
+                peripheralBytes = min(first.remaining, llPayload)
+            }
+            guard centralBytes > 0 || peripheralBytes > 0 else { break }
+            let pair = profile.pairTime(central: centralBytes, peripheral: peripheralBytes)
+            guard used + pair <= profile.connectionInterval else { break }
+            used += pair
+            packets += 1
+            statistics.packetPairs += 1
+            if simulation.randomUnit() < profile.packetErrorRate {
+                statistics.retransmissions += 1
+                continue
+            }
+            if centralBytes > 0 {
+                central[centralHead].started = true
+                central[centralHead].remaining -= centralBytes
+                if central[centralHead].remaining == 0 {
+                    let pdu = central[centralHead]
+                    centralHead += 1
+                    compactCentral()
+                    deliverToDevice(pdu, at: now + profile.phy.airTime(payload: centralBytes))
+                }
+            }
+            if peripheralBytes > 0, !peripheral.isEmpty {
+                peripheral[0].remaining -= peripheralBytes
+                if peripheral[0].remaining == 0 {
+                    let pdu = peripheral.removeFirst()
+                    deliverToCentral(pdu, at: start + used)
+                }
+            }
+        }
+        if packets > 0 { statistics.connectionEvents += 1 }
+        if flowControlled { statistics.flowControlStalls += 1 }
+    }
+
+    private func compactCentral() {
+        if centralHead > 256, centralHead * 2 > central.count {
+            central.removeFirst(centralHead)
+            centralHead = 0
+        }
+    }
+
+    private func wakeBlockedWriters() {
+        while commandsQueued < profile.writeQueueDepth, !blockedWriters.isEmpty {
+            let writer = blockedWriters.removeFirst()
+            enqueueCommand(writer.value, to: writer.characteristic)
+            writer.continuation.resume(returning: .success(()))
+        }
+    }
+
+    private func deliverToDevice(_ pdu: CentralPDU, at time: Duration) {
+        deliveryTime = time
+        let model = device.model
+        switch pdu.kind {
+        case .command:
+            commandsQueued -= 1
+            let (value, disconnect) = device.applyFaults(to: pdu.value)
+            if let value {
+                statistics.dataBytesDelivered += value.count
+                _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
+            }
+            _ = device.settle(at: time)
+            if disconnect {
+                simulation.schedule(at: time) { [weak self] in
+                    self?.drop(DisconnectReason("link lost (injected fault)"))
+                }
+            }
+        case .request(let id):
+            let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
+            enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
+        case .read(let id):
+            let result = model.read(pdu.characteristic, peripheral: self)
+            let length = (try? result.get().count).map { $0 + 1 } ?? 5
+            enqueuePeripheral(.readResponse(id, result), length: length, after: time)
+        }
+    }
+
+    private func enqueuePeripheral(_ kind: PeripheralKind, length: Int, after time: Duration) {
+        let ready = device.settle(at: time) + device.profile.processingLatency
+        peripheral.append(PeripheralPDU(kind: kind, readyAt: ready, remaining: length + 4))
+        scheduleEvent()
+    }
+
+    private func deliverToCentral(_ pdu: PeripheralPDU, at time: Duration) {
+        simulation.schedule(at: time) { [weak self] in
+            guard let self else { return }
+            let resume: CheckedContinuation<Result<Data, TransportError>, Never>?
+            let reply: Result<Data, TransportError>
+            switch pdu.kind {
+            case .notification(let characteristic, let value):
+                withLock {
+                    guard disconnectReason == nil, let subscription = subscriptions[characteristic] else { return }
+                    statistics.notificationsDelivered += 1
+                    subscription.continuation.yield(value)
+                }
+                return
+            case .writeResponse(let id, let status):
+                resume = withLock { pendingReplies.removeValue(forKey: id) }
+                reply =
+                    status == .success
+                    ? .success(Data())
+                    : .failure(TransportError(.attError(status.rawValue), "device answered the write with \(status)"))
+            case .readResponse(let id, let result):
+                resume = withLock { pendingReplies.removeValue(forKey: id) }
+                reply = result.mapError { TransportError(.attError($0.rawValue), "device answered the read with \($0)") }
+            }
+            resume?.resume(returning: reply)
+        }
+    }
+
+    // MARK: - PeripheralContext
+
+    public var flash: any FlashStorage { device.flash }
+
+    public func isSubscribed(to characteristic: CharacteristicID) -> Bool {
+        withLock { subscriptions[characteristic] != nil }
+    }
+
+    public func notify(_ value: Data, on characteristic: CharacteristicID) {
+        withLock {
+            guard disconnectReason == nil, subscriptions[characteristic] != nil else { return }
+            enqueuePeripheral(.notification(characteristic, value), length: value.count + 3, after: max(deliveryTime, simulation.now))
+        }
+    }
+
+    public func reboot(after delay: Duration) {
+        let device = self.device
+        simulation.schedule(at: simulation.now + delay) { device.reboot() }
+    }
+
+    // MARK: - Disconnect
+
+    /// Takes the link down: waiting writers and requests fail, notification streams finish,
+    /// the device is told. Does nothing if the link is already down.
+    public func drop(_ reason: DisconnectReason) {
+        let wasUp: Bool = withLock {
+            guard disconnectReason == nil else { return false }
+            disconnectReason = reason
+            let error = TransportError.disconnected(reason)
+            for writer in blockedWriters { writer.continuation.resume(returning: .failure(error)) }
+            blockedWriters.removeAll()
+            for (_, continuation) in pendingReplies { continuation.resume(returning: .failure(error)) }
+            pendingReplies.removeAll()
+            for (_, subscription) in subscriptions { subscription.continuation.finish() }
+            subscriptions.removeAll()
+            for watcher in disconnectWatchers {
+                watcher.yield(reason)
+                watcher.finish()
+            }
+            disconnectWatchers.removeAll()
+            central.removeAll()
+            centralHead = 0
+            commandsQueued = 0
+            peripheral.removeAll()
+            return true
+        }
+        guard wasUp else { return }
+        device.detach(self)
+        device.model.disconnected()
+    }
+}
