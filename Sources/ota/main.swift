@@ -1,1 +1,3 @@
-print("x")
+import OTACommandLine
+
+await CommandLineTool.main()

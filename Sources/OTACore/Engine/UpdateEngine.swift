@@ -86,6 +86,7 @@ public struct UpdateEngine: Sendable {
         over transport: any Transport,
         recorder: EventRecorder
     ) async throws(OTAError) -> UpdateReport {
+        let connectDuration = recorder.elapsed
         recorder.enter(.negotiating)
         for requirement in updateProtocol.requirements {
             do {
@@ -111,6 +112,7 @@ public struct UpdateEngine: Sendable {
             link: transport.link,
             chunkSize: plan.payloadSize,
             duration: progress.elapsed,
+            connectDuration: connectDuration,
             bytesSent: progress.bytesSent
         )
     }

@@ -10,11 +10,17 @@ public struct UpdateReport: Sendable, Hashable {
     public var chunkSize: Int
     /// From the start of the connection to the device's verdict, on the engine's clock.
     public var duration: Duration
+    /// Time spent connecting (link setup, discovery, MTU exchange), part of ``duration``.
+    public var connectDuration: Duration
     /// Bytes written to the link in all, including any re-sent.
     public var bytesSent: Int
 
-    /// Image bytes per second over the whole update.
+    /// Time from the link being up to the device's verdict: what the protocol itself took.
+    public var protocolDuration: Duration { duration - connectDuration }
+
+    /// Image bytes per second over ``protocolDuration``: every command round trip, flash wait
+    /// and retransmission counts, connection setup does not.
     public var goodput: Double {
-        duration > .zero ? Double(imageSize) / duration.seconds : 0
+        protocolDuration > .zero ? Double(imageSize) / protocolDuration.seconds : 0
     }
 }

@@ -1,0 +1,64 @@
+/// Parses a command's arguments: `--name value`, `--name=value`, flags, `-h`/`--help`,
+/// positionals, and `--` to end options.
+enum ArgumentParser {
+    static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+                parsed.positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            if argument == "-h" || argument == "--help" {
+                parsed.wantsHelp = true
+                continue
+            }
+            let (name, inlineValue) = split(argument)
+            guard let option = spec.option(named: name) else {
+                throw UsageError("unknown option '\(name)' for 'ota \(spec.name)'", command: spec.name)
+            }
+            guard let valueName = option.valueName else {
+                if inlineValue != nil {
+                    throw UsageError("option '\(name)' takes no value", command: spec.name)
+                }
+                parsed.flags.insert(name)
+                continue
+            }
+            let value: String
+            if let inlineValue {
+                value = inlineValue
+            } else if index < arguments.count, !arguments[index].hasPrefix("--") {
+                value = arguments[index]
+                index += 1
+            } else {
+                throw UsageError("option '\(name)' needs a value (\(name) \(valueName))", command: spec.name)
+            }
+            if !option.repeatable, parsed.values[name] != nil {
+                throw UsageError("option '\(name)' given twice", command: spec.name)
+            }
+            parsed.values[name, default: []].append(value)
+        }
+        if parsed.wantsHelp { return parsed }
+        if parsed.positionals.count > spec.positionals.count {
+            let extra = parsed.positionals[spec.positionals.count]
+            throw UsageError("unexpected argument '\(extra)' for 'ota \(spec.name)'", command: spec.name)
+        }
+        if parsed.positionals.count < spec.positionals.count {
+            let missing = spec.positionals[parsed.positionals.count]
+            throw UsageError("missing \(missing.name) for 'ota \(spec.name)'", command: spec.name)
+        }
+        return parsed
+    }
+
+    private static func split(_ argument: String) -> (String, String?) {
+        guard let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// The `ota` tool: dispatches to a subcommand and turns every outcome into an exit code.
+public enum CommandLineTool {
+    static let commands: [any Command.Type] = [UpdateCommand.self, ProtocolsCommand.self, DevicesCommand.self]
+
+    static let version = "0.1.0"
+
+    static var overview: String {
+        var lines = [
+            "ota: update device firmware over Bluetooth LE.",
+            "",
+            "usage: ota COMMAND [options]",
+            "",
+            "commands:",
+        ]
+        for command in commands {
+            let name = command.spec.name
+            lines.append("  \(name)\(String(repeating: " ", count: max(1, 12 - name.count)))\(command.spec.summary)")
+        }
+        lines += ["", "Run 'ota COMMAND --help' for a command's options.", "Example: ota update firmware.bin --protocol generic --device sim:esp32s3-mtu244-2m"]
+        return lines.joined(separator: "\n")
+    }
+
+    /// Runs the tool with `arguments` (without the program name) and returns the exit code.
+    public static func run(_ arguments: [String], streams: any OutputStreams) async -> Int32 {
+        guard let first = arguments.first else {
+            streams.err(overview + "\n")
+            return ExitCode.usage.rawValue
+        }
+        switch first {
+        case "-h", "--help", "help":
+            if first == "help", arguments.count > 1, let command = commands.first(where: { $0.spec.name == arguments[1] }) {
+                streams.out(command.spec.help + "\n")
+            } else {
+                streams.out(overview + "\n")
+            }
+            return ExitCode.success.rawValue
+        case "--version":
+            streams.out("ota \(version)\n")
+            return ExitCode.success.rawValue
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.spec.name == first }) else {
+            streams.err("ota: error: \(UsageError("unknown command '\(first)'"))\n")
+            return ExitCode.usage.rawValue
+        }
+        do {
+            let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: command.spec)
+            if parsed.wantsHelp {
+                streams.out(command.spec.help + "\n")
+                return ExitCode.success.rawValue
+            }
+            return await command.run(parsed, streams: streams).rawValue
+        } catch {
+            streams.err("ota: error: \(error)\n")
+            return ExitCode.usage.rawValue
+        }
+    }
+
+    /// Runs the tool as a process: real streams, Ctrl-C cancels the command, exits.
+    public static func main() async -> Never {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let task = Task { await run(arguments, streams: StandardStreams()) }
+        let interrupt = InterruptHandler { task.cancel() }
+        let code = await task.value
+        interrupt.cancel()
+        exit(code)
+    }
+}

@@ -1,0 +1,34 @@
+import OTACore
+
+/// The tool's exit codes, documented in `docs/cli.md`.
+public enum ExitCode: Int32, Sendable {
+    /// Success.
+    case success = 0
+    /// The device refused the image or reported it corrupt.
+    case updateFailed = 1
+    /// The command line was wrong: unknown command, option, protocol, profile or parameter.
+    case usage = 2
+    /// The firmware file is missing, unreadable, empty or too large for the device.
+    case badInput = 3
+    /// The device could not be reached, or lacks the protocol's service.
+    case deviceUnavailable = 4
+    /// The link dropped, stalled or timed out; running again resumes or restarts.
+    case linkFailed = 5
+    /// Interrupted by Ctrl-C; the device keeps what it received.
+    case interrupted = 130
+    /// A bug in the tool.
+    case internalError = 70
+
+    /// The exit code for an update error.
+    static func forError(_ error: OTAError) -> ExitCode {
+        switch error.code {
+        case .deviceRejected, .verificationFailed, .malformedResponse: .updateFailed
+        case .unknownProtocol, .invalidParameter: .usage
+        case .invalidImage, .imageTooLarge: .badInput
+        case .connectionFailed, .missingCharacteristic: .deviceUnavailable
+        case .disconnected, .timeout, .stalled, .transport: .linkFailed
+        case .cancelled: .interrupted
+        default: .internalError
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+
+/// `ota update FIRMWARE`: send an image to a device.
+enum UpdateCommand: Command {
+    static let spec = CommandSpec(
+        name: "update",
+        summary: "Send a firmware image to a device and wait for the device to accept it.",
+        options: [
+            .init(name: "--protocol", valueName: "NAME", help: "update protocol (see 'ota protocols'); required"),
+            .init(name: "--device", valueName: "ADDRESS", help: "device to update; default \(DeviceAddress.defaultAddress) (see 'ota devices')"),
+            .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable (see 'ota protocols')", repeatable: true),
+            .init(name: "--json", help: "print one JSON event per line on standard output"),
+            .init(name: "--mtu", valueName: "BYTES", help: "ATT MTU the app offers, 23...517; default 517"),
+            .init(name: "--seed", valueName: "N", help: "simulated devices: seed for the link's random losses; default 1"),
+            .init(name: "--sim-speed", valueName: "FACTOR", help: "simulated devices: virtual seconds per real second, or 'max'; default 1 on a terminal, max otherwise"),
+        ],
+        positionals: [.init(name: "FIRMWARE", help: "the firmware image file (.bin)")],
+        discussion: """
+            Progress goes to standard error (a bar on a terminal, plain lines otherwise); the result
+            goes to standard output. Ctrl-C pauses: the device keeps what it received, and running
+            the same command again continues or restarts, as the protocol allows.
+
+            exit codes: 0 updated, 1 device refused the image, 2 usage, 3 bad firmware file,
+            4 device unavailable, 5 link lost or timed out, 130 interrupted
+            """
+    )
+
+    /// Everything the command line decided, before anything runs.
+    struct Plan: Sendable {
+        var descriptor: ProtocolDescriptor
+        var parameters: ProtocolParameters
+        var client: any UpdateProtocol
+        var profile: DeviceProfile
+        var image: FirmwareImage
+        var json: Bool
+        var mtu: Int
+        var seed: UInt64
+        var pace: Double?
+    }
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
+        let plan: Plan
+        do {
+            plan = try makePlan(arguments, streams: streams)
+        } catch let error as UsageError {
+            streams.err("ota: error: \(error)\n")
+            return .usage
+        } catch let error as OTAError {
+            streams.err("ota: error: \(error.message)\n")
+            return ExitCode.forError(error)
+        } catch {
+            streams.err("ota: error: \(error)\n")
+            return .internalError
+        }
+        return await execute(plan, streams: streams)
+    }
+
+    static func makePlan(_ arguments: ParsedArguments, streams: any OutputStreams) throws -> Plan {
+        guard let protocolName = arguments.value("--protocol") else {
+            let names = BuiltInProtocols.registry.all.map(\.name).joined(separator: ", ")
+            throw UsageError("no protocol given: pass --protocol NAME (available: \(names))", command: "update")
+        }
+        let descriptor: ProtocolDescriptor
+        do {
+            descriptor = try BuiltInProtocols.registry.descriptor(named: protocolName)
+        } catch {
+            throw UsageError(error.message, command: "protocols")
+        }
+        var parameters = ProtocolParameters()
+        for pair in arguments.values["--param"] ?? [] {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw UsageError("--param '\(pair)' is not KEY=VALUE", command: "update")
+            }
+            parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        let client: any UpdateProtocol
+        do {
+            client = try descriptor.makeClient(parameters)
+        } catch {
+            throw UsageError(error.message, command: "protocols")
+        }
+        guard case .simulated(let profile) = try DeviceAddress.parse(arguments.value("--device") ?? DeviceAddress.defaultAddress) else {
+            throw UsageError("unsupported device", command: "update")
+        }
+        let mtu = try integer(arguments.value("--mtu"), option: "--mtu", default: 517, in: 23...517)
+        let seed = try integer(arguments.value("--seed"), option: "--seed", default: 1, in: 0...Int.max)
+        let json = arguments.flag("--json")
+        let pace: Double?
+        switch arguments.value("--sim-speed") {
+        case nil: pace = streams.errorIsTerminal && !json ? 1 : nil
+        case "max": pace = nil
+        case let text?:
+            guard let factor = Double(text), factor > 0, factor.isFinite else {
+                throw UsageError("--sim-speed '\(text)' is not a positive number or 'max'", command: "update")
+            }
+            pace = factor
+        }
+        let image = try FirmwareImage(contentsOf: URL(fileURLWithPath: arguments.positionals[0]))
+        guard image.count <= profile.slotSize else {
+            throw OTAError(
+                .imageTooLarge,
+                "\(image.name) is \(image.count) bytes, larger than the \(profile.slotSize)-byte update slot of sim:\(profile.name)"
+            )
+        }
+        return Plan(
+            descriptor: descriptor, parameters: parameters, client: client, profile: profile, image: image,
+            json: json, mtu: mtu, seed: UInt64(seed), pace: pace
+        )
+    }
+
+    private static func integer(_ text: String?, option: String, default value: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("\(option) '\(text)' is not an integer in \(range.lowerBound)...\(range.upperBound)", command: "update")
+        }
+        return number
+    }
+
+    static func execute(_ plan: Plan, streams: any OutputStreams) async -> ExitCode {
+        let simulation = Simulation(seed: plan.seed, pace: plan.pace)
+        let model: any DeviceModel
+        do {
+            model = try plan.descriptor.makeDeviceModel(plan.parameters)
+        } catch {
+            streams.err("ota: error: \(error.message)\n")
+            return .usage
+        }
+        let device = SimulatedDevice(profile: plan.profile, model: model, simulation: simulation)
+        let connector = SimulatedConnector(device: device, centralMTU: plan.mtu)
+        let engine = UpdateEngine(clock: simulation.clock)
+        let renderer: any EventRenderer =
+            if plan.json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
+        let result: Result<UpdateReport, OTAError>
+        do {
+            result = try await simulation.run {
+                let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
+                async let rendered: Void = {
+                    var renderer = renderer
+                    for await event in events { renderer.render(event) }
+                    renderer.finish()
+                }()
+                let result: Result<UpdateReport, OTAError>
+                do throws(OTAError) {
+                    result = .success(try await engine.update(plan.image, using: plan.client, connector: connector, events: sink))
+                } catch {
+                    result = .failure(error)
+                }
+                await rendered
+                return result
+            }
+        } catch {
+            streams.err("ota: error: \(error)\n")
+            return .internalError
+        }
+        return report(result, plan: plan, device: device.address, streams: streams)
+    }
+
+    private static func report(_ result: Result<UpdateReport, OTAError>, plan: Plan, device: String, streams: any OutputStreams) -> ExitCode {
+        switch result {
+        case .success(let report):
+            if plan.json {
+                JSONRenderer(streams: streams).emit([
+                    "event": .string("result"), "status": .string("completed"), "device": .string(device),
+                    "protocol": .string(plan.descriptor.name), "imageSize": .number(Double(report.imageSize)),
+                    "imageCRC32": .string(Wording.hex32(report.imageCRC32)), "duration": .number(report.duration.seconds),
+                    "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
+                    "chunkSize": .number(Double(report.chunkSize)),
+                ])
+            } else {
+                streams.out(
+                    "updated \(device) with \(plan.image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) in \(report.duration.humanReadable); \(Wording.rate(report.goodput)) over ATT MTU \(report.link.attMTU) with \(report.chunkSize)-byte chunks\n"
+                )
+            }
+            return .success
+        case .failure(let error):
+            let code = ExitCode.forError(error)
+            if plan.json {
+                JSONRenderer(streams: streams).emit([
+                    "event": .string("result"), "status": .string(code == .interrupted ? "paused" : "failed"),
+                    "code": .string(error.code.description), "message": .string(error.message), "device": .string(device),
+                ])
+            }
+            if code == .interrupted {
+                streams.err("ota: interrupted: the device keeps what it received; run the same command again to continue or restart\n")
+            } else {
+                streams.err("ota: error: \(error.message)\n")
+            }
+            return code
+        }
+    }
+}

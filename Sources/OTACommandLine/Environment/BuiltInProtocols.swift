@@ -1,0 +1,10 @@
+import OTACore
+import OTAProtocolGeneric
+
+/// The protocols this build of `ota` links. Adding a protocol target means adding its
+/// descriptor here; nothing in OTACore changes.
+enum BuiltInProtocols {
+    static let registry = ProtocolRegistry([
+        GenericProtocol.descriptor
+    ])
+}

@@ -1,1 +1,0 @@
-let _placeholder = 0

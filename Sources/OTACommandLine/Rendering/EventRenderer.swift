@@ -1,0 +1,58 @@
+import OTACore
+
+/// Shows update events to a person or a program.
+protocol EventRenderer: Sendable {
+    /// Shows one event.
+    mutating func render(_ event: UpdateEvent)
+    /// Called once after the last event, before the result line.
+    mutating func finish()
+}
+
+/// Shared wording for renderers.
+enum Wording {
+    /// "123.4 kB" style, decimal units as BLE throughput figures are quoted.
+    static func bytes(_ count: Int) -> String {
+        if count < 1000 { return "\(count) B" }
+        if count < 1_000_000 { return String(oneDecimal: Double(count) / 1000) + " kB" }
+        return String(oneDecimal: Double(count) / 1_000_000) + " MB"
+    }
+
+    /// "65.1 kB/s".
+    static func rate(_ bytesPerSecond: Double) -> String {
+        String(oneDecimal: bytesPerSecond / 1000) + " kB/s"
+    }
+
+    /// "0x0E2E4B96".
+    static func hex32(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+    }
+
+    static func state(_ state: UpdateState, detail: String?) -> String {
+        let text: String =
+            switch state {
+            case .connecting: "connecting"
+            case .negotiating: "negotiating"
+            case .transferring: "transferring"
+            case .verifying: "verifying"
+            case .committing: "committing"
+            case .completed: "completed"
+            case .paused: "paused"
+            case .failed: "failed"
+            }
+        return detail.map { "\(text): \($0)" } ?? text
+    }
+
+    static func link(_ link: LinkParameters, chunkSize: Int) -> String {
+        "link up: \(link); \(chunkSize)-byte chunks"
+    }
+
+    static func progress(_ progress: UpdateProgress) -> String {
+        let percent = Int(progress.fractionSent * 100)
+        var text = "\(percent)%  \(bytes(progress.bytesSent)) / \(bytes(progress.totalBytes))  \(rate(progress.currentRate))"
+        if let eta = progress.estimatedTimeRemaining, progress.bytesSent < progress.totalBytes {
+            text += "  ETA \(eta.humanReadable)"
+        }
+        return text
+    }
+}
