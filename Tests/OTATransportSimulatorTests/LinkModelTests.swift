@@ -1,0 +1,190 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+import Testing
+
+@Suite struct LinkModelTests {
+    @Test func airTimesMatchThePublishedFormulas() {
+        #expect(PHY.le1M.airTime(payload: 0) == .microseconds(80))
+        #expect(PHY.le1M.airTime(payload: 27) == .microseconds(296))
+        #expect(PHY.le1M.airTime(payload: 251) == .microseconds(2088))
+        #expect(PHY.le2M.airTime(payload: 0) == .microseconds(44))
+        #expect(PHY.le2M.airTime(payload: 251) == .microseconds(1048))
+        #expect(PHY.coded.airTime(payload: 27) == .microseconds(2448))
+    }
+
+    @Test func pairTimesMatchTheCapacityTable() {
+        let oneM = LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: nil, deviceMaximumMTU: 247, llPayload: 251)
+        #expect(oneM.pairTime(central: 27, peripheral: 0) == .microseconds(676))
+        #expect(oneM.pairTime(central: 251, peripheral: 0) == .microseconds(2468))
+        var twoM = oneM
+        twoM.phy = .le2M
+        #expect(twoM.pairTime(central: 251, peripheral: 0) == .microseconds(1392))
+    }
+
+    /// The built-in profiles' capacity, against the figures derived in docs/simulator.md.
+    @Test(arguments: [
+        (DeviceProfile.esp32MTU23, 4000.0),
+        (DeviceProfile.esp32MTU185, 24_266.7),
+        (DeviceProfile.esp32S3MTU244OneM, 32_533.3),
+        (DeviceProfile.esp32S3MTU244TwoM, 65_066.7),
+        (DeviceProfile.nrf52840, 97_600.0),
+    ])
+    func theoreticalGoodput(profile: DeviceProfile, expected: Double) {
+        let goodput = profile.link.theoreticalGoodput(valueLength: profile.link.deviceMaximumMTU - 3)
+        #expect(abs(goodput - expected) < 1)
+    }
+
+    @Test func fullEventsAtMTU247MatchThePublishedBound() {
+        // 2M, 15 ms, full events: floor(15000 / 1392) = 10 packets → 162.7 kB/s.
+        let link = LinkProfile(phy: .le2M, connectionInterval: .milliseconds(15), packetsPerEvent: nil, deviceMaximumMTU: 247, llPayload: 251)
+        #expect(abs(link.theoreticalGoodput(valueLength: 244) - 162_666.7) < 1)
+    }
+
+    @Test(arguments: [(23, 23), (100, 100), (517, 247), (247, 247)])
+    func mtuIsTheSmallerOfOfferAndDeviceMaximum(offer: Int, expected: Int) async throws {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let connection = try await world.simulation.run {
+            try await SimulatedConnector(device: world.device, centralMTU: offer).connectSimulated()
+        }
+        #expect(connection.link.attMTU == expected)
+        #expect(connection.link.maximumWriteLength(for: .withoutResponse) == expected - 3)
+    }
+
+    @Test func writeLongerThanTheLinkCarriesIsRefused() async throws {
+        let world = SimulatorWorld(profile: .esp32MTU23)
+        let error = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            do throws(TransportError) {
+                try await connection.write(Data(count: 21), to: RecordingDevice.data, kind: .withoutResponse)
+                return nil as TransportError?
+            } catch {
+                return error
+            }
+        }
+        #expect(error?.kind == .valueTooLong(length: 21, maximum: 20))
+    }
+
+    @Test func naiveWriterLosesBytesWhenTheQueueIsFull() async throws {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let stats = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            for index in 0..<100 {
+                try connection.writeIgnoringFlowControl(Data(repeating: UInt8(index), count: 244), to: RecordingDevice.data)
+            }
+            try await world.simulation.clock.sleep(for: .seconds(2))
+            return connection.stats
+        }
+        let depth = DeviceProfile.esp32S3MTU244TwoM.link.writeQueueDepth
+        #expect(stats.writesDropped == 100 - depth)
+        #expect(world.model.received.count == depth * 244)
+    }
+
+    @Test func rejectingStackThrowsInsteadOfDropping() async throws {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let refused = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device, overflow: .reject).connectSimulated()
+            var refused = 0
+            for _ in 0..<40 {
+                do { try connection.writeIgnoringFlowControl(Data(count: 244), to: RecordingDevice.data) } catch { refused += 1 }
+            }
+            return refused
+        }
+        #expect(refused == 40 - DeviceProfile.esp32S3MTU244TwoM.link.writeQueueDepth)
+    }
+
+    @Test func cooperativeWriterNeverLosesAByte() async throws {
+        let world = SimulatorWorld(profile: .esp32MTU23)
+        let stats = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            for index in 0..<500 {
+                try await connection.write(Data(repeating: UInt8(truncatingIfNeeded: index), count: 20), to: RecordingDevice.data, kind: .withoutResponse)
+            }
+            try await world.simulation.clock.sleep(for: .seconds(2))
+            return connection.stats
+        }
+        #expect(stats.writesDropped == 0)
+        #expect(stats.writerWaits > 0)
+        #expect(world.model.received.count == 500 * 20)
+        #expect(world.model.received == Data((0..<500).flatMap { Array(repeating: UInt8(truncatingIfNeeded: $0), count: 20) }))
+    }
+
+    @Test func dataRateFollowsThePacketsPerEventCap() async throws {
+        let world = SimulatorWorld(profile: .esp32MTU23, packetErrorRate: 0)
+        let elapsed = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            let start = world.simulation.now
+            for _ in 0..<600 {
+                try await connection.write(Data(count: 20), to: RecordingDevice.data, kind: .withoutResponse)
+            }
+            while world.model.received.count < 600 * 20 {
+                try await world.simulation.clock.sleep(for: .milliseconds(1))
+            }
+            return world.simulation.now - start
+        }
+        // 6 packets of 20 bytes per 30 ms event: 600 writes take 100 events ≈ 3 s.
+        #expect(elapsed > .milliseconds(2950) && elapsed < .milliseconds(3050))
+    }
+
+    @Test func notificationsArriveOnlyWhenSubscribed() async throws {
+        let world = SimulatorWorld(profile: .nrf52840)
+        let received = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            // Not subscribed: the echo is not sent.
+            try await connection.write(Data([1]), to: RecordingDevice.control, kind: .withResponse)
+            let stream = try await connection.notifications(from: RecordingDevice.control)
+            try await connection.write(Data([2]), to: RecordingDevice.control, kind: .withResponse)
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        #expect(received == Data([2]))
+    }
+
+    @Test func disconnectFailsAWaitingWriterAndEndsNotifications() async throws {
+        let world = SimulatorWorld(profile: .esp32MTU23)
+        let (error, ended) = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            let stream = try await connection.notifications(from: RecordingDevice.control)
+            world.simulation.schedule(at: world.simulation.now + .milliseconds(100)) {
+                world.device.dropConnection()
+            }
+            var failure: TransportError?
+            do throws(TransportError) {
+                for _ in 0..<10_000 {
+                    try await connection.write(Data(count: 20), to: RecordingDevice.data, kind: .withoutResponse)
+                }
+            } catch {
+                failure = error
+            }
+            var iterator = stream.makeAsyncIterator()
+            return (failure, await iterator.next() == nil)
+        }
+        guard case .disconnected = error?.kind else {
+            Issue.record("expected a disconnect, got \(String(describing: error))")
+            return
+        }
+        #expect(ended)
+        #expect(world.device.connection == nil)
+    }
+
+    @Test func unreachableDeviceIsNotConnected() async throws {
+        let world = SimulatorWorld(profile: .esp32MTU23)
+        world.device.isReachable = false
+        let outcome = try await world.simulation.run {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    _ = try? await SimulatedConnector(device: world.device).connectSimulated()
+                    return true
+                }
+                group.addTask {
+                    try await world.simulation.clock.sleep(for: .seconds(30))
+                    return false
+                }
+                let first = try await group.next()!
+                group.cancelAll()
+                return first
+            }
+        }
+        #expect(outcome == false)
+    }
+}

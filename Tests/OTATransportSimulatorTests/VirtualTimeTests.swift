@@ -1,0 +1,87 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+import Synchronization
+import Testing
+
+@Suite struct VirtualTimeTests {
+    @Test func sleepsAdvanceVirtualTimeWithoutWaiting() async throws {
+        let simulation = Simulation()
+        let wall = ContinuousClock.now
+        let elapsed = try await simulation.run {
+            try await simulation.clock.sleep(for: .seconds(3600))
+            return simulation.now
+        }
+        #expect(elapsed == .seconds(3600))
+        #expect(ContinuousClock.now - wall < .seconds(5))
+    }
+
+    @Test func concurrentSleepersWakeInDeadlineOrder() async throws {
+        let simulation = Simulation()
+        let order = try await simulation.run {
+            try await withThrowingTaskGroup(of: (Int, Duration).self) { group in
+                for (index, delay) in [30, 10, 20, 10].enumerated() {
+                    group.addTask {
+                        try await simulation.clock.sleep(for: .milliseconds(delay))
+                        return (index, simulation.now)
+                    }
+                }
+                var woke: [(Int, Duration)] = []
+                for try await entry in group { woke.append(entry) }
+                return woke
+            }
+        }
+        #expect(order.map(\.0) == [1, 3, 2, 0])
+        #expect(order.map(\.1) == [.milliseconds(10), .milliseconds(10), .milliseconds(20), .milliseconds(30)])
+    }
+
+    @Test func cancellationEndsASleepAtOnce() async throws {
+        let simulation = Simulation()
+        let (woke, at) = try await simulation.run {
+            let sleeper = Task<Bool, Never>(executorPreference: simulation.executor) {
+                do {
+                    try await simulation.clock.sleep(for: .seconds(100))
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            try await simulation.clock.sleep(for: .seconds(1))
+            sleeper.cancel()
+            return (await sleeper.value, simulation.now)
+        }
+        #expect(woke == false)
+        #expect(at == .seconds(1))
+    }
+
+    @Test func scheduledCallbacksRunAtTheirTime() async throws {
+        let simulation = Simulation()
+        let seen = Mutex<[Duration]>([])
+        try await simulation.run {
+            for delay in [5, 1, 3] {
+                simulation.schedule(at: .milliseconds(delay)) { seen.withLock { $0.append(simulation.now) } }
+            }
+            try await simulation.clock.sleep(for: .milliseconds(10))
+        }
+        #expect(seen.withLock { $0 } == [.milliseconds(1), .milliseconds(3), .milliseconds(5)])
+    }
+
+    @Test func waitingForeverIsReportedAsADeadlock() async {
+        let simulation = Simulation()
+        await #expect(throws: SimulationError.self) {
+            try await simulation.run {
+                let (stream, _) = AsyncStream.makeStream(of: Int.self)
+                for await _ in stream {}
+            }
+        }
+    }
+
+    @Test func seededRandomIsReproducible() {
+        var a = SeededRandom(seed: 42)
+        var b = SeededRandom(seed: 42)
+        var c = SeededRandom(seed: 43)
+        let first = (0..<8).map { _ in a.next() }
+        #expect(first == (0..<8).map { _ in b.next() })
+        #expect(first != (0..<8).map { _ in c.next() })
+    }
+}
