@@ -49,6 +49,9 @@ public final class Simulation: Sendable {
 
     /// Runs `body` in virtual time on the simulation's thread and returns its result.
     ///
+    /// A simulation can run several bodies one after another (devices and their flash persist
+    /// between them, as between two runs of an app); it cannot run two at once.
+    ///
     /// Child tasks and default actors used by `body` run there too; unstructured tasks
     /// (`Task { }`) do not inherit the simulation and must not be used inside it. Cancelling
     /// the calling task cancels `body`.
@@ -58,6 +61,7 @@ public final class Simulation: Sendable {
     public func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let run = RunState<T>()
         let executor = self.executor
+        executor.prepareForRun()
         let name = "simulation-\(seed)"
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

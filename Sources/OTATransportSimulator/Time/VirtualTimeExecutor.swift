@@ -128,6 +128,14 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
 
     // MARK: - Run loop
 
+    /// Readies the executor for another run loop after a previous one stopped.
+    func prepareForRun() {
+        condition.lock()
+        stopRequested = false
+        wallAnchor = nil
+        condition.unlock()
+    }
+
     /// Asks the run loop to return once the job queue is empty.
     func stop() {
         condition.lock()
