@@ -1,0 +1,24 @@
+import OTACore
+@testable import OTACommandLine
+import Testing
+
+@Suite struct ExitCodeTests {
+    @Test(arguments: [
+        (OTAError.Code.deviceRejected, ExitCode.updateFailed),
+        (.verificationFailed, .updateFailed),
+        (.malformedResponse, .updateFailed),
+        (.unknownProtocol, .usage),
+        (.invalidImage, .badInput),
+        (.imageTooLarge, .badInput),
+        (.connectionFailed, .deviceUnavailable),
+        (.missingCharacteristic, .deviceUnavailable),
+        (.disconnected, .linkFailed),
+        (.timeout, .linkFailed),
+        (.stalled, .linkFailed),
+        (.cancelled, .interrupted),
+        (.internal, .internalError),
+    ])
+    func mapping(code: OTAError.Code, exit: ExitCode) {
+        #expect(ExitCode.forError(OTAError(code, "x")) == exit)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@Suite struct UpdateCommandTests {
+    @Test func updatesASimulatedDeviceAndSaysSo() async throws {
+        let image = try temporaryImage(size: 50_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--device", "sim:nrf52840-mtu244-2m"])
+        #expect(code == 0)
+        #expect(streams.standardOutput.hasPrefix("updated sim:nrf52840-mtu244-2m with \(image.lastPathComponent) (50000 bytes"))
+        #expect(streams.standardError.contains("transferring"))
+        #expect(streams.standardError.contains("100%"))
+    }
+
+    @Test func jsonModePrintsOneParsableObjectPerLine() async throws {
+        let image = try temporaryImage(size: 20_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--device", "sim:esp32-mtu185-1m", "--json"])
+        #expect(code == 0)
+        let objects = try streams.outputLines.map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        #expect(objects.count > 5)
+        #expect(objects.first?["event"] as? String == "state")
+        #expect(objects.contains { $0["event"] as? String == "link" && $0["chunkSize"] as? Int == 182 })
+        let result = try #require(objects.last)
+        #expect(result["event"] as? String == "result")
+        #expect(result["status"] as? String == "completed")
+        #expect(result["imageSize"] as? Int == 20_000)
+        #expect(streams.standardError.isEmpty)
+    }
+
+    @Test func terminalGetsAProgressBar() async throws {
+        let image = try temporaryImage(size: 30_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--sim-speed", "max"], terminal: true)
+        #expect(code == 0)
+        #expect(streams.standardError.contains("\r\u{1B}[2K["))
+        #expect(streams.standardError.contains("█"))
+    }
+
+    /// Bad input: one line on standard error, a specific exit code, nothing on standard output.
+    @Test(arguments: [
+        (["update", "/nonexistent.bin", "--protocol", "generic"], Int32(3), "ota: error: /nonexistent.bin: no such file"),
+        (["update", "EMPTY", "--protocol", "generic"], 3, "is empty: a firmware image needs at least one byte"),
+        (["update", "IMAGE"], 2, "no protocol given: pass --protocol NAME (available: generic)"),
+        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: generic)"),
+        (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device profile 'esp99'"),
+        (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD:EE:FF"], 2, "needs a Bluetooth transport"),
+        (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is not an integer in 23...517"),
+        (["update", "IMAGE", "--protocol", "generic", "--sim-speed", "fast"], 2, "--sim-speed 'fast' is not a positive number or 'max'"),
+        (["update", "IMAGE", "--protocol", "generic", "--param", "nokey"], 2, "--param 'nokey' is not KEY=VALUE"),
+        (["update", "IMAGE", "--protocol", "generic", "--param", "data-uuid=zz"], 2, "parameter 'data-uuid': 'zz' is not a Bluetooth UUID"),
+        (["update", "IMAGE", "--protocol", "generic", "--param", "batch=3"], 2, "protocol 'generic' has no parameter 'batch'"),
+        (["update", "BIG", "--protocol", "generic", "--device", "sim:nrf52840-mtu244-2m"], 3, "larger than the 1048576-byte update slot"),
+        (["frobnicate"], 2, "unknown command 'frobnicate'"),
+        (["update", "IMAGE", "--protocol", "generic", "--colour"], 2, "unknown option '--colour' for 'ota update'"),
+    ])
+    func badInputIsOneLineAndANonZeroExit(arguments: [String], expectedCode: Int32, fragment: String) async throws {
+        let image = try temporaryImage(size: 100)
+        let empty = try temporaryImage(size: 0)
+        let big = try temporaryImage(size: (1 << 20) + 1)
+        defer { for url in [image, empty, big] { try? FileManager.default.removeItem(at: url) } }
+        let substituted = arguments.map { argument in
+            switch argument {
+            case "IMAGE": image.path
+            case "EMPTY": empty.path
+            case "BIG": big.path
+            default: argument
+            }
+        }
+        let (code, streams) = await runTool(substituted)
+        #expect(code == expectedCode)
+        #expect(streams.standardError.contains(fragment))
+        #expect(streams.standardError.hasPrefix("ota: error: "))
+        #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
+        #expect(streams.standardOutput.isEmpty)
+    }
+
+    @Test func everyCommandHasHelp() async {
+        for command in ["update", "protocols", "devices"] {
+            let (code, streams) = await runTool([command, "--help"])
+            #expect(code == 0)
+            #expect(streams.standardOutput.contains("usage: ota \(command)"))
+        }
+        let (code, streams) = await runTool(["--help"])
+        #expect(code == 0)
+        #expect(streams.standardOutput.contains("commands:"))
+    }
+
+    @Test func listsProtocolsAndDevices() async throws {
+        let protocols = await runTool(["protocols", "--json"])
+        #expect(protocols.code == 0)
+        #expect(protocols.streams.standardOutput.contains("\"name\":\"generic\""))
+        let devices = await runTool(["devices"])
+        #expect(devices.code == 0)
+        for name in ["esp32-mtu23-1m", "esp32-mtu185-1m", "esp32s3-mtu244-1m", "esp32s3-mtu244-2m", "nrf52840-mtu244-2m"] {
+            #expect(devices.streams.standardOutput.contains("sim:\(name)"))
+        }
+    }
+}
