@@ -17,7 +17,6 @@ let package = Package(
         .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .executable(name: "ota", targets: ["ota"]),
-        .executable(name: "ota-bench", targets: ["ota-bench"]),
     ],
     targets: [
         // C system libraries.
@@ -43,11 +42,6 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
-        .executableTarget(
-            name: "ota-bench",
-            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
-            swiftSettings: strictSettings
-        ),
 
         // Examples.
         .executableTarget(

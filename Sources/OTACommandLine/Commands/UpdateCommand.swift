@@ -136,18 +136,20 @@ enum UpdateCommand: Command {
         do {
             result = try await simulation.run {
                 let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
-                async let rendered: Void = {
+                // Not a child task: on Ctrl-C the update is cancelled, but its last events
+                // (paused, and why) must still be shown.
+                let rendering = Task(executorPreference: simulation.executor) {
                     var renderer = renderer
                     for await event in events { renderer.render(event) }
                     renderer.finish()
-                }()
+                }
                 let result: Result<UpdateReport, OTAError>
                 do throws(OTAError) {
                     result = .success(try await engine.update(plan.image, using: plan.client, connector: connector, events: sink))
                 } catch {
                     result = .failure(error)
                 }
-                await rendered
+                await rendering.value
                 return result
             }
         } catch {

@@ -1,0 +1,203 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+
+/// `ota benchmark`: updates an image on every simulated profile and reports goodput against the
+/// modelled link's capacity, with the host's wall and CPU time.
+enum BenchmarkCommand: Command {
+    static let spec = CommandSpec(
+        name: "benchmark",
+        summary: "Measure update goodput on every simulated device profile against the link's capacity.",
+        options: [
+            .init(name: "--protocol", valueName: "NAME", help: "protocol to measure, repeatable; default: every protocol", repeatable: true),
+            .init(name: "--profile", valueName: "NAME", help: "profile to measure, repeatable; default: every profile", repeatable: true),
+            .init(name: "--size", valueName: "BYTES", help: "image size, e.g. 200000, 200K, 10M (decimal units); default 200K"),
+            .init(name: "--seed", valueName: "N", help: "simulation seed; default 1"),
+            .init(name: "--json", help: "print one JSON object per measurement"),
+        ],
+        discussion: """
+            Virtual time is the simulated link's and device's; wall and CPU time are this host's cost
+            of simulating, per megabyte of image. Goodput counts from link-up to the device's verdict
+            (every command round trip and flash wait included, connection setup not). Capacity is the
+            modelled link's one-way ATT goodput at the chunk size used (see docs/benchmarks.md).
+            Build in release mode for meaningful host figures: swift run -c release ota benchmark
+            """
+    )
+
+    struct Measurement: Sendable {
+        var protocolName: String
+        var profile: DeviceProfile
+        var report: UpdateReport
+        var capacity: Double
+        var wall: Duration
+        var cpu: Duration
+        var stats: LinkStatistics
+
+        var ratio: Double { report.goodput / capacity }
+    }
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
+        let descriptors: [ProtocolDescriptor]
+        let profiles: [DeviceProfile]
+        let size: Int
+        let seed: UInt64
+        do {
+            var selected: [ProtocolDescriptor] = []
+            for name in arguments.values["--protocol"] ?? BuiltInProtocols.registry.all.map(\.name) {
+                do { selected.append(try BuiltInProtocols.registry.descriptor(named: name)) } catch { throw UsageError(error.message, command: "benchmark") }
+            }
+            descriptors = selected
+            var selectedProfiles: [DeviceProfile] = []
+            for name in arguments.values["--profile"] ?? DeviceProfile.builtIn.map(\.name) {
+                do { selectedProfiles.append(try DeviceProfile.named(name)) } catch { throw UsageError(error.message, command: "benchmark") }
+            }
+            profiles = selectedProfiles
+            size = try parseSize(arguments.value("--size") ?? "200K")
+            guard let parsedSeed = UInt64(arguments.value("--seed") ?? "1") else {
+                throw UsageError("--seed '\(arguments.value("--seed")!)' is not a non-negative integer", command: "benchmark")
+            }
+            seed = parsedSeed
+        } catch {
+            streams.err("ota: error: \(error)\n")
+            return .usage
+        }
+        let json = arguments.flag("--json")
+        let image: FirmwareImage
+        do {
+            image = try FirmwareImage(bytes: pseudoRandomBytes(size, seed: seed), name: "benchmark-\(size).bin")
+        } catch {
+            streams.err("ota: error: \(error.message)\n")
+            return .badInput
+        }
+        if !json {
+            streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
+            streams.out("virtual = simulated link and device time; wall, CPU = this host's cost per MB of image\n\n")
+            streams.out(row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "wall/MB", "CPU/MB"]) + "\n")
+        }
+        var failed = false
+        for descriptor in descriptors {
+            for profile in profiles {
+                guard image.count <= profile.slotSize else {
+                    if !json { streams.out(row([descriptor.name, profile.name, "skipped: image larger than the slot"]) + "\n") }
+                    continue
+                }
+                do {
+                    let measurement = try await measure(descriptor, profile: profile, image: image, seed: seed)
+                    streams.out((json ? jsonLine(measurement) : textRow(measurement)) + "\n")
+                } catch {
+                    failed = true
+                    streams.err("ota: error: \(descriptor.name) on \(profile.name): \(error)\n")
+                }
+            }
+        }
+        return failed ? .updateFailed : .success
+    }
+
+    static func measure(_ descriptor: ProtocolDescriptor, profile: DeviceProfile, image: FirmwareImage, seed: UInt64) async throws -> Measurement {
+        let simulation = Simulation(seed: seed)
+        let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel([:]), simulation: simulation)
+        let client = try descriptor.makeClient([:])
+        let engine = UpdateEngine(clock: simulation.clock)
+        let connector = SimulatedConnector(device: device)
+        let cpuBefore = processCPUTime()
+        let wallBefore = ContinuousClock.now
+        let (report, stats) = try await simulation.run {
+            let connection = try await connector.connectSimulated()
+            let report = try await engine.update(image, using: client, connector: ReusedConnection(connection: connection, description: connector.deviceDescription))
+            return (report, connection.stats)
+        }
+        let wall = ContinuousClock.now - wallBefore
+        let cpu = processCPUTime() - cpuBefore
+        return Measurement(
+            protocolName: descriptor.name,
+            profile: profile,
+            report: report,
+            capacity: profile.link.theoreticalGoodput(valueLength: report.chunkSize),
+            wall: wall,
+            cpu: cpu,
+            stats: stats
+        )
+    }
+
+    private static func textRow(_ m: Measurement) -> String {
+        let perMB = 1_000_000 / Double(m.report.imageSize)
+        return row([
+            m.protocolName, m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
+            m.report.protocolDuration.humanReadable, Wording.rate(m.report.goodput), Wording.rate(m.capacity),
+            String(oneDecimal: m.ratio * 100) + "%",
+            "\(Int((m.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.cpu.seconds * perMB * 1000).rounded())) ms",
+        ])
+    }
+
+    private static func jsonLine(_ m: Measurement) -> String {
+        let perMB = 1_000_000 / Double(m.report.imageSize)
+        return JSONValue.object([
+            "protocol": .string(m.protocolName), "profile": .string(m.profile.name), "link": .string(m.profile.link.summary),
+            "attMTU": .number(Double(m.report.link.attMTU)), "chunkSize": .number(Double(m.report.chunkSize)),
+            "imageSize": .number(Double(m.report.imageSize)), "virtualSeconds": .number(m.report.protocolDuration.seconds),
+            "goodput": .number(m.report.goodput.rounded()), "capacity": .number(m.capacity.rounded()),
+            "ratio": .number((m.ratio * 10000).rounded() / 10000), "wallSecondsPerMB": .number(m.wall.seconds * perMB),
+            "cpuSecondsPerMB": .number(m.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
+            "bytesSent": .number(Double(m.report.bytesSent)),
+        ]).serialized
+    }
+
+    private static func shortLink(_ link: LinkProfile) -> String {
+        "\(link.phy.rawValue) \(link.connectionInterval.humanReadable) \(link.packetsPerEvent.map { "\($0)/ev" } ?? "full")"
+    }
+
+    private static let widths = [9, 20, 16, 4, 6, 9, 11, 11, 7, 9, 8]
+
+    private static func row(_ cells: [String]) -> String {
+        zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
+            .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
+            .joined()
+            .trimmingCharacters(in: .whitespaces)
+    }
+
+    static func parseSize(_ text: String) throws(UsageError) -> Int {
+        let multipliers: [Character: Int] = ["K": 1000, "k": 1000, "M": 1_000_000, "m": 1_000_000]
+        var digits = Substring(text)
+        var multiplier = 1
+        if let last = digits.last, let factor = multipliers[last] {
+            multiplier = factor
+            digits = digits.dropLast()
+        }
+        guard let value = Int(digits), value > 0, value <= 64_000_000 / multiplier else {
+            throw UsageError("--size '\(text)' is not a size between 1 and 64M", command: "benchmark")
+        }
+        return value * multiplier
+    }
+
+    private static func pseudoRandomBytes(_ count: Int, seed: UInt64) -> Data {
+        var random = SeededRandom(seed: seed ^ 0x5EED)
+        var bytes = [UInt8](repeating: 0, count: count)
+        for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: random.next()) }
+        return Data(bytes)
+    }
+
+    private static func processCPUTime() -> Duration {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = Duration.seconds(usage.ru_utime.tv_sec) + .microseconds(usage.ru_utime.tv_usec)
+        let system = Duration.seconds(usage.ru_stime.tv_sec) + .microseconds(usage.ru_stime.tv_usec)
+        return user + system
+    }
+
+    private static var buildMode: String {
+        #if DEBUG
+            "debug"
+        #else
+            "release"
+        #endif
+    }
+}
+
+/// A connector that hands out one already-open connection, so the benchmark can read the link's
+/// statistics after the update.
+private struct ReusedConnection: Connector {
+    let connection: SimulatedConnection
+    let description: String
+    var deviceDescription: String { description }
+    func connect() async throws(TransportError) -> any Transport { connection }
+}
