@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "OTACore", targets: ["OTACore"]),
         .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
+        .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .executable(name: "ota", targets: ["ota"]),
     ],
@@ -31,6 +32,7 @@ let package = Package(
 
         // Update protocols (plug-ins), each its own target.
         .target(name: "OTAProtocolGeneric", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -38,7 +40,7 @@ let package = Package(
         // The command-line tool: a library with everything testable, and a thin executable.
         .target(
             name: "OTACommandLine",
-            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTATransportSimulator"],
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
@@ -51,6 +53,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // The framed protocol's device side in portable C (the firmware reference), compiled on the
+        // host so the tests can run the Swift client against it. The ESP-IDF glue beside it is not
+        // part of the host build.
+        .target(
+            name: "CFramedReferenceDevice",
+            path: "Examples/framed-reference-device/core"
+        ),
+
         // Tests.
         .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .testTarget(
@@ -61,6 +71,11 @@ let package = Package(
         .testTarget(
             name: "OTAProtocolGenericTests",
             dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolFramedTests",
+            dependencies: ["OTACore", "OTAProtocolFramed", "OTATransportSimulator", "CFramedReferenceDevice"],
             swiftSettings: strictSettings
         ),
         .testTarget(

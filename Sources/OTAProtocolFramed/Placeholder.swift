@@ -1,0 +1,1 @@
+let _framedPlaceholder = 0
