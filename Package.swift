@@ -45,6 +45,13 @@ let package = Package(
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
 
+        // Shared test support: a harness that updates a simulated device and collects events.
+        .target(
+            name: "OTATestSupport",
+            dependencies: ["OTACore", "OTATransportSimulator"],
+            swiftSettings: strictSettings
+        ),
+
         // Examples.
         .executableTarget(
             name: "simulated-update",
@@ -70,12 +77,12 @@ let package = Package(
         ),
         .testTarget(
             name: "OTAProtocolGenericTests",
-            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator"],
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator", "OTATestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "OTAProtocolFramedTests",
-            dependencies: ["OTACore", "OTAProtocolFramed", "OTATransportSimulator", "CFramedReferenceDevice"],
+            dependencies: ["OTACore", "OTAProtocolFramed", "OTATransportSimulator", "OTATestSupport", "CFramedReferenceDevice"],
             swiftSettings: strictSettings
         ),
         .testTarget(

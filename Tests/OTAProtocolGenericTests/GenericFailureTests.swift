@@ -36,15 +36,11 @@ private struct NaiveConnector: Connector {
 
 @Suite struct GenericFailureTests {
     private func failure(_ outcome: GenericHarness.Outcome) throws -> OTAError {
-        switch outcome.result {
-        case .success: throw OTAError(.internal, "update unexpectedly succeeded")
-        case .failure(let error): return error
-        }
+        try outcome.failure()
     }
 
     private func finalState(_ outcome: GenericHarness.Outcome) -> UpdateState? {
-        for case .state(let state, _, _) in outcome.events.reversed() { return state }
-        return nil
+        outcome.states.last
     }
 
     @Test func naiveWriterLosesBytesAndTheDeviceReportsSizeMismatch() async throws {
@@ -120,7 +116,7 @@ private struct NaiveConnector: Connector {
     @Test func disconnectMidTransferFailsWithTheReason() async throws {
         let harness = GenericHarness(profile: .esp32S3MTU244TwoM)
         var faults = LinkFaults()
-        faults.disconnectAfterBytes = 120_000
+        faults.disconnectAtBytes = [120_000]
         harness.device.faults = faults
         let outcome = try await harness.update(try GenericHarness.image(size: 200_000))
         let error = try failure(outcome)

@@ -1,10 +1,12 @@
 import OTACore
+import OTAProtocolFramed
 import OTAProtocolGeneric
 
 /// The protocols this build of `ota` links. Adding a protocol target means adding its
 /// descriptor here; nothing in OTACore changes.
 enum BuiltInProtocols {
     static let registry = ProtocolRegistry([
-        GenericProtocol.descriptor
+        GenericProtocol.descriptor,
+        FramedProtocol.descriptor,
     ])
 }

@@ -48,9 +48,11 @@ enum Wording {
     }
 
     static func progress(_ progress: UpdateProgress) -> String {
-        let percent = Int(progress.fractionSent * 100)
-        var text = "\(percent)%  \(bytes(progress.bytesSent)) / \(bytes(progress.totalBytes))  \(rate(progress.currentRate))"
-        if let eta = progress.estimatedTimeRemaining, progress.bytesSent < progress.totalBytes {
+        let percent = Int(progress.fraction * 100)
+        let done = max(progress.position, progress.bytesAcknowledged)
+        var text = "\(percent)%  \(bytes(done)) / \(bytes(progress.totalBytes))  \(rate(progress.currentRate))"
+        if progress.bytesSent > done { text += "  (\(bytes(progress.bytesSent - done)) re-sent)" }
+        if let eta = progress.estimatedTimeRemaining, done < progress.totalBytes {
             text += "  ETA \(eta.humanReadable)"
         }
         return text

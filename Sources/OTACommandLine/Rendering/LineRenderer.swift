@@ -17,7 +17,7 @@ struct LineRenderer: EventRenderer {
         case .linkEstablished(let link, let chunkSize, _):
             streams.err("\(time) \(Wording.link(link, chunkSize: chunkSize))\n")
         case .progress(let progress, _):
-            let decile = Int(progress.fractionSent * 10)
+            let decile = Int(progress.fraction * 10)
             guard decile > lastDecile else { return }
             lastDecile = decile
             streams.err("\(time) \(Wording.progress(progress))\n")

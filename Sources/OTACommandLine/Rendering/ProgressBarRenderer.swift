@@ -17,7 +17,7 @@ struct ProgressBarRenderer: EventRenderer {
         case .linkEstablished(let link, let chunkSize, _):
             line("› " + Wording.link(link, chunkSize: chunkSize))
         case .progress(let progress, _):
-            let filled = Int(progress.fractionSent * Double(width))
+            let filled = Int(progress.fraction * Double(width))
             let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
             streams.err("\r\u{1B}[2K[\(bar)] " + Wording.progress(progress))
             barShown = true

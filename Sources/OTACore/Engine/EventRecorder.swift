@@ -5,7 +5,9 @@ import Synchronization
 final class EventRecorder: Sendable {
     private struct State {
         var sent = 0
+        var position = 0
         var acknowledged = 0
+        var writes = 0
         var lastEmission: Duration?
         var rates: RateEstimator
         var state: UpdateState?
@@ -43,26 +45,38 @@ final class EventRecorder: Sendable {
         sink?.yield(.note(text, at: stopwatch.elapsed))
     }
 
-    /// Records bytes written; emits a progress event when the interval has passed.
-    func sent(_ count: Int) {
+    /// Records that the bytes of `range` were written; emits a progress event when the interval
+    /// has passed.
+    func sent(_ range: Range<Int>) {
         let now = stopwatch.elapsed
         let progress: UpdateProgress? = state.withLock { state in
-            state.sent += count
+            state.sent += range.count
+            state.position = range.upperBound
+            state.writes += 1
             guard state.lastEmission.map({ now - $0 >= interval }) ?? true else { return nil }
             return Self.snapshot(&state, now: now, total: totalBytes)
         }
         if let progress { sink?.yield(.progress(progress, at: now)) }
     }
 
-    /// Records that the device confirmed `total` bytes in all (not an increment).
+    /// Records that the device holds the first `total` bytes of the image (not an increment; it
+    /// can go down when the device starts a session over).
     func acknowledged(total: Int) {
         let now = stopwatch.elapsed
         let progress = state.withLock { state in
-            state.acknowledged = max(state.acknowledged, total)
+            state.acknowledged = total
             return Self.snapshot(&state, now: now, total: totalBytes)
         }
         sink?.yield(.progress(progress, at: now))
     }
+
+    /// Records that the transfer moved back to `offset` (a rewind or a resume).
+    func rewound(to offset: Int) {
+        state.withLock { $0.position = offset }
+    }
+
+    /// Data writes completed so far, for the stall watchdog.
+    var writeCount: Int { state.withLock { $0.writes } }
 
     /// Emits a progress event now, whatever the interval.
     func flushProgress() {
@@ -82,11 +96,12 @@ final class EventRecorder: Sendable {
         let current = state.rates.current
         let average = state.rates.average
         let rate = current > 0 ? current : average
-        let remaining = max(0, total - state.sent)
+        let remaining = max(0, total - max(state.position, state.acknowledged))
         let eta: Duration? = rate > 0 ? .milliseconds(Int64(Double(remaining) / rate * 1000)) : nil
         return UpdateProgress(
             totalBytes: total,
             bytesSent: state.sent,
+            position: state.position,
             bytesAcknowledged: state.acknowledged,
             currentRate: current,
             averageRate: average,

@@ -15,6 +15,8 @@ public struct UpdateConfiguration: Sendable, Hashable {
     public var progressInterval: Duration = .milliseconds(100)
     /// The window over which ``UpdateProgress/currentRate`` is measured. Default 1 s.
     public var rateWindow: Duration = .seconds(1)
+    /// How to reconnect after a lost link, for protocols that can resume.
+    public var resume = ResumePolicy()
     /// An upper bound on the payload per write, below what the link negotiated; `nil` uses the
     /// link's maximum. Useful when a stack carries less than it advertises.
     public var maximumChunkSize: Int?

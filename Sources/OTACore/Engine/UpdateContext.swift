@@ -124,8 +124,63 @@ public final class UpdateContext: Sendable {
 
     // MARK: - Streaming
 
+    /// Writes one data chunk without response, through the transport's back-pressure, and
+    /// records that `range` of the image was sent. For protocols that run their own transfer
+    /// loop inside ``withStallWatchdog(_:)``.
+    public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
+        do {
+            try await transport.write(value, to: characteristic, kind: .withoutResponse)
+        } catch {
+            throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
+        }
+        recorder.sent(range)
+    }
+
+    /// Records that the transfer moved back to `offset` (after a NAK, a timeout or a resume).
+    public func rewound(to offset: Int) {
+        recorder.rewound(to: offset)
+    }
+
+    /// Runs `body` while a watchdog checks that data keeps flowing: if no data write completes
+    /// during a whole ``UpdateConfiguration/stallTimeout``, `body` is cancelled and the call fails
+    /// with ``OTAError/Code/stalled``.
+    public func withStallWatchdog<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws(OTAError) -> R {
+        let recorder = self.recorder
+        let stallTimeout = configuration.stallTimeout
+        let clock = self.clock
+        do {
+            return try await withThrowingTaskGroup(of: R?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    var seen = -1
+                    while true {
+                        try await clock.sleep(for: stallTimeout)
+                        let writes = recorder.writeCount
+                        if writes == seen {
+                            let progress = recorder.progress
+                            throw OTAError(
+                                .stalled,
+                                "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(progress.position) of \(progress.totalBytes); the device stopped taking data"
+                            )
+                        }
+                        seen = writes
+                    }
+                }
+                defer { group.cancelAll() }
+                // The body finishing first ends the watchdog; the watchdog throwing ends the body.
+                guard let first = try await group.next(), let result = first else {
+                    throw OTAError(.internal, "stall watchdog ended without a result")
+                }
+                return result
+            }
+        } catch {
+            throw Self.describe(error, doing: "sending data")
+        }
+    }
+
     /// Streams `range` of `image` to `characteristic` with writes without response, one chunk
-    /// per write as planned by `plan`, honouring the transport's back-pressure.
+    /// per write as planned by `plan`, honouring the transport's back-pressure, under the stall
+    /// watchdog.
     ///
     /// `frame` turns each chunk into the bytes written (for protocols with a per-chunk header);
     /// by default the chunk is written as is, without copying.
@@ -139,46 +194,14 @@ public final class UpdateContext: Sendable {
         plan: ChunkPlan,
         frame: (@Sendable (_ offset: Int, _ chunk: Data) -> Data)? = nil
     ) async throws(OTAError) {
-        let transport = self.transport
-        let recorder = self.recorder
-        let counter = WriteCounter()
-        let stallTimeout = configuration.stallTimeout
-        let clock = self.clock
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    var offset = range.lowerBound
-                    while offset < range.upperBound {
-                        let chunk = plan.chunk(at: offset, in: range.upperBound)
-                        let payload = image[chunk]
-                        let value = frame?(offset, payload) ?? payload
-                        try await transport.write(value, to: characteristic, kind: .withoutResponse)
-                        counter.increment()
-                        recorder.sent(chunk.count)
-                        offset = chunk.upperBound
-                    }
-                }
-                group.addTask {
-                    // Watchdog: fail if no write completed during a whole stall period.
-                    var seen = -1
-                    while true {
-                        try await clock.sleep(for: stallTimeout)
-                        let now = counter.value
-                        if now == seen {
-                            throw OTAError(
-                                .stalled,
-                                "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(recorder.progress.bytesSent) of \(image.count); the device stopped taking data"
-                            )
-                        }
-                        seen = now
-                    }
-                }
-                defer { group.cancelAll() }
-                // The writer finishing first ends the watchdog; the watchdog throwing ends the writer.
-                try await group.next()
+        try await withStallWatchdog { [self] in
+            var offset = range.lowerBound
+            while offset < range.upperBound {
+                let chunk = plan.chunk(at: offset, in: range.upperBound)
+                let payload = image[chunk]
+                try await writeData(frame?(offset, payload) ?? payload, to: characteristic, covering: chunk)
+                offset = chunk.upperBound
             }
-        } catch {
-            throw Self.describe(error, doing: "sending data")
         }
         recorder.flushProgress()
     }
@@ -189,11 +212,4 @@ public final class UpdateContext: Sendable {
         }
         return OTAError.wrapping(error, context: activity)
     }
-}
-
-/// Counts completed writes for the stall watchdog.
-private final class WriteCounter: Sendable {
-    private let count = Atomic<Int>(0)
-    func increment() { count.add(1, ordering: .relaxed) }
-    var value: Int { count.load(ordering: .relaxed) }
 }

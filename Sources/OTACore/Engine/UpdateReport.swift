@@ -14,6 +14,8 @@ public struct UpdateReport: Sendable, Hashable {
     public var connectDuration: Duration
     /// Bytes written to the link in all, including any re-sent.
     public var bytesSent: Int
+    /// Times the engine reconnected and resumed.
+    public var resumes: Int
 
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }

@@ -2,8 +2,11 @@
 public struct UpdateProgress: Sendable, Hashable {
     /// Total bytes of the image.
     public var totalBytes: Int
-    /// Bytes written to the link so far (including any re-sent).
+    /// Bytes written to the link so far, including any sent again after a rewind or a resume.
     public var bytesSent: Int
+    /// Where the transfer stands in the image: the offset after the last chunk written. It moves
+    /// back when a protocol rewinds or resumes from the device's offset.
+    public var position: Int
     /// Bytes the device has confirmed as received. Protocols without per-chunk acknowledgements
     /// only confirm at the end.
     public var bytesAcknowledged: Int
@@ -20,6 +23,7 @@ public struct UpdateProgress: Sendable, Hashable {
     public init(
         totalBytes: Int,
         bytesSent: Int = 0,
+        position: Int = 0,
         bytesAcknowledged: Int = 0,
         currentRate: Double = 0,
         averageRate: Double = 0,
@@ -28,6 +32,7 @@ public struct UpdateProgress: Sendable, Hashable {
     ) {
         self.totalBytes = totalBytes
         self.bytesSent = bytesSent
+        self.position = position
         self.bytesAcknowledged = bytesAcknowledged
         self.currentRate = currentRate
         self.averageRate = averageRate
@@ -35,8 +40,9 @@ public struct UpdateProgress: Sendable, Hashable {
         self.estimatedTimeRemaining = estimatedTimeRemaining
     }
 
-    /// Fraction of the image sent, from 0 to 1.
-    public var fractionSent: Double {
-        totalBytes == 0 ? 0 : min(1, Double(bytesSent) / Double(totalBytes))
+    /// How far through the image the transfer is, from 0 to 1 (by ``position``, or by
+    /// ``bytesAcknowledged`` when that is further).
+    public var fraction: Double {
+        totalBytes == 0 ? 0 : min(1, Double(max(position, bytesAcknowledged)) / Double(totalBytes))
     }
 }

@@ -10,10 +10,18 @@ public protocol UpdateProtocol: Sendable {
     /// The characteristics the device must expose, checked by the engine before ``run(_:context:)``.
     var requirements: [CharacteristicRequirement] { get }
 
+    /// Bytes the protocol adds to each data write (a chunk header); the payload per write is the
+    /// negotiated write length less this. Default 0.
+    var chunkHeaderLength: Int { get }
+
     /// Sends `image` to the device and returns once the device has accepted it.
     ///
     /// - Throws: ``OTAError`` naming the cause; device status codes are decoded with their meaning.
     func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError)
+}
+
+extension UpdateProtocol {
+    public var chunkHeaderLength: Int { 0 }
 }
 
 /// A characteristic a protocol needs, with the property it uses and a role name for messages.

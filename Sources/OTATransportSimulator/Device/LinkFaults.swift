@@ -1,14 +1,24 @@
 /// Faults the simulated link injects into the writes it carries to a device, for tests.
 ///
-/// Indices count data writes (writes without response) delivered to the device since the
-/// device was made, from 0, across connections.
+/// Indices count data writes (writes without response) arriving at the device since it was
+/// made, from 0, across connections; byte thresholds count the data bytes delivered, also across
+/// connections. Each threshold fires once.
 public struct LinkFaults: Sendable, Hashable {
     /// Writes that are lost on the way (as if the controller dropped them).
     public var dropWrites: Set<Int> = []
-    /// Writes whose first byte is flipped on the way (as a corrupting buffer would).
+    /// Writes whose last byte is flipped on the way (as a corrupting buffer would).
     public var corruptWrites: Set<Int> = []
-    /// Drop the link once the device has received this many bytes of data writes in all.
-    public var disconnectAfterBytes: Int?
+    /// Writes delivered twice.
+    public var duplicateWrites: Set<Int> = []
+    /// Writes delivered after the write that follows them.
+    public var reorderWrites: Set<Int> = []
+    /// Drop the link once the device has received this many data bytes (each value once).
+    public var disconnectAtBytes: [Int] = []
+    /// Reboot the device once it has received this many data bytes (each value once).
+    public var rebootAtBytes: [Int] = []
+    /// From this many data bytes on, the device stops taking packets without dropping the link
+    /// (a hung firmware), until the link goes down.
+    public var stallAtBytes: Int?
 
     /// No faults.
     public init() {}

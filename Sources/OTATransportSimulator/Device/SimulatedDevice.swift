@@ -13,6 +13,8 @@ public final class SimulatedDevice: Sendable {
         var dataWritesDelivered = 0
         var dataBytesDelivered = 0
         var reboots = 0
+        var held: Data?
+        var stalled = false
     }
 
     /// The hardware profile.
@@ -81,6 +83,8 @@ public final class SimulatedDevice: Sendable {
     func detach(_ connection: SimulatedConnection) {
         state.withLock { state in
             if state.connection === connection { state.connection = nil }
+            state.held = nil
+            state.stalled = false
         }
     }
 
@@ -93,27 +97,61 @@ public final class SimulatedDevice: Sendable {
         }
     }
 
-    /// Whether the device has so much unfinished work that its controller refuses packets.
+    /// Whether the device has so much unfinished work that its controller refuses packets, or
+    /// a stall fault holds it.
     func isBackedUp(at time: Duration) -> Bool {
-        settle(at: time) - time > profile.backlogLimit
+        if state.withLock({ $0.stalled }) { return true }
+        return settle(at: time) - time > profile.backlogLimit
     }
 
-    /// Applies link faults to a data write about to be delivered; `nil` means it is lost.
-    /// Also reports whether the link should drop after it.
-    func applyFaults(to value: Data) -> (value: Data?, disconnect: Bool) {
+    /// What the link does with one data write after faults.
+    struct FaultOutcome {
+        /// Values to deliver now, in order (none when lost or held back, two when duplicated or
+        /// released after a held one).
+        var deliveries: [Data]
+        /// Drop the link after delivering.
+        var disconnect = false
+        /// Reboot the device after delivering.
+        var reboot = false
+    }
+
+    /// Applies link faults to a data write about to be delivered.
+    func applyFaults(to value: Data) -> FaultOutcome {
         state.withLock { state in
             let index = state.dataWritesDelivered
             state.dataWritesDelivered += 1
-            if state.faults.dropWrites.contains(index) { return (nil, false) }
+            let faults = state.faults
+            if faults.dropWrites.contains(index) { return FaultOutcome(deliveries: []) }
             var delivered = value
-            if state.faults.corruptWrites.contains(index), let first = delivered.indices.first {
-                delivered[first] ^= 0xFF
+            if faults.corruptWrites.contains(index), let last = delivered.indices.last {
+                delivered[last] ^= 0xFF
             }
-            state.dataBytesDelivered += delivered.count
-            let limit = state.faults.disconnectAfterBytes
-            let disconnect = limit.map { state.dataBytesDelivered >= $0 } ?? false
-            if disconnect { state.faults.disconnectAfterBytes = nil }
-            return (delivered, disconnect)
+            if faults.reorderWrites.contains(index), state.held == nil {
+                state.held = delivered
+                return FaultOutcome(deliveries: [])
+            }
+            var deliveries = [delivered]
+            if faults.duplicateWrites.contains(index) { deliveries.append(delivered) }
+            if let held = state.held {
+                deliveries.append(held)
+                state.held = nil
+            }
+            state.dataBytesDelivered += deliveries.reduce(0) { $0 + $1.count }
+            let total = state.dataBytesDelivered
+            var outcome = FaultOutcome(deliveries: deliveries)
+            if let threshold = faults.disconnectAtBytes.first(where: { $0 <= total }) {
+                state.faults.disconnectAtBytes.removeAll { $0 == threshold }
+                outcome.disconnect = true
+            }
+            if let threshold = faults.rebootAtBytes.first(where: { $0 <= total }) {
+                state.faults.rebootAtBytes.removeAll { $0 == threshold }
+                outcome.reboot = true
+            }
+            if let stall = faults.stallAtBytes, total >= stall {
+                state.faults.stallAtBytes = nil
+                state.stalled = true
+            }
+            return outcome
         }
     }
 }

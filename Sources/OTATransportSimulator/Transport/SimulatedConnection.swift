@@ -368,13 +368,16 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
-            let (value, disconnect) = device.applyFaults(to: pdu.value)
-            if let value {
+            let outcome = device.applyFaults(to: pdu.value)
+            for value in outcome.deliveries {
                 statistics.dataBytesDelivered += value.count
                 _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
             }
             _ = device.settle(at: time)
-            if disconnect {
+            if outcome.reboot {
+                let device = self.device
+                simulation.schedule(at: time) { device.reboot() }
+            } else if outcome.disconnect {
                 simulation.schedule(at: time) { [weak self] in
                     self?.drop(DisconnectReason("link lost (injected fault)"))
                 }

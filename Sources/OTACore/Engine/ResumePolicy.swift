@@ -1,0 +1,35 @@
+/// How the engine reconnects after a lost link, for protocols that can resume.
+///
+/// Delays grow from ``initialDelay`` by ``backoffMultiplier`` up to ``maximumDelay``. The engine
+/// gives up after ``maximumAttempts`` reconnections in a row that brought no progress; an attempt
+/// after which the device acknowledged more bytes resets the count.
+public struct ResumePolicy: Sendable, Hashable {
+    /// Reconnections in a row without progress before giving up. 0 disables resuming.
+    public var maximumAttempts: Int = 5
+    /// Delay before the first reconnection.
+    public var initialDelay: Duration = .milliseconds(500)
+    /// Longest delay between reconnections.
+    public var maximumDelay: Duration = .seconds(8)
+    /// Factor applied to the delay after each attempt without progress.
+    public var backoffMultiplier: Double = 2
+
+    /// The defaults: 5 attempts, 0.5 s doubling up to 8 s.
+    public init() {}
+
+    /// Never reconnect.
+    public static var disabled: ResumePolicy {
+        var policy = ResumePolicy()
+        policy.maximumAttempts = 0
+        return policy
+    }
+
+    /// The delay before attempt `attempt` (1-based).
+    public func delay(beforeAttempt attempt: Int) -> Duration {
+        var delay = initialDelay
+        for _ in 1..<max(1, attempt) {
+            delay = delay * backoffMultiplier
+            if delay >= maximumDelay { return maximumDelay }
+        }
+        return min(delay, maximumDelay)
+    }
+}

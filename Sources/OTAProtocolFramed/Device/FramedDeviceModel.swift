@@ -1,0 +1,292 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// The device side of the framed protocol, as specified in docs/protocols/framed.md: checks each
+/// chunk's position and CRC, acknowledges per batch after recording the offset in its flash
+/// journal, NAKs once per gap or corruption, verifies the whole image before installing, and
+/// picks its session up again after a disconnect or a reboot.
+public final class FramedDeviceModel: DeviceModel {
+    /// The largest batch the device grants.
+    public static let maximumBatch = 16
+    /// Delay between the COMMIT reply and the reboot into the new image.
+    public static let rebootDelay: Duration = .milliseconds(300)
+
+    private struct State {
+        var booted = false
+        var journal: FramedJournal?
+        var session: SessionIdentity?
+        var state: FramedSessionState = .idle
+        var expected = 0
+        var runningCRC = CRC32()
+        var recordedOffset = 0
+        var recordedCRC: UInt32 = 0
+        var batch = 1
+        var chunksSinceACK = 0
+        var nakOutstanding = false
+        var erasedUpTo = 0
+        var tailMayBeDirty = false
+        var acks = 0
+        var naks = 0
+    }
+
+    /// The GATT layout.
+    public let profile: FramedGATTProfile
+    private let state = Mutex(State())
+
+    /// Creates a device.
+    public init(profile: FramedGATTProfile = FramedGATTProfile()) {
+        self.profile = profile
+    }
+
+    public var services: [GATTServiceDefinition] { [profile.serviceDefinition] }
+
+    /// ACKs and NAKs sent since the device was made.
+    public var counters: (acks: Int, naks: Int) { state.withLock { ($0.acks, $0.naks) } }
+
+    /// The session state.
+    public var sessionState: FramedSessionState { state.withLock { $0.state } }
+
+    public func rebooted() {
+        state.withLock { $0 = State() }
+    }
+
+    public func disconnected() {
+        state.withLock { $0.nakOutstanding = false }
+    }
+
+    public func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
+        guard characteristic == profile.status else { return .failure(.readNotPermitted) }
+        return .success(
+            state.withLock { state in
+                boot(&state, flash: peripheral.flash)
+                return status(state).encoded
+            }
+        )
+    }
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        switch characteristic {
+        case profile.data:
+            let notification: FramedNotification? = state.withLock { state in
+                boot(&state, flash: peripheral.flash)
+                return receiveChunk(value, state: &state, flash: peripheral.flash)
+            }
+            if let notification { peripheral.notify(notification.encoded, on: profile.control) }
+            return .success
+        case profile.control:
+            guard let (command, version) = FramedCommand.decode(value) else { return .invalidPDU }
+            let (reply, reboot) = state.withLock { state in
+                boot(&state, flash: peripheral.flash)
+                return handle(command, version: version, state: &state, flash: peripheral.flash)
+            }
+            peripheral.notify(reply.encoded, on: profile.control)
+            if reboot { peripheral.reboot(after: Self.rebootDelay) }
+            return .success
+        default:
+            return .writeNotPermitted
+        }
+    }
+
+    // MARK: - Boot
+
+    private func boot(_ state: inout State, flash: any FlashStorage) {
+        guard !state.booted else { return }
+        state.booted = true
+        var journal = FramedJournal(flash: flash)
+        if let recovered = journal.recover(from: flash) {
+            state.session = recovered.identity
+            state.expected = recovered.offset
+            state.runningCRC = CRC32(continuingFrom: recovered.runningCRC)
+            state.recordedOffset = recovered.offset
+            state.recordedCRC = recovered.runningCRC
+            state.state = recovered.installed ? .installed : (recovered.offset == Int(recovered.identity.size) ? .complete : .receiving)
+            state.erasedUpTo = roundUp(recovered.offset, flash.sectorSize)
+            state.tailMayBeDirty = recovered.offset % flash.sectorSize != 0
+        }
+        state.journal = journal
+    }
+
+    private func status(_ state: State) -> FramedDeviceStatus {
+        FramedDeviceStatus(
+            state: state.state,
+            offset: UInt32(state.recordedOffset),
+            runningCRC: state.recordedCRC,
+            identity: state.session ?? SessionIdentity(size: 0, crc: 0, version: 0),
+            maximumBatch: UInt16(Self.maximumBatch)
+        )
+    }
+
+    // MARK: - Commands
+
+    private func handle(_ command: FramedCommand, version: UInt8, state: inout State, flash: any FlashStorage) -> (FramedNotification, Bool) {
+        switch command {
+        case .begin(let identity, let batch):
+            return (begin(identity, batch: Int(batch), version: version, state: &state, flash: flash), false)
+        case .commit:
+            return commit(state: &state, flash: flash)
+        case .abort:
+            do {
+                try state.journal?.clear(on: flash)
+            } catch {
+                return (.abortReply(.flashError), false)
+            }
+            let journal = state.journal
+            state = State()
+            state.booted = true
+            state.journal = journal
+            return (.abortReply(.ok), false)
+        }
+    }
+
+    private func begin(_ identity: SessionIdentity, batch: Int, version: UInt8, state: inout State, flash: any FlashStorage) -> FramedNotification {
+        guard version == FramedCommand.protocolVersion, identity.size > 0, batch > 0, var journal = state.journal else {
+            return .beginReply(.invalidParameter, state: state.state, offset: 0, batch: 0)
+        }
+        guard Int(identity.size) <= journal.imageCapacity else {
+            return .beginReply(.tooLarge, state: state.state, offset: 0, batch: 0)
+        }
+        state.batch = min(batch, Self.maximumBatch)
+        state.chunksSinceACK = 0
+        state.nakOutstanding = false
+        if state.session == identity, state.state != .failed, state.state != .idle {
+            if state.state == .installed {
+                return .beginReply(.ok, state: .installed, offset: identity.size, batch: UInt16(state.batch))
+            }
+            do {
+                if state.expected > state.recordedOffset {
+                    try journal.record(offset: UInt32(state.expected), runningCRC: state.runningCRC.value, identity: identity, on: flash)
+                    state.recordedOffset = state.expected
+                    state.recordedCRC = state.runningCRC.value
+                }
+                if state.tailMayBeDirty { try cleanTail(state: &state, flash: flash) }
+            } catch {
+                state.journal = journal
+                state.state = .failed
+                return .beginReply(.flashError, state: .failed, offset: 0, batch: 0)
+            }
+            state.journal = journal
+            return .beginReply(.ok, state: state.state, offset: UInt32(state.expected), batch: UInt16(state.batch))
+        }
+        do {
+            try journal.start(identity, on: flash)
+        } catch {
+            state.journal = journal
+            state.state = .failed
+            return .beginReply(.flashError, state: .failed, offset: 0, batch: 0)
+        }
+        state.journal = journal
+        state.session = identity
+        state.state = .receiving
+        state.expected = 0
+        state.runningCRC = CRC32()
+        state.recordedOffset = 0
+        state.recordedCRC = 0
+        state.erasedUpTo = 0
+        state.tailMayBeDirty = false
+        return .beginReply(.ok, state: .receiving, offset: 0, batch: UInt16(state.batch))
+    }
+
+    /// After a reboot, bytes after the durable offset in its sector may be stale: rewrite the
+    /// sector's durable prefix on a fresh erase if so.
+    private func cleanTail(state: inout State, flash: any FlashStorage) throws(FlashError) {
+        state.tailMayBeDirty = false
+        let sectorStart = state.expected / flash.sectorSize * flash.sectorSize
+        let sectorEnd = sectorStart + flash.sectorSize
+        guard flash.read(state.expected..<sectorEnd).contains(where: { $0 != 0xFF }) else { return }
+        let prefix = flash.read(sectorStart..<state.expected)
+        try flash.erase(sectorStart..<sectorEnd)
+        try flash.write(prefix, at: sectorStart)
+    }
+
+    private func commit(state: inout State, flash: any FlashStorage) -> (FramedNotification, Bool) {
+        guard let session = state.session, var journal = state.journal else { return (.commitReply(.badState), false) }
+        switch state.state {
+        case .failed: return (.commitReply(.flashError), false)
+        case .idle: return (.commitReply(.badState), false)
+        case .installed: return (.commitReply(.ok), false)
+        case .receiving, .complete: break
+        }
+        guard state.expected == Int(session.size) else { return (.commitReply(.incomplete), false) }
+        guard CRC32.checksum(flash.read(0..<Int(session.size))) == session.crc else {
+            // The data cannot be trusted: start the session over.
+            _ = begin(SessionIdentity(size: 0, crc: 0, version: 0), batch: 1, version: 0, state: &state, flash: flash)
+            state.session = nil
+            try? journal.clear(on: flash)
+            state.journal = journal
+            state.state = .idle
+            state.expected = 0
+            state.recordedOffset = 0
+            return (.commitReply(.crcMismatch), false)
+        }
+        do {
+            try journal.record(offset: FramedJournal.installedMarker, runningCRC: session.crc, identity: session, on: flash)
+        } catch {
+            state.journal = journal
+            return (.commitReply(.flashError), false)
+        }
+        state.journal = journal
+        state.state = .installed
+        state.recordedOffset = Int(session.size)
+        state.recordedCRC = session.crc
+        return (.commitReply(.ok), true)
+    }
+
+    // MARK: - Data
+
+    private func receiveChunk(_ value: Data, state: inout State, flash: any FlashStorage) -> FramedNotification? {
+        guard let session = state.session, state.state == .receiving else {
+            return nak(.outOfSession, state: &state)
+        }
+        guard let (offset, crc, payload) = FramedChunk.decode(value), CRC32.checksum(payload) == crc else {
+            return nak(.crcMismatch, state: &state)
+        }
+        let start = Int(offset)
+        let end = start + payload.count
+        guard end <= Int(session.size) else { return nak(.outOfSession, state: &state) }
+        if start > state.expected { return nak(.gap, state: &state) }
+        if end <= state.expected { return nil }  // a duplicate
+        let fresh = payload.suffix(from: payload.startIndex + (state.expected - start))
+        do {
+            while state.erasedUpTo < end {
+                try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
+                state.erasedUpTo += flash.sectorSize
+            }
+            try flash.write(Data(fresh), at: state.expected)
+        } catch {
+            state.state = .failed
+            state.nakOutstanding = true
+            state.naks += 1
+            return .nak(.flashError, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+        }
+        state.runningCRC.update(fresh)
+        state.expected = end
+        state.nakOutstanding = false
+        state.chunksSinceACK += 1
+        guard state.chunksSinceACK >= state.batch || end == Int(session.size) else { return nil }
+        state.chunksSinceACK = 0
+        do {
+            try state.journal?.record(offset: UInt32(end), runningCRC: state.runningCRC.value, identity: session, on: flash)
+        } catch {
+            state.state = .failed
+            state.naks += 1
+            return .nak(.flashError, offset: UInt32(state.recordedOffset), runningCRC: state.recordedCRC)
+        }
+        state.recordedOffset = end
+        state.recordedCRC = state.runningCRC.value
+        if end == Int(session.size) { state.state = .complete }
+        state.acks += 1
+        return .ack(offset: UInt32(end), runningCRC: state.runningCRC.value)
+    }
+
+    private func nak(_ reason: FramedNotification.NAKReason, state: inout State) -> FramedNotification? {
+        guard !state.nakOutstanding else { return nil }
+        state.nakOutstanding = true
+        state.naks += 1
+        return .nak(reason, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+    }
+}
+
+private func roundUp(_ value: Int, _ multiple: Int) -> Int {
+    (value + multiple - 1) / multiple * multiple
+}

@@ -1,1 +1,0 @@
-let _framedPlaceholder = 0

@@ -1,0 +1,56 @@
+import Foundation
+import OTACore
+import OTAProtocolFramed
+import Testing
+
+@Suite struct FramedWireTests {
+    private func hex(_ data: Data) -> String {
+        data.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
+    }
+
+    @Test func beginMatchesTheWorkedExample() {
+        let begin = FramedCommand.begin(SessionIdentity(size: 1000, crc: 0x1234_5678, version: 7), batch: 4)
+        #expect(hex(begin.encoded) == "1001E803000078563412070000000400")
+        #expect(FramedCommand.decode(begin.encoded)?.command == begin)
+        #expect(hex(FramedCommand.commit.encoded) == "11")
+        #expect(hex(FramedCommand.abort.encoded) == "12")
+    }
+
+    @Test(arguments: [[0x10], [0x10, 1, 0, 0], [0x11, 0], [0x13], []] as [[UInt8]])
+    func malformedCommandsDoNotDecode(bytes: [UInt8]) {
+        #expect(FramedCommand.decode(Data(bytes)) == nil)
+    }
+
+    @Test func notificationsRoundTrip() {
+        let all: [FramedNotification] = [
+            .beginReply(.ok, state: .receiving, offset: 96, batch: 4),
+            .commitReply(.crcMismatch),
+            .abortReply(.ok),
+            .ack(offset: 48, runningCRC: 0xDEAD_BEEF),
+            .nak(.gap, offset: 96, runningCRC: 1),
+        ]
+        for notification in all {
+            #expect(FramedNotification(decoding: notification.encoded) == notification)
+        }
+        #expect(hex(FramedNotification.beginReply(.ok, state: .receiving, offset: 96, batch: 4).encoded) == "900001600000000400")
+        #expect(FramedNotification(decoding: Data([0xA0, 1, 2, 3])) == nil)
+        #expect(FramedNotification(decoding: Data([0x90, 0, 9, 0, 0, 0, 0, 1, 0])) == nil)  // unknown state
+    }
+
+    @Test func chunkCarriesOffsetAndPayloadCRC() throws {
+        let chunk = FramedChunk.encode(offset: 0x0102_0304, payload: Data("hello world".utf8))
+        #expect(hex(chunk.prefix(8)) == "04030201" + "85114A0D")
+        let decoded = try #require(FramedChunk.decode(chunk))
+        #expect(decoded.offset == 0x0102_0304 && decoded.crc == 0x0D4A_1185 && decoded.payload == Data("hello world".utf8))
+        #expect(FramedChunk.decode(Data(count: 8)) == nil)
+    }
+
+    @Test func statusRoundTrips() throws {
+        let status = FramedDeviceStatus(
+            state: .receiving, offset: 96, runningCRC: 7, identity: SessionIdentity(size: 1000, crc: 0x1234_5678, version: 7), maximumBatch: 16
+        )
+        #expect(status.encoded.count == 24)
+        #expect(FramedDeviceStatus(decoding: status.encoded) == status)
+        #expect(FramedDeviceStatus(decoding: status.encoded.prefix(23)) == nil)
+    }
+}
