@@ -43,8 +43,8 @@ import Testing
     @Test(arguments: [
         (["update", "/nonexistent.bin", "--protocol", "generic"], Int32(3), "ota: error: /nonexistent.bin: no such file"),
         (["update", "EMPTY", "--protocol", "generic"], 3, "is empty: a firmware image needs at least one byte"),
-        (["update", "IMAGE"], 2, "no protocol given: pass --protocol NAME (available: generic)"),
-        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: generic)"),
+        (["update", "IMAGE"], 2, "no protocol given: pass --protocol NAME (available: framed, generic)"),
+        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic)"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device profile 'esp99'"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD:EE:FF"], 2, "needs a Bluetooth transport"),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is not an integer in 23...517"),

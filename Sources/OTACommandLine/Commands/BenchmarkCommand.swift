@@ -19,7 +19,9 @@ enum BenchmarkCommand: Command {
             Virtual time is the simulated link's and device's; wall and CPU time are this host's cost
             of simulating, per megabyte of image. Goodput counts from link-up to the device's verdict
             (every command round trip and flash wait included, connection setup not). Capacity is the
-            modelled link's one-way ATT goodput at the chunk size used (see docs/benchmarks.md).
+            modelled link's one-way ATT goodput with the negotiated write length, so chunk headers
+            count against goodput; 'headers' is their share of each write and 'notifs' the
+            acknowledgements and replies the device sent (see docs/benchmarks.md).
             Build in release mode for meaningful host figures: swift run -c release ota benchmark
             """
     )
@@ -34,6 +36,12 @@ enum BenchmarkCommand: Command {
         var stats: LinkStatistics
 
         var ratio: Double { report.goodput / capacity }
+
+        /// Share of each data write taken by the protocol's chunk header.
+        var headerOverhead: Double {
+            let write = report.link.maximumWriteWithoutResponse
+            return write > 0 ? Double(write - report.chunkSize) / Double(write) : 0
+        }
     }
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
@@ -72,7 +80,7 @@ enum BenchmarkCommand: Command {
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             streams.out("virtual = simulated link and device time; wall, CPU = this host's cost per MB of image\n\n")
-            streams.out(row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "wall/MB", "CPU/MB"]) + "\n")
+            streams.out(row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "headers", "notifs", "wall/MB", "CPU/MB"]) + "\n")
         }
         var failed = false
         for descriptor in descriptors {
@@ -112,7 +120,7 @@ enum BenchmarkCommand: Command {
             protocolName: descriptor.name,
             profile: profile,
             report: report,
-            capacity: profile.link.theoreticalGoodput(valueLength: report.chunkSize),
+            capacity: profile.link.theoreticalGoodput(valueLength: report.link.maximumWriteWithoutResponse),
             wall: wall,
             cpu: cpu,
             stats: stats
@@ -124,7 +132,7 @@ enum BenchmarkCommand: Command {
         return row([
             m.protocolName, m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
             m.report.protocolDuration.humanReadable, Wording.rate(m.report.goodput), Wording.rate(m.capacity),
-            String(oneDecimal: m.ratio * 100) + "%",
+            String(oneDecimal: m.ratio * 100) + "%", String(oneDecimal: m.headerOverhead * 100) + "%", "\(m.stats.notificationsDelivered)",
             "\(Int((m.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.cpu.seconds * perMB * 1000).rounded())) ms",
         ])
     }
@@ -138,6 +146,7 @@ enum BenchmarkCommand: Command {
             "goodput": .number(m.report.goodput.rounded()), "capacity": .number(m.capacity.rounded()),
             "ratio": .number((m.ratio * 10000).rounded() / 10000), "wallSecondsPerMB": .number(m.wall.seconds * perMB),
             "cpuSecondsPerMB": .number(m.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
+            "headerOverhead": .number((m.headerOverhead * 10000).rounded() / 10000), "notifications": .number(Double(m.stats.notificationsDelivered)),
             "bytesSent": .number(Double(m.report.bytesSent)),
         ]).serialized
     }
@@ -146,7 +155,7 @@ enum BenchmarkCommand: Command {
         "\(link.phy.rawValue) \(link.connectionInterval.humanReadable) \(link.packetsPerEvent.map { "\($0)/ev" } ?? "full")"
     }
 
-    private static let widths = [9, 20, 16, 4, 6, 9, 11, 11, 7, 9, 8]
+    private static let widths = [9, 20, 16, 4, 6, 9, 11, 11, 7, 8, 7, 9, 8]
 
     private static func row(_ cells: [String]) -> String {
         zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))

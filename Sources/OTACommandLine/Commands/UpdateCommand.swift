@@ -13,14 +13,15 @@ enum UpdateCommand: Command {
             .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable (see 'ota protocols')", repeatable: true),
             .init(name: "--json", help: "print one JSON event per line on standard output"),
             .init(name: "--mtu", valueName: "BYTES", help: "ATT MTU the app offers, 23...517; default 517"),
-            .init(name: "--seed", valueName: "N", help: "simulated devices: seed for the link's random losses; default 1"),
-            .init(name: "--sim-speed", valueName: "FACTOR", help: "simulated devices: virtual seconds per real second, or 'max'; default 1 on a terminal, max otherwise"),
-        ],
+            .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
+        ] + SimulatorOptions.specOptions,
         positionals: [.init(name: "FIRMWARE", help: "the firmware image file (.bin)")],
         discussion: """
             Progress goes to standard error (a bar on a terminal, plain lines otherwise); the result
             goes to standard output. Ctrl-C pauses: the device keeps what it received, and running
-            the same command again continues or restarts, as the protocol allows.
+            the same command again continues or restarts, as the protocol allows. Resumable protocols
+            (framed) reconnect by themselves after a lost link. Simulated devices start with erased
+            flash unless --sim-state keeps them between runs.
 
             exit codes: 0 updated, 1 device refused the image, 2 usage, 3 bad firmware file,
             4 device unavailable, 5 link lost or timed out, 130 interrupted
@@ -36,8 +37,8 @@ enum UpdateCommand: Command {
         var image: FirmwareImage
         var json: Bool
         var mtu: Int
-        var seed: UInt64
-        var pace: Double?
+        var resumeAttempts: Int
+        var simulator: SimulatorOptions
     }
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
@@ -68,13 +69,7 @@ enum UpdateCommand: Command {
         } catch {
             throw UsageError(error.message, command: "protocols")
         }
-        var parameters = ProtocolParameters()
-        for pair in arguments.values["--param"] ?? [] {
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                throw UsageError("--param '\(pair)' is not KEY=VALUE", command: "update")
-            }
-            parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-        }
+        let parameters = try parameters(arguments)
         let client: any UpdateProtocol
         do {
             client = try descriptor.makeClient(parameters)
@@ -85,18 +80,9 @@ enum UpdateCommand: Command {
             throw UsageError("unsupported device", command: "update")
         }
         let mtu = try integer(arguments.value("--mtu"), option: "--mtu", default: 517, in: 23...517)
-        let seed = try integer(arguments.value("--seed"), option: "--seed", default: 1, in: 0...Int.max)
+        let resumeAttempts = try integer(arguments.value("--resume-attempts"), option: "--resume-attempts", default: 5, in: 0...100)
         let json = arguments.flag("--json")
-        let pace: Double?
-        switch arguments.value("--sim-speed") {
-        case nil: pace = streams.errorIsTerminal && !json ? 1 : nil
-        case "max": pace = nil
-        case let text?:
-            guard let factor = Double(text), factor > 0, factor.isFinite else {
-                throw UsageError("--sim-speed '\(text)' is not a positive number or 'max'", command: "update")
-            }
-            pace = factor
-        }
+        let simulator = try SimulatorOptions.parse(arguments, command: "update", interactive: streams.errorIsTerminal && !json)
         let image = try FirmwareImage(contentsOf: URL(fileURLWithPath: arguments.positionals[0]))
         guard image.count <= profile.slotSize else {
             throw OTAError(
@@ -106,8 +92,20 @@ enum UpdateCommand: Command {
         }
         return Plan(
             descriptor: descriptor, parameters: parameters, client: client, profile: profile, image: image,
-            json: json, mtu: mtu, seed: UInt64(seed), pace: pace
+            json: json, mtu: mtu, resumeAttempts: resumeAttempts, simulator: simulator
         )
+    }
+
+    /// The `--param KEY=VALUE` options as protocol parameters.
+    static func parameters(_ arguments: ParsedArguments) throws(UsageError) -> ProtocolParameters {
+        var parameters = ProtocolParameters()
+        for pair in arguments.values["--param"] ?? [] {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw UsageError("--param '\(pair)' is not KEY=VALUE", command: "update")
+            }
+            parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        return parameters
     }
 
     private static func integer(_ text: String?, option: String, default value: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
@@ -119,17 +117,19 @@ enum UpdateCommand: Command {
     }
 
     static func execute(_ plan: Plan, streams: any OutputStreams) async -> ExitCode {
-        let simulation = Simulation(seed: plan.seed, pace: plan.pace)
-        let model: any DeviceModel
+        let simulation = Simulation(seed: plan.simulator.seed, pace: plan.simulator.pace)
+        let device: SimulatedDevice
         do {
-            model = try plan.descriptor.makeDeviceModel(plan.parameters)
+            let model = try plan.descriptor.makeDeviceModel(plan.parameters)
+            device = try plan.simulator.makeDevice(profile: plan.profile, model: model, simulation: simulation, imageSize: plan.image.count)
         } catch {
             streams.err("ota: error: \(error.message)\n")
-            return .usage
+            return ExitCode.forError(error)
         }
-        let device = SimulatedDevice(profile: plan.profile, model: model, simulation: simulation)
         let connector = SimulatedConnector(device: device, centralMTU: plan.mtu)
-        let engine = UpdateEngine(clock: simulation.clock)
+        var configuration = UpdateConfiguration()
+        configuration.resume.maximumAttempts = plan.resumeAttempts
+        let engine = UpdateEngine(configuration: configuration, clock: simulation.clock)
         let renderer: any EventRenderer =
             if plan.json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
         let result: Result<UpdateReport, OTAError>
@@ -156,6 +156,11 @@ enum UpdateCommand: Command {
             streams.err("ota: error: \(error)\n")
             return .internalError
         }
+        do {
+            try plan.simulator.save(device)
+        } catch {
+            streams.err("ota: error: \(error.message)\n")
+        }
         return report(result, plan: plan, device: device.address, streams: streams)
     }
 
@@ -168,11 +173,14 @@ enum UpdateCommand: Command {
                     "protocol": .string(plan.descriptor.name), "imageSize": .number(Double(report.imageSize)),
                     "imageCRC32": .string(Wording.hex32(report.imageCRC32)), "duration": .number(report.duration.seconds),
                     "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
+                    "bytesSent": .number(Double(report.bytesSent)), "resumes": .number(Double(report.resumes)),
                     "chunkSize": .number(Double(report.chunkSize)),
                 ])
             } else {
+                let rate = report.protocolDuration > .zero ? Double(report.bytesSent) / report.protocolDuration.seconds : 0
+                let resumed = report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : ""
                 streams.out(
-                    "updated \(device) with \(plan.image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) in \(report.duration.humanReadable); \(Wording.rate(report.goodput)) over ATT MTU \(report.link.attMTU) with \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(plan.image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success

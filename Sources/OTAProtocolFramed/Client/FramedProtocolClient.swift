@@ -49,18 +49,22 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
 
     public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
         let identity = try identity(of: image)
-        let status = try await readStatus(context: context)
-        if status.state != .idle {
-            let same = status.identity == identity ? "this image" : "another image (\(status.identity))"
-            context.note("device status: \(status.state), \(status.offset) bytes of \(same)")
-        }
         let configuration = self.configuration
         let profile = self.profile
         try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
+            // Read Status while BEGIN is on its way: the two requests share one round trip.
+            async let statusRead: Result<FramedDeviceStatus, OTAError> = {
+                do throws(OTAError) { return .success(try await readStatus(context: context)) } catch { return .failure(error) }
+            }()
             try await context.write(
                 FramedCommand.begin(identity, batch: UInt16(configuration.batch)).encoded,
                 to: profile.control, kind: .withResponse, purpose: "BEGIN"
             )
+            let status = try await statusRead.get()
+            if status.state != .idle {
+                let same = status.identity == identity ? "this image" : "another image (\(status.identity))"
+                context.note("device status before BEGIN: \(status.state), \(status.offset) bytes of \(same)")
+            }
             let (result, state, offset, batch) = try await Self.awaitBeginReply(inbox)
             switch result {
             case .ok: break

@@ -70,6 +70,21 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         state.withLock { $0.failing = message }
     }
 
+    /// The whole slot's contents, to keep a simulated device across processes.
+    public func snapshot() -> Data {
+        state.withLock { Data($0.bytes) }
+    }
+
+    /// Replaces the slot's contents with a ``snapshot()``.
+    ///
+    /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
+    public func restore(_ snapshot: Data) throws(FlashError) {
+        guard snapshot.count == capacity else {
+            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
+        }
+        state.withLock { $0.bytes = [UInt8](snapshot) }
+    }
+
     /// Total bytes programmed since the device was made.
     public var bytesWritten: Int { state.withLock { $0.bytesWritten } }
 

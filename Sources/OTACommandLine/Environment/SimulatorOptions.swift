@@ -1,0 +1,105 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+
+/// The `--sim-*` options shared by commands that talk to simulated devices.
+struct SimulatorOptions: Sendable {
+    /// Virtual seconds per wall second, or `nil` for as fast as possible.
+    var pace: Double?
+    /// Seed of the simulation.
+    var seed: UInt64 = 1
+    /// Data-byte thresholds at which the link drops (absolute bytes, or fractions of the image).
+    var disconnects: [Threshold] = []
+    /// Data-byte thresholds at which the device reboots.
+    var reboots: [Threshold] = []
+    /// Where simulated devices keep their flash between runs, if anywhere.
+    var stateDirectory: URL?
+
+    /// A point in the transfer: a byte count or a percentage of the image.
+    enum Threshold: Sendable, Equatable {
+        case bytes(Int)
+        case percent(Double)
+
+        func bytes(of size: Int) -> Int {
+            switch self {
+            case .bytes(let count): count
+            case .percent(let percent): max(1, Int(Double(size) * percent / 100))
+            }
+        }
+    }
+
+    static let specOptions: [CommandSpec.Option] = [
+        .init(name: "--seed", valueName: "N", help: "simulated devices: seed for the link's random losses; default 1"),
+        .init(name: "--sim-speed", valueName: "FACTOR", help: "simulated devices: virtual seconds per real second, or 'max'; default 1 on a terminal, max otherwise"),
+        .init(name: "--sim-disconnect-at", valueName: "BYTES|N%", help: "simulated devices: drop the link once this much data arrived; repeatable", repeatable: true),
+        .init(name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable", repeatable: true),
+        .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device's flash in DIR between runs"),
+    ]
+
+    static func parse(_ arguments: ParsedArguments, command: String, interactive: Bool) throws(UsageError) -> SimulatorOptions {
+        var options = SimulatorOptions()
+        switch arguments.value("--sim-speed") {
+        case nil: options.pace = interactive ? 1 : nil
+        case "max": options.pace = nil
+        case let text?:
+            guard let factor = Double(text), factor > 0, factor.isFinite else {
+                throw UsageError("--sim-speed '\(text)' is not a positive number or 'max'", command: command)
+            }
+            options.pace = factor
+        }
+        if let text = arguments.value("--seed") {
+            guard let seed = UInt64(text) else { throw UsageError("--seed '\(text)' is not a non-negative integer", command: command) }
+            options.seed = seed
+        }
+        options.disconnects = try (arguments.values["--sim-disconnect-at"] ?? []).map { text throws(UsageError) in
+            try threshold(text, option: "--sim-disconnect-at", command: command)
+        }
+        options.reboots = try (arguments.values["--sim-reboot-at"] ?? []).map { text throws(UsageError) in
+            try threshold(text, option: "--sim-reboot-at", command: command)
+        }
+        if let directory = arguments.value("--sim-state") {
+            options.stateDirectory = URL(fileURLWithPath: directory, isDirectory: true)
+        }
+        return options
+    }
+
+    private static func threshold(_ text: String, option: String, command: String) throws(UsageError) -> Threshold {
+        if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent > 0, percent < 100 {
+            return .percent(percent)
+        }
+        if let bytes = Int(text), bytes > 0 { return .bytes(bytes) }
+        throw UsageError("\(option) '\(text)' is not a byte count or a percentage between 0% and 100%", command: command)
+    }
+
+    /// Makes the simulated device, restoring its flash from the state directory when there is one.
+    func makeDevice(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, imageSize: Int) throws(OTAError) -> SimulatedDevice {
+        let device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
+        var faults = LinkFaults()
+        faults.disconnectAtBytes = disconnects.map { $0.bytes(of: imageSize) }.sorted()
+        faults.rebootAtBytes = reboots.map { $0.bytes(of: imageSize) }.sorted()
+        device.faults = faults
+        if let file = stateFile(for: profile), FileManager.default.fileExists(atPath: file.path) {
+            do {
+                try device.flash.restore(try Data(contentsOf: file))
+            } catch {
+                throw OTAError(.invalidParameter, "\(file.path): cannot restore the simulated device (\(error)); delete it to start with erased flash")
+            }
+        }
+        return device
+    }
+
+    /// Saves the device's flash to the state directory, if there is one.
+    func save(_ device: SimulatedDevice) throws(OTAError) {
+        guard let file = stateFile(for: device.profile) else { return }
+        do {
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try device.flash.snapshot().write(to: file, options: .atomic)
+        } catch {
+            throw OTAError(.invalidParameter, "\(file.path): cannot save the simulated device (\(error))")
+        }
+    }
+
+    private func stateFile(for profile: DeviceProfile) -> URL? {
+        stateDirectory?.appendingPathComponent("\(profile.name).flash")
+    }
+}
