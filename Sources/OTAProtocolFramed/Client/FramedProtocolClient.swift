@@ -56,6 +56,8 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
             async let statusRead: Result<FramedDeviceStatus, OTAError> = {
                 do throws(OTAError) { return .success(try await readStatus(context: context)) } catch { return .failure(error) }
             }()
+            // Let the read go out first, so Status shows the device as it was before BEGIN.
+            await Task.yield()
             try await context.write(
                 FramedCommand.begin(identity, batch: UInt16(configuration.batch)).encoded,
                 to: profile.control, kind: .withResponse, purpose: "BEGIN"
