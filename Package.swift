@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "OTACore", targets: ["OTACore"]),
         .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
+        .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .executable(name: "ota", targets: ["ota"]),
     ],
@@ -33,6 +34,7 @@ let package = Package(
         // Update protocols (plug-ins), each its own target.
         .target(name: "OTAProtocolGeneric", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "CZlib"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -83,6 +85,12 @@ let package = Package(
         .testTarget(
             name: "OTAProtocolFramedTests",
             dependencies: ["OTACore", "OTAProtocolFramed", "OTATransportSimulator", "OTATestSupport", "CFramedReferenceDevice"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolNordicDFUTests",
+            dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

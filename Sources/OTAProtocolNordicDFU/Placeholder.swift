@@ -1,0 +1,1 @@
+let _nordicPlaceholder = 0
