@@ -8,8 +8,8 @@ enum AbortCommand: Command {
         name: "abort",
         summary: "Tell a device to discard the update in progress, so the next update starts over.",
         options: [
-            .init(name: "--protocol", valueName: "NAME", help: "update protocol (see 'ota protocols'); required"),
-            .init(name: "--device", valueName: "ADDRESS", help: "device; default \(DeviceAddress.defaultAddress)"),
+            .init(name: "--protocol", valueName: "NAME", help: "update protocol; default: the device's firmware (fleet devices)"),
+            .init(name: "--device", valueName: "ADDRESS", help: "device; default \(SimulatedTarget.defaultAddress)"),
             .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable", repeatable: true),
         ] + SimulatorOptions.specOptions.filter { $0.name == "--sim-state" || $0.name == "--seed" },
         discussion: """
@@ -19,39 +19,35 @@ enum AbortCommand: Command {
             """
     )
 
-    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         let descriptor: ProtocolDescriptor
         let client: any UpdateProtocol
-        let profile: DeviceProfile
+        let target: SimulatedTarget
+        let firmware: (protocolName: String, parameters: ProtocolParameters)
         let simulator: SimulatorOptions
-        let parameters: ProtocolParameters
         do {
-            guard let name = arguments.value("--protocol") else {
+            target = try SimulatedTarget.resolve(arguments.value("--device") ?? SimulatedTarget.defaultAddress, in: environment, command: "abort")
+            guard let chosen = target.firmware(chosen: arguments.value("--protocol")) else {
                 throw UsageError("no protocol given: pass --protocol NAME", command: "abort")
             }
+            firmware = chosen
+            let parameters = try UpdatePlan.parameters(arguments, command: "abort")
             do {
-                descriptor = try BuiltInProtocols.registry.descriptor(named: name)
-                parameters = try UpdateCommand.parameters(arguments)
+                descriptor = try environment.registry.descriptor(named: arguments.value("--protocol") ?? chosen.protocolName)
                 client = try descriptor.makeClient(parameters)
-            } catch let error as OTAError {
+            } catch {
                 throw UsageError(error.message, command: "abort")
             }
-            guard case .simulated(let simulated) = try DeviceAddress.parse(arguments.value("--device") ?? DeviceAddress.defaultAddress) else {
-                throw UsageError("unsupported device", command: "abort")
-            }
-            profile = simulated
             simulator = try SimulatorOptions.parse(arguments, command: "abort", interactive: false)
         } catch {
-            streams.err("ota: error: \(error)\n")
-            return .usage
+            return UpdateCommand.fail(error, streams: streams)
         }
         let simulation = Simulation(seed: simulator.seed)
         do throws(OTAError) {
-            let model = try descriptor.makeDeviceModel(parameters)
-            let device = try simulator.makeDevice(profile: profile, model: model, simulation: simulation, imageSize: 0)
+            let model = try environment.registry.descriptor(named: firmware.protocolName).makeDeviceModel(firmware.parameters)
+            let device = try simulator.makeDevice(profile: target.profile, model: model, simulation: simulation, imageSize: 0)
             let engine = UpdateEngine(clock: simulation.clock)
-            let outcome: Result<Void, OTAError> = try await runAbort(engine, client, device: device, simulation: simulation)
-            try outcome.get()
+            try await runAbort(engine, client, device: device, simulation: simulation).get()
             try simulator.save(device)
             streams.out("aborted the update in progress on \(device.address)\n")
             return .success

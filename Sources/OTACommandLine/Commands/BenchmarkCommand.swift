@@ -44,15 +44,15 @@ enum BenchmarkCommand: Command {
         }
     }
 
-    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         let descriptors: [ProtocolDescriptor]
         let profiles: [DeviceProfile]
         let size: Int
         let seed: UInt64
         do {
             var selected: [ProtocolDescriptor] = []
-            for name in arguments.values["--protocol"] ?? BuiltInProtocols.registry.all.map(\.name) {
-                do { selected.append(try BuiltInProtocols.registry.descriptor(named: name)) } catch { throw UsageError(error.message, command: "benchmark") }
+            for name in arguments.values["--protocol"] ?? environment.registry.all.map(\.name) {
+                do { selected.append(try environment.registry.descriptor(named: name)) } catch { throw UsageError(error.message, command: "benchmark") }
             }
             descriptors = selected
             var selectedProfiles: [DeviceProfile] = []

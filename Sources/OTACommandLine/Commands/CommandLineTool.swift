@@ -2,7 +2,7 @@ import Foundation
 
 /// The `ota` tool: dispatches to a subcommand and turns every outcome into an exit code.
 public enum CommandLineTool {
-    static let commands: [any Command.Type] = [UpdateCommand.self, AbortCommand.self, ProtocolsCommand.self, DevicesCommand.self, BenchmarkCommand.self]
+    static let commands: [any Command.Type] = [UpdateCommand.self, AbortCommand.self, ScanCommand.self, ProtocolsCommand.self, DevicesCommand.self, BenchmarkCommand.self]
 
     static let version = "0.1.0"
 
@@ -23,7 +23,7 @@ public enum CommandLineTool {
     }
 
     /// Runs the tool with `arguments` (without the program name) and returns the exit code.
-    public static func run(_ arguments: [String], streams: any OutputStreams) async -> Int32 {
+    public static func run(_ arguments: [String], streams: any OutputStreams, environment: ToolEnvironment = .standard) async -> Int32 {
         guard let first = arguments.first else {
             streams.err(overview + "\n")
             return ExitCode.usage.rawValue
@@ -52,7 +52,7 @@ public enum CommandLineTool {
                 streams.out(command.spec.help + "\n")
                 return ExitCode.success.rawValue
             }
-            return await command.run(parsed, streams: streams).rawValue
+            return await command.run(parsed, streams: streams, environment: environment).rawValue
         } catch {
             streams.err("ota: error: \(error)\n")
             return ExitCode.usage.rawValue
@@ -60,9 +60,12 @@ public enum CommandLineTool {
     }
 
     /// Runs the tool as a process: real streams, Ctrl-C cancels the command, exits.
-    public static func main() async -> Never {
+    ///
+    /// - Parameter environment: the protocols, catalogs and simulated devices; an app that links
+    ///   more protocols passes its own.
+    public static func main(environment: ToolEnvironment = .standard) async -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let task = Task { await run(arguments, streams: StandardStreams()) }
+        let task = Task { await run(arguments, streams: StandardStreams(), environment: environment) }
         let interrupt = InterruptHandler { task.cancel() }
         let code = await task.value
         interrupt.cancel()

@@ -9,7 +9,7 @@ enum DevicesCommand: Command {
         options: [.init(name: "--json", help: "print one JSON object per device")]
     )
 
-    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         for profile in DeviceProfile.builtIn {
             let capacity = profile.link.theoreticalGoodput(valueLength: profile.link.deviceMaximumMTU - 3)
             if arguments.flag("--json") {

@@ -8,7 +8,7 @@ public enum ExitCode: Int32, Sendable {
     case updateFailed = 1
     /// The command line was wrong: unknown command, option, protocol, profile or parameter.
     case usage = 2
-    /// The firmware file is missing, unreadable, empty or too large for the device.
+    /// The firmware file or a manifest is missing, unreadable, malformed, or does not fit the device.
     case badInput = 3
     /// The device could not be reached, or lacks the protocol's service.
     case deviceUnavailable = 4
@@ -23,8 +23,8 @@ public enum ExitCode: Int32, Sendable {
     static func forError(_ error: OTAError) -> ExitCode {
         switch error.code {
         case .deviceRejected, .verificationFailed, .malformedResponse: .updateFailed
-        case .unknownProtocol, .invalidParameter: .usage
-        case .invalidImage, .imageTooLarge: .badInput
+        case .unknownProtocol, .invalidParameter, .selectionFailed: .usage
+        case .invalidImage, .imageTooLarge, .invalidManifest, .incompatible: .badInput
         case .connectionFailed, .missingCharacteristic: .deviceUnavailable
         case .disconnected, .timeout, .stalled, .transport: .linkFailed
         case .cancelled: .interrupted

@@ -6,8 +6,8 @@ enum ProtocolsCommand: Command {
         options: [.init(name: "--json", help: "print one JSON object per protocol")]
     )
 
-    static func run(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
-        for descriptor in BuiltInProtocols.registry.all {
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+        for descriptor in environment.registry.all {
             if arguments.flag("--json") {
                 let parameters = descriptor.parameters.map { JSONValue.object(["name": .string($0.name), "summary": .string($0.summary)]) }
                 let object = JSONValue.object([

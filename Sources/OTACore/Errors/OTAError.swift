@@ -23,6 +23,9 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
             case transport
             case cancelled
             case stalled
+            case invalidManifest = "invalid-manifest"
+            case incompatible
+            case selectionFailed = "selection-failed"
             case `internal`
         }
 
@@ -57,6 +60,12 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
         public static let cancelled = Code(.cancelled)
         /// Data stopped flowing: the link accepted no write for the configured stall timeout.
         public static let stalled = Code(.stalled)
+        /// A catalog or package manifest is malformed or inconsistent with its files.
+        public static let invalidManifest = Code(.invalidManifest)
+        /// A firmware package does not fit the device (family or hardware).
+        public static let incompatible = Code(.incompatible)
+        /// No protocol could be chosen for the device, or the sources that choose disagree.
+        public static let selectionFailed = Code(.selectionFailed)
         /// A bug in this library: please report it.
         public static let `internal` = Code(.internal)
 

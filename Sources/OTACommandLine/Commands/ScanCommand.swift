@@ -1,0 +1,60 @@
+import Foundation
+import OTACore
+
+/// `ota scan`: list the devices in range with the family and protocol each would get, and why.
+enum ScanCommand: Command {
+    static let spec = CommandSpec(
+        name: "scan",
+        summary: "List devices in range (the simulated fleet, for now) with the family and protocol each would get.",
+        options: [
+            .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable", repeatable: true),
+            .init(name: "--json", help: "print one JSON object per device"),
+        ]
+    )
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+        let catalog: DeviceCatalog
+        do {
+            catalog = try environment.catalog(adding: arguments.values["--catalog"] ?? [])
+        } catch {
+            return UpdateCommand.fail(error, streams: streams)
+        }
+        for device in environment.fleet {
+            let target = SimulatedTarget(address: "sim:\(device.name)", profile: device.profile, fleetDevice: device)
+            let advertisement: Advertisement
+            do {
+                advertisement = target.advertisement(
+                    running: try environment.registry.descriptor(named: device.firmwareProtocol).makeDeviceModel(device.firmwareParameters)
+                )
+            } catch {
+                continue  // firmware of a protocol this build does not link
+            }
+            let verdict: (family: String?, protocolName: String?, why: String)
+            do {
+                if let family = try catalog.family(for: advertisement, device: target.address) {
+                    verdict = (family.name, family.protocolName, "\(family.match.explanation) (\(family.source))")
+                } else {
+                    verdict = (nil, nil, "matches no family: pass --protocol, or add a family with --catalog")
+                }
+            } catch {
+                verdict = (nil, nil, error.message)
+            }
+            let services = advertisement.serviceUUIDs.map(\.description)
+            if arguments.flag("--json") {
+                var object: [String: JSONValue] = [
+                    "address": .string(target.address), "name": .string(advertisement.name ?? ""),
+                    "rssi": .number(Double(advertisement.rssi ?? 0)), "services": .array(services.map(JSONValue.string)),
+                    "why": .string(verdict.why),
+                ]
+                if let family = verdict.family { object["family"] = .string(family) }
+                if let name = verdict.protocolName { object["protocol"] = .string(name) }
+                streams.out(JSONValue.object(object).serialized + "\n")
+            } else {
+                streams.out("\(target.address)  \"\(advertisement.name ?? "")\"  \(advertisement.rssi.map { "\($0) dBm" } ?? "")\n")
+                streams.out("  family: \(verdict.family ?? "none"), protocol: \(verdict.protocolName ?? "none")\n")
+                streams.out("  why: \(verdict.why)\n")
+            }
+        }
+        return .success
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// Device families, from one or more JSON catalogs: which protocol, with which parameters,
+/// updates a device recognised by its advertisement. The schema is in docs/manifest.md.
+///
+/// Catalogs merge; a family defined twice, or a device that two families match, is an error
+/// that names both sources — the catalog never guesses.
+public struct DeviceCatalog: Sendable {
+    /// The families, in the order they were defined.
+    public private(set) var families: [DeviceFamily]
+
+    /// A catalog of `families`.
+    public init(families: [DeviceFamily] = []) {
+        self.families = families
+    }
+
+    /// Parses a catalog file's contents, checking every family's protocol and parameters against
+    /// `registry`.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` naming `source` and the field.
+    public static func parse(_ data: Data, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
+        let root = try ManifestReader(source: source).root(data)
+        try root.allowOnly(["catalog", "families"])
+        guard try root.required("catalog").integer(in: 1...1000) == 1 else {
+            throw OTAError(.invalidManifest, "\(source): catalog: unsupported version (this build reads version 1)")
+        }
+        var catalog = DeviceCatalog()
+        for node in try root.required("families").array() {
+            let family = try parseFamily(node, source: source, registry: registry)
+            if let twin = catalog.families.first(where: { $0.name == family.name }) {
+                throw OTAError(.invalidManifest, "\(source): \(node.path).name: family '\(family.name)' is already defined in \(twin.source)")
+            }
+            catalog.families.append(family)
+        }
+        return catalog
+    }
+
+    /// Loads a catalog file.
+    public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw OTAError(.invalidManifest, "\(url.path): cannot be read (does it exist?)")
+        }
+        return try parse(data, source: url.path, registry: registry)
+    }
+
+    /// This catalog followed by `other`.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when both define a family of the same name.
+    public func merging(_ other: DeviceCatalog) throws(OTAError) -> DeviceCatalog {
+        var merged = self
+        for family in other.families {
+            if let twin = merged.families.first(where: { $0.name == family.name }) {
+                throw OTAError(
+                    .invalidManifest,
+                    "family '\(family.name)' is defined in both \(twin.source) and \(family.source); rename one or drop a catalog"
+                )
+            }
+            merged.families.append(family)
+        }
+        return merged
+    }
+
+    /// The family whose match criteria `advertisement` satisfies, or `nil` when none does.
+    ///
+    /// - Throws: ``OTAError/Code/selectionFailed`` when more than one family matches.
+    public func family(for advertisement: Advertisement, device: String) throws(OTAError) -> DeviceFamily? {
+        let matches = families.filter { $0.match.matches(advertisement) }
+        guard matches.count <= 1 else {
+            let names = matches.map { "'\($0.name)' (\($0.source))" }.joined(separator: " and ")
+            throw OTAError(.selectionFailed, "\(device) matches \(matches.count) device families: \(names); make their match rules exclusive")
+        }
+        return matches.first
+    }
+
+    private static func parseFamily(_ node: ManifestReader.Node, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceFamily {
+        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "timeouts", "resume"])
+        let name = try node.required("name").nonEmptyString()
+        let match = try parseMatch(try node.required("match"))
+        let protocolNode = try node.required("protocol")
+        let protocolName = try protocolNode.nonEmptyString()
+        let descriptor: ProtocolDescriptor
+        do {
+            descriptor = try registry.descriptor(named: protocolName)
+        } catch {
+            throw OTAError(.invalidManifest, "\(source): \(protocolNode.path): \(error.message)")
+        }
+        var parameters = ProtocolParameters()
+        if let parametersNode = try node.optional("parameters") {
+            for (key, value) in try parametersNode.members() { parameters[key] = try value.scalarText() }
+            do {
+                _ = try descriptor.makeClient(parameters)
+            } catch {
+                throw OTAError(.invalidManifest, "\(source): \(parametersNode.path): \(error.message)")
+            }
+        }
+        var configuration: UpdateConfiguration?
+        if let timeouts = try node.optional("timeouts") {
+            try timeouts.allowOnly(["connect", "response", "verify", "stall"])
+            var settings = configuration ?? UpdateConfiguration()
+            if let value = try timeouts.optional("connect") { settings.connectTimeout = try value.seconds() }
+            if let value = try timeouts.optional("response") { settings.responseTimeout = try value.seconds() }
+            if let value = try timeouts.optional("verify") { settings.verifyTimeout = try value.seconds() }
+            if let value = try timeouts.optional("stall") { settings.stallTimeout = try value.seconds() }
+            configuration = settings
+        }
+        if let resume = try node.optional("resume") {
+            try resume.allowOnly(["attempts", "initialDelay", "maxDelay"])
+            var settings = configuration ?? UpdateConfiguration()
+            if let value = try resume.optional("attempts") { settings.resume.maximumAttempts = try value.integer(in: 0...100) }
+            if let value = try resume.optional("initialDelay") { settings.resume.initialDelay = try value.seconds() }
+            if let value = try resume.optional("maxDelay") { settings.resume.maximumDelay = try value.seconds() }
+            configuration = settings
+        }
+        return DeviceFamily(
+            name: name,
+            summary: try node.optional("summary")?.string(),
+            match: match,
+            protocolName: protocolName,
+            parameters: parameters,
+            hardware: try node.optional("hardware")?.nonEmptyString(),
+            preferredMTU: try node.optional("mtu")?.integer(in: 23...517),
+            configuration: configuration,
+            source: source
+        )
+    }
+
+    private static func parseMatch(_ node: ManifestReader.Node) throws(OTAError) -> DeviceFamily.Match {
+        try node.allowOnly(["name", "services", "manufacturer"])
+        var match = DeviceFamily.Match()
+        if let name = try node.optional("name") { match.namePattern = GlobPattern(try name.nonEmptyString()) }
+        if let services = try node.optional("services") {
+            match.services = try services.array().map { node throws(OTAError) in try node.uuid() }
+        }
+        if let manufacturer = try node.optional("manufacturer") {
+            try manufacturer.allowOnly(["company", "prefix"])
+            let companyNode = try manufacturer.required("company")
+            var companyText = try companyNode.string()
+            if companyText.hasPrefix("0x") || companyText.hasPrefix("0X") { companyText.removeFirst(2) }
+            guard let company = UInt16(companyText, radix: 16) else {
+                throw OTAError(.invalidManifest, "\(node.source): \(companyNode.path): expected a 16-bit company identifier such as \"0x0059\"")
+            }
+            match.manufacturer = (company, try manufacturer.optional("prefix")?.hexBytes() ?? Data())
+        }
+        guard match.namePattern != nil || !match.services.isEmpty || match.manufacturer != nil else {
+            throw OTAError(.invalidManifest, "\(node.source): \(node.path): needs at least one of name, services, manufacturer (it would match every device)")
+        }
+        return match
+    }
+}

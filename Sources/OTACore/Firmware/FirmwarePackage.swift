@@ -1,0 +1,174 @@
+import Foundation
+
+/// A firmware package: a directory holding a `manifest.json` that names the target (family
+/// and/or protocol), the version, the compatible hardware, and each image with its size and
+/// SHA-256. The schema is in docs/manifest.md.
+///
+/// Opening a package verifies every image (present, inside the package, size and SHA-256 as
+/// declared), so a bad package is refused before anything connects.
+public struct FirmwarePackage: Sendable {
+    /// One image of the package, verified.
+    public struct Image: Sendable, Hashable {
+        /// The file name inside the package.
+        public var file: String
+        /// Its size in bytes.
+        public var size: Int
+        /// Its SHA-256, as declared and verified.
+        public var sha256: [UInt8]
+        /// Where it is.
+        public var url: URL
+    }
+
+    /// The package's name.
+    public var name: String?
+    /// The firmware version.
+    public var version: String?
+    /// The protocol the package is made for, if it says.
+    public var protocolName: String?
+    /// Device families the package fits; empty means it does not restrict.
+    public var families: [String]
+    /// Hardware revisions the package fits; empty means it does not restrict.
+    public var hardware: [String]
+    /// The images, in transfer order.
+    public var images: [Image]
+    /// The manifest's path, for messages.
+    public var source: String
+
+    /// Creates a package description (``open(_:)`` makes verified ones from disk).
+    public init(
+        name: String?, version: String?, protocolName: String?, families: [String], hardware: [String], images: [Image], source: String
+    ) {
+        self.name = name
+        self.version = version
+        self.protocolName = protocolName
+        self.families = families
+        self.hardware = hardware
+        self.images = images
+        self.source = source
+    }
+
+    /// The manifest file name inside a package directory.
+    public static let manifestName = "manifest.json"
+
+    /// Whether `url` is a package (a directory with a manifest that has `"package"` in it).
+    public static func isPackage(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else { return false }
+        return FileManager.default.fileExists(atPath: url.appendingPathComponent(manifestName).path)
+    }
+
+    /// Opens and verifies the package in directory `url`.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` naming the file and field: malformed JSON, a
+    ///   missing image, a path outside the package, a size or SHA-256 mismatch.
+    public static func open(_ url: URL) throws(OTAError) -> FirmwarePackage {
+        let manifestURL = url.appendingPathComponent(manifestName)
+        let source = manifestURL.path
+        let data: Data
+        do {
+            data = try Data(contentsOf: manifestURL)
+        } catch {
+            throw OTAError(.invalidManifest, "\(source): cannot be read")
+        }
+        let root = try ManifestReader(source: source).root(data)
+        try root.allowOnly(["package", "name", "version", "protocol", "families", "hardware", "images"])
+        guard try root.required("package").integer(in: 1...1000) == 1 else {
+            throw OTAError(.invalidManifest, "\(source): package: unsupported version (this build reads version 1)")
+        }
+        var package = FirmwarePackage(
+            name: try root.optional("name")?.string(),
+            version: try root.optional("version")?.string(),
+            protocolName: try root.optional("protocol")?.nonEmptyString(),
+            families: try root.optional("families")?.array().map { node throws(OTAError) in try node.nonEmptyString() } ?? [],
+            hardware: try root.optional("hardware")?.array().map { node throws(OTAError) in try node.nonEmptyString() } ?? [],
+            images: [],
+            source: source
+        )
+        let imagesNode = try root.required("images")
+        let nodes = try imagesNode.array()
+        guard !nodes.isEmpty else { throw OTAError(.invalidManifest, "\(source): images: the package has no image") }
+        for node in nodes {
+            package.images.append(try verifyImage(node, in: url, source: source))
+        }
+        return package
+    }
+
+    private static func verifyImage(_ node: ManifestReader.Node, in directory: URL, source: String) throws(OTAError) -> Image {
+        try node.allowOnly(["file", "size", "sha256"])
+        let fileNode = try node.required("file")
+        let file = try fileNode.nonEmptyString()
+        guard !file.hasPrefix("/"), !file.split(separator: "/").contains(".."), !file.contains("\\") else {
+            throw OTAError(.invalidManifest, "\(source): \(fileNode.path): '\(file)' points outside the package")
+        }
+        let size = try node.required("size").integer(in: 1...Int(Int32.max))
+        let digestNode = try node.required("sha256")
+        let declared = try digestNode.hexBytes()
+        guard declared.count == 32 else {
+            throw OTAError(.invalidManifest, "\(source): \(digestNode.path): expected 64 hexadecimal digits")
+        }
+        let url = directory.appendingPathComponent(file)
+        let contents: Data
+        do {
+            contents = try Data(contentsOf: url, options: .alwaysMapped)
+        } catch {
+            throw OTAError(.invalidManifest, "\(source): \(fileNode.path): '\(file)' is missing from the package")
+        }
+        guard contents.count == size else {
+            throw OTAError(.invalidManifest, "\(source): \(node.path).size: declared \(size) bytes but '\(file)' has \(contents.count)")
+        }
+        let actual = SHA256.hash(contents)
+        guard actual == [UInt8](declared) else {
+            throw OTAError(.invalidManifest, "\(source): \(digestNode.path): '\(file)' does not match its SHA-256 (corrupt or replaced file)")
+        }
+        return Image(file: file, size: size, sha256: actual, url: url)
+    }
+
+    /// Checks that the package fits a device of `family`.
+    ///
+    /// - Throws: ``OTAError/Code/incompatible`` naming what does not fit.
+    public func checkCompatibility(with family: DeviceFamily?, device: String) throws(OTAError) {
+        guard let family else {
+            if !families.isEmpty || !hardware.isEmpty {
+                throw OTAError(
+                    .incompatible,
+                    "\(source): the package is for \(describeRestrictions) but \(device) matches no device family, so its compatibility cannot be checked"
+                )
+            }
+            return
+        }
+        if !families.isEmpty, !families.contains(family.name) {
+            throw OTAError(
+                .incompatible,
+                "\(source): families: the package is for \(families.joined(separator: ", ")), not for \(device)'s family '\(family.name)'"
+            )
+        }
+        if !hardware.isEmpty {
+            guard let revision = family.hardware, hardware.contains(revision) else {
+                throw OTAError(
+                    .incompatible,
+                    "\(source): hardware: the package fits hardware \(hardware.joined(separator: ", ")), not \(device)'s '\(family.hardware ?? "unknown")'"
+                )
+            }
+        }
+    }
+
+    private var describeRestrictions: String {
+        (families.isEmpty ? [] : ["families " + families.joined(separator: ", ")])
+            .appending(contentsOf: hardware.isEmpty ? [] : ["hardware " + hardware.joined(separator: ", ")])
+            .joined(separator: " and ")
+    }
+
+    /// The one image the package carries, for protocols that send a single image.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when the package holds more than one.
+    public func singleImage() throws(OTAError) -> FirmwareImage {
+        guard images.count == 1, let image = images.first else {
+            throw OTAError(.invalidManifest, "\(source): images: the package has \(images.count) images, but this protocol sends one")
+        }
+        return try FirmwareImage(contentsOf: image.url)
+    }
+}
+
+extension Array {
+    fileprivate func appending(contentsOf other: [Element]) -> [Element] { self + other }
+}
