@@ -59,7 +59,7 @@ import Testing
         (["update", "IMAGE", "--protocol", "framed", "--resume-attempts", "-1"], "--resume-attempts '-1' is not an integer in 0...100"),
         (["update", "IMAGE", "--protocol", "framed", "--param", "window=1"], "parameter 'window': '1' is not an integer in 2...64"),
         (["abort"], "no protocol given: pass --protocol NAME"),
-        (["abort", "--protocol", "generic", "--device", "sim:nope"], "no simulated device profile 'nope'"),
+        (["abort", "--protocol", "generic", "--device", "sim:nope"], "no simulated device or profile 'nope'"),
     ])
     func badSimulatorOptionsAreUsageErrors(arguments: [String], fragment: String) async throws {
         let image = try temporaryImage(size: 100)
