@@ -31,6 +31,13 @@ struct UpdatePlan: Sendable {
         // The firmware: a verified package or a raw image.
         let input = URL(fileURLWithPath: arguments.positionals[0])
         let package = FirmwarePackage.isPackage(input) ? try FirmwarePackage.open(input) : nil
+        if let package, let name = package.protocolName {
+            do {
+                _ = try registry.descriptor(named: name)
+            } catch {
+                throw OTAError(.invalidManifest, "\(package.source): protocol: \(error.message)")
+            }
+        }
 
         // The device's firmware decides what it advertises, hence which family matches.
         guard let firmware = target.firmware(chosen: explicitProtocol ?? package?.protocolName) else {
