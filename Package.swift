@@ -70,6 +70,27 @@ let package = Package(
             path: "Examples/framed-reference-device/core"
         ),
 
+        // A vendor protocol added as its own target, with its own device model and tests, wired
+        // into an app (lumen-ota) without touching OTACore: see docs/adding-a-protocol.md.
+        .target(
+            name: "LumenOTAProtocol",
+            dependencies: ["OTACore"],
+            path: "Examples/custom-protocol/Sources/LumenOTAProtocol",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "lumen-ota",
+            dependencies: ["LumenOTAProtocol", "OTACommandLine", "OTACore", "OTATransportSimulator"],
+            path: "Examples/custom-protocol/App",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "LumenOTAProtocolTests",
+            dependencies: ["LumenOTAProtocol", "OTACore", "OTATestSupport", "OTATransportSimulator"],
+            path: "Examples/custom-protocol/Tests/LumenOTAProtocolTests",
+            swiftSettings: strictSettings
+        ),
+
         // Tests.
         .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .testTarget(

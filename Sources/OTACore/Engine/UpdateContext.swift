@@ -124,14 +124,26 @@ public final class UpdateContext: Sendable {
 
     // MARK: - Streaming
 
-    /// Writes one data chunk without response, through the transport's back-pressure, and
-    /// records that `range` of the image was sent. For protocols that run their own transfer
-    /// loop inside ``withStallWatchdog(_:)``.
-    public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
-        do {
-            try await transport.write(value, to: characteristic, kind: .withoutResponse)
-        } catch {
-            throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
+    /// Writes one data chunk and records that `range` of the image was sent. For protocols that
+    /// run their own transfer loop inside ``withStallWatchdog(_:)``.
+    ///
+    /// Without response (the default) the write goes through the transport's back-pressure; with
+    /// response it waits for the device's acknowledgement, at most the response timeout.
+    public func writeData(
+        _ value: Data,
+        to characteristic: CharacteristicID,
+        covering range: Range<Int>,
+        kind: WriteKind = .withoutResponse
+    ) async throws(OTAError) {
+        switch kind {
+        case .withoutResponse:
+            do {
+                try await transport.write(value, to: characteristic, kind: kind)
+            } catch {
+                throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
+            }
+        case .withResponse:
+            try await write(value, to: characteristic, kind: kind, purpose: "data at byte \(range.lowerBound)")
         }
         recorder.sent(range)
     }
