@@ -91,6 +91,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // Package plugins.
+        .plugin(
+            name: "ScaffoldProtocol",
+            capability: .command(
+                intent: .custom(verb: "scaffold-protocol", description: "Create a new vendor protocol target with a client, a device model and tests"),
+                permissions: [.writeToPackageDirectory(reason: "creates Sources/OTAProtocolNAME and Tests/OTAProtocolNAMETests")]
+            )
+        ),
+
         // Tests.
         .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .testTarget(

@@ -21,13 +21,10 @@ import Testing
         #expect(report.chunkSize == 181)
     }
 
-    @Test func corruptChunkIsCaughtAtTheEnd() async throws {
+    @Test func corruptedFlashIsCaughtAtTheEnd() async throws {
         let harness = UpdateHarness(profile: .esp32MTU185, model: LumenDeviceModel())
-        var faults = LinkFaults()
-        faults.corruptWrites = [3]
-        harness.device.faults = faults
-        // Lumen writes with response, which the link's data-write faults do not touch; corrupt
-        // the flash instead, after the transfer, to prove the device's CRC check has teeth.
+        // Lumen writes with response, which the link's data-write faults do not touch: corrupt a
+        // byte already in flash instead, to prove the bulb's CRC check has teeth.
         let image = try UpdateHarness.image(size: 10_000)
         let device = harness.device
         harness.simulation.schedule(at: .seconds(2)) { try? device.flash.write(Data([0x00]), at: 10) }
