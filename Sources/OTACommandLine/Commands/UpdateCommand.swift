@@ -69,49 +69,71 @@ enum UpdateCommand: Command {
         let device: SimulatedDevice
         do {
             let model = try plan.firmwareDescriptor.makeDeviceModel(plan.firmwareParameters)
-            device = try simulator.makeDevice(profile: plan.target.profile, model: model, simulation: simulation, imageSize: plan.image.count)
+            let total = plan.images.reduce(0) { $0 + $1.count }
+            device = try simulator.makeDevice(profile: plan.target.profile, model: model, simulation: simulation, imageSize: total)
         } catch {
             return fail(error, streams: streams)
         }
         let connector = SimulatedConnector(device: device, centralMTU: plan.mtu)
         let engine = UpdateEngine(configuration: plan.configuration, clock: simulation.clock)
-        let renderer: any EventRenderer =
-            if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
-        let image = plan.image
         let client = plan.client
-        let result: Result<UpdateReport, OTAError>
-        do {
-            result = try await simulation.run {
-                let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
-                // Not a child task: on Ctrl-C the update is cancelled, but its last events
-                // (paused, and why) must still be shown.
-                let rendering = Task(executorPreference: simulation.executor) {
-                    var renderer = renderer
-                    for await event in events { renderer.render(event) }
-                    renderer.finish()
-                }
-                let result: Result<UpdateReport, OTAError>
-                do throws(OTAError) {
-                    result = .success(try await engine.update(image, using: client, connector: connector, events: sink))
-                } catch {
-                    result = .failure(error)
-                }
-                await rendering.value
-                return result
+        var exitCode = ExitCode.success
+        for (index, image) in plan.images.enumerated() {
+            if plan.images.count > 1, !json {
+                streams.err("part \(index + 1) of \(plan.images.count): \(image.name)\n")
             }
-        } catch {
-            streams.err("ota: error: \(error)\n")
-            return .internalError
+            let renderer: any EventRenderer =
+                if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
+            let result: Result<UpdateReport, OTAError>
+            do {
+                result = try await simulation.run {
+                    let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
+                    // Not a child task: on Ctrl-C the update is cancelled, but its last events
+                    // (paused, and why) must still be shown.
+                    let rendering = Task(executorPreference: simulation.executor) {
+                        var renderer = renderer
+                        for await event in events { renderer.render(event) }
+                        renderer.finish()
+                    }
+                    let result: Result<UpdateReport, OTAError>
+                    do throws(OTAError) {
+                        result = .success(try await engine.update(image, using: client, connector: connector, events: sink))
+                    } catch {
+                        result = .failure(error)
+                    }
+                    await rendering.value
+                    return result
+                }
+            } catch {
+                streams.err("ota: error: \(error)\n")
+                return .internalError
+            }
+            exitCode = report(result, image: image, plan: plan, json: json, streams: streams)
+            if exitCode != .success { break }
+            if index + 1 < plan.images.count {
+                // The device restarts into what it just received before taking the next part.
+                do {
+                    try await simulation.run { try await simulation.clock.sleep(for: .seconds(1)) }
+                } catch {
+                    return .interrupted
+                }
+            }
         }
         do {
             try simulator.save(device)
         } catch {
             streams.err("ota: error: \(error.message)\n")
         }
-        return report(result, plan: plan, json: json, streams: streams)
+        return exitCode
     }
 
-    private static func report(_ result: Result<UpdateReport, OTAError>, plan: UpdatePlan, json: Bool, streams: any OutputStreams) -> ExitCode {
+    private static func report(
+        _ result: Result<UpdateReport, OTAError>,
+        image: FirmwareImage,
+        plan: UpdatePlan,
+        json: Bool,
+        streams: any OutputStreams
+    ) -> ExitCode {
         let device = plan.target.address
         switch result {
         case .success(let report):
@@ -128,7 +150,7 @@ enum UpdateCommand: Command {
                 let rate = report.protocolDuration > .zero ? Double(report.bytesSent) / report.protocolDuration.seconds : 0
                 let resumed = report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : ""
                 streams.out(
-                    "updated \(device) with \(plan.image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success

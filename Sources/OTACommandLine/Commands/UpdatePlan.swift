@@ -9,7 +9,9 @@ struct UpdatePlan: Sendable {
     var descriptor: ProtocolDescriptor
     var client: any UpdateProtocol
     var selection: ProtocolSelection
-    var image: FirmwareImage
+    /// The images to send, in order: one for most protocols, several for multi-part packages
+    /// (Nordic SoftDevice + bootloader, then application).
+    var images: [FirmwareImage]
     var package: FirmwarePackage?
     /// The simulated device's firmware: its protocol and parameters.
     var firmwareDescriptor: ProtocolDescriptor
@@ -67,8 +69,8 @@ struct UpdatePlan: Sendable {
             throw UsageError(error.message, command: "protocols")
         }
 
-        let image = try package?.singleImage() ?? FirmwareImage(contentsOf: input)
-        guard image.count <= target.profile.slotSize else {
+        let images = try loadImages(input: input, package: package, descriptor: descriptor)
+        for image in images where image.count > target.profile.slotSize {
             throw OTAError(
                 .imageTooLarge,
                 "\(image.name) is \(image.count) bytes, larger than the \(target.profile.slotSize)-byte update slot of \(target.address)"
@@ -81,9 +83,24 @@ struct UpdatePlan: Sendable {
         let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
         return UpdatePlan(
-            target: target, descriptor: descriptor, client: client, selection: selection, image: image, package: package,
+            target: target, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
             firmwareDescriptor: firmwareDescriptor, firmwareParameters: firmware.parameters, configuration: configuration, mtu: mtu
         )
+    }
+
+    /// The images to send: the package's, the protocol's own container (a Nordic DFU .zip), or
+    /// the raw file.
+    static func loadImages(input: URL, package: FirmwarePackage?, descriptor: ProtocolDescriptor) throws(OTAError) -> [FirmwareImage] {
+        let file = try package.map { package throws(OTAError) -> URL in
+            guard package.images.count == 1, let image = package.images.first else {
+                throw OTAError(.invalidManifest, "\(package.source): images: the package has \(package.images.count) images, but '\(descriptor.name)' sends one file")
+            }
+            return image.url
+        } ?? input
+        if let loader = descriptor.loadFirmware, let images = try loader(file) {
+            return images
+        }
+        return [try FirmwareImage(contentsOf: file)]
     }
 
     /// The `--param KEY=VALUE` options as protocol parameters.
@@ -111,7 +128,10 @@ struct UpdatePlan: Sendable {
         if let package {
             lines.append("firmware: package \(package.name ?? package.source) \(package.version ?? "") — \(package.images.count) image(s) verified (size and SHA-256)")
         }
-        lines.append("image: \(image.name), \(image.count) bytes, CRC-32 \(Wording.hex32(image.crc32))")
+        for (index, image) in images.enumerated() {
+            let part = images.count > 1 ? "part \(index + 1) of \(images.count): " : ""
+            lines.append("image: \(part)\(image.name), \(image.count) bytes, CRC-32 \(Wording.hex32(image.crc32))")
+        }
         lines += selection.reasons.map { "because: \($0)" }
         lines.append("protocol: \(selection.protocolName)")
         lines.append("ATT MTU offered: \(mtu); resume attempts: \(configuration.resume.maximumAttempts)")

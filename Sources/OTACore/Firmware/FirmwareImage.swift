@@ -11,11 +11,14 @@ public struct FirmwareImage: Sendable {
     public let crc32: UInt32
     /// Where the image came from, for messages ("firmware.bin", "generated").
     public let name: String
+    /// Small companion data a protocol sends with the image, by name (Nordic DFU's init packet
+    /// under `"init-packet"`). Empty for plain images.
+    public var attachments: [String: Data] = [:]
 
     /// Wraps bytes already in memory.
     ///
     /// - Throws: ``OTAError/Code/invalidImage`` for an empty image.
-    public init(bytes: Data, name: String = "image") throws(OTAError) {
+    public init(bytes: Data, name: String = "image", attachments: [String: Data] = [:]) throws(OTAError) {
         guard !bytes.isEmpty else {
             throw OTAError(.invalidImage, "\(name) is empty: a firmware image needs at least one byte")
         }
@@ -23,6 +26,7 @@ public struct FirmwareImage: Sendable {
         self.bytes = bytes.startIndex == 0 ? bytes : Data(bytes)
         self.crc32 = CRC32.checksum(self.bytes)
         self.name = name
+        self.attachments = attachments
     }
 
     /// Loads an image from a file, memory-mapped where the platform allows it.

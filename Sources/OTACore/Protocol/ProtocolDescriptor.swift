@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything the app needs to offer one protocol: its name, what it is, and how to make its
 /// client and its device model.
 ///
@@ -15,6 +17,13 @@ public struct ProtocolDescriptor: Sendable {
     /// Makes a fresh device side (the peripheral half), for the simulator and for test
     /// peripherals.
     public let makeDeviceModel: @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
+    /// Reads the protocol's own firmware container (a Nordic DFU `.zip`) into the images to send,
+    /// in transfer order, each with its attachments; `nil` for protocols that send raw images.
+    /// It returns `nil` for a file that is not such a container.
+    public let loadFirmware: (@Sendable (URL) throws(OTAError) -> [FirmwareImage]?)?
+    /// Describes a firmware container for `ota inspect`: what is inside and whether it is
+    /// consistent; `nil` when the protocol has no container format or the file is not one.
+    public let inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)?
 
     /// Creates a descriptor.
     public init(
@@ -22,12 +31,16 @@ public struct ProtocolDescriptor: Sendable {
         summary: String,
         parameters: [(name: String, summary: String)],
         makeClient: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol,
-        makeDeviceModel: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
+        makeDeviceModel: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel,
+        loadFirmware: (@Sendable (URL) throws(OTAError) -> [FirmwareImage]?)? = nil,
+        inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)? = nil
     ) {
         self.name = name
         self.summary = summary
         self.parameters = parameters
         self.makeClient = makeClient
         self.makeDeviceModel = makeDeviceModel
+        self.loadFirmware = loadFirmware
+        self.inspectFirmware = inspectFirmware
     }
 }
