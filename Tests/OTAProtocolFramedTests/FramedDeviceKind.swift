@@ -8,10 +8,12 @@ import Testing
 /// the portable C reference firmware.
 enum FramedDeviceKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case swift
+    case c
 
     func makeModel() -> any DeviceModel {
         switch self {
         case .swift: FramedDeviceModel()
+        case .c: FramedReferenceDevice()
         }
     }
 

@@ -209,14 +209,22 @@ public final class FramedDeviceModel: DeviceModel {
         }
         guard state.expected == Int(session.size) else { return (.commitReply(.incomplete), false) }
         guard CRC32.checksum(flash.read(0..<Int(session.size))) == session.crc else {
-            // The data cannot be trusted: start the session over.
-            _ = begin(SessionIdentity(size: 0, crc: 0, version: 0), batch: 1, version: 0, state: &state, flash: flash)
-            state.session = nil
-            try? journal.clear(on: flash)
+            // The data cannot be trusted: the same session starts over at offset 0.
+            do {
+                try journal.start(session, on: flash)
+            } catch {
+                state.journal = journal
+                state.state = .failed
+                return (.commitReply(.flashError), false)
+            }
             state.journal = journal
-            state.state = .idle
+            state.state = .receiving
             state.expected = 0
+            state.runningCRC = CRC32()
             state.recordedOffset = 0
+            state.recordedCRC = 0
+            state.erasedUpTo = 0
+            state.tailMayBeDirty = false
             return (.commitReply(.crcMismatch), false)
         }
         do {
@@ -235,7 +243,7 @@ public final class FramedDeviceModel: DeviceModel {
     // MARK: - Data
 
     private func receiveChunk(_ value: Data, state: inout State, flash: any FlashStorage) -> FramedNotification? {
-        guard let session = state.session, state.state == .receiving else {
+        guard let session = state.session, state.state == .receiving || state.state == .complete else {
             return nak(.outOfSession, state: &state)
         }
         guard let (offset, crc, payload) = FramedChunk.decode(value), CRC32.checksum(payload) == crc else {
@@ -244,8 +252,8 @@ public final class FramedDeviceModel: DeviceModel {
         let start = Int(offset)
         let end = start + payload.count
         guard end <= Int(session.size) else { return nak(.outOfSession, state: &state) }
+        if end <= state.expected { return nil }  // a duplicate, also once complete
         if start > state.expected { return nak(.gap, state: &state) }
-        if end <= state.expected { return nil }  // a duplicate
         let fresh = payload.suffix(from: payload.startIndex + (state.expected - start))
         do {
             while state.erasedUpTo < end {

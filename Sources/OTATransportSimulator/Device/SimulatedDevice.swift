@@ -25,7 +25,9 @@ public final class SimulatedDevice: Sendable {
     public let flash: SimulatedFlash
     /// The identifier used to address it ("sim:esp32s3-mtu244-2m").
     public let address: String
-    let simulation: Simulation
+    // Unowned: the simulation's timers hold closures that hold devices; a strong reference back
+    // would keep every simulated world alive. A device must not outlive its simulation.
+    unowned let simulation: Simulation
     private let state = Mutex(State())
 
     /// Creates a device running `model` on `profile`'s hardware inside `simulation`.

@@ -46,7 +46,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private let lock = NSRecursiveLock()
     private let device: SimulatedDevice
-    private let simulation: Simulation
+    // Unowned for the same reason as SimulatedDevice.simulation.
+    private unowned let simulation: Simulation
     private let profile: LinkProfile
     private let anchor: Duration
     /// What to do with a write that ignores back-pressure when the queue is full.
