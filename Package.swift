@@ -119,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OTAProtocolNordicDFUTests",
-            dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport"],
+            dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport", "CZlib"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,135 @@
+extension InitPacket {
+    /// `Command.op_code` of dfu-cc.proto.
+    public struct OpCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The number on the wire.
+        public let rawValue: UInt32
+        /// Creates an op code from its number (unknown numbers are kept).
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// RESET (0): defined by pc-nrfutil's copy of the schema, unused by bootloaders.
+        public static let reset = OpCode(rawValue: 0)
+        /// INIT (1): the only op code a bootloader accepts in a command object.
+        public static let initialize = OpCode(rawValue: 1)
+
+        /// The schema's name, or "unknown (N)".
+        public var description: String {
+            switch rawValue {
+            case 0: "RESET"
+            case 1: "INIT"
+            default: "unknown (\(rawValue))"
+            }
+        }
+    }
+
+    /// `FwType` of dfu-cc.proto: what kind of image the init packet describes.
+    public struct FirmwareType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The number on the wire.
+        public let rawValue: UInt32
+        /// Creates a type from its number (unknown numbers are kept).
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// APPLICATION (0).
+        public static let application = FirmwareType(rawValue: 0)
+        /// SOFTDEVICE (1).
+        public static let softdevice = FirmwareType(rawValue: 1)
+        /// BOOTLOADER (2).
+        public static let bootloader = FirmwareType(rawValue: 2)
+        /// SOFTDEVICE_BOOTLOADER (3): a SoftDevice followed by a bootloader in one image.
+        public static let softdeviceBootloader = FirmwareType(rawValue: 3)
+        /// EXTERNAL_APPLICATION (4): an image the bootloader passes on instead of applying.
+        public static let externalApplication = FirmwareType(rawValue: 4)
+
+        /// The schema's name, or "unknown (N)".
+        public var description: String {
+            switch rawValue {
+            case 0: "APPLICATION"
+            case 1: "SOFTDEVICE"
+            case 2: "BOOTLOADER"
+            case 3: "SOFTDEVICE_BOOTLOADER"
+            case 4: "EXTERNAL_APPLICATION"
+            default: "unknown (\(rawValue))"
+            }
+        }
+    }
+
+    /// `HashType` of dfu-cc.proto.
+    public struct HashType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The number on the wire.
+        public let rawValue: UInt32
+        /// Creates a hash type from its number (unknown numbers are kept).
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// NO_HASH (0).
+        public static let none = HashType(rawValue: 0)
+        /// CRC (1).
+        public static let crc = HashType(rawValue: 1)
+        /// SHA128 (2).
+        public static let sha128 = HashType(rawValue: 2)
+        /// SHA256 (3): the only type Secure DFU bootloaders accept.
+        public static let sha256 = HashType(rawValue: 3)
+        /// SHA512 (4).
+        public static let sha512 = HashType(rawValue: 4)
+
+        /// The schema's name, or "unknown (N)".
+        public var description: String {
+            switch rawValue {
+            case 0: "NO_HASH"
+            case 1: "CRC"
+            case 2: "SHA128"
+            case 3: "SHA256"
+            case 4: "SHA512"
+            default: "unknown (\(rawValue))"
+            }
+        }
+    }
+
+    /// `ValidationType` of dfu-cc.proto: how the bootloader checks the image at every boot.
+    public struct ValidationType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The number on the wire.
+        public let rawValue: UInt32
+        /// Creates a validation type from its number (unknown numbers are kept).
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// NO_VALIDATION (0).
+        public static let none = ValidationType(rawValue: 0)
+        /// VALIDATE_GENERATED_CRC (1): the bootloader computes and stores a CRC-32 itself.
+        public static let generatedCRC = ValidationType(rawValue: 1)
+        /// VALIDATE_SHA256 (2).
+        public static let sha256 = ValidationType(rawValue: 2)
+        /// VALIDATE_ECDSA_P256_SHA256 (3): the bytes are a signature over the image.
+        public static let ecdsaP256SHA256 = ValidationType(rawValue: 3)
+
+        /// The schema's name, or "unknown (N)".
+        public var description: String {
+            switch rawValue {
+            case 0: "NO_VALIDATION"
+            case 1: "VALIDATE_GENERATED_CRC"
+            case 2: "VALIDATE_SHA256"
+            case 3: "VALIDATE_ECDSA_P256_SHA256"
+            default: "unknown (\(rawValue))"
+            }
+        }
+    }
+
+    /// `SignatureType` of dfu-cc.proto.
+    public struct SignatureType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The number on the wire.
+        public let rawValue: UInt32
+        /// Creates a signature type from its number (unknown numbers are kept).
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// ECDSA_P256_SHA256 (0): 64 bytes, r and s each byte-reversed.
+        public static let ecdsaP256SHA256 = SignatureType(rawValue: 0)
+        /// ED25519 (1).
+        public static let ed25519 = SignatureType(rawValue: 1)
+
+        /// The schema's name, or "unknown (N)".
+        public var description: String {
+            switch rawValue {
+            case 0: "ECDSA_P256_SHA256"
+            case 1: "ED25519"
+            default: "unknown (\(rawValue))"
+            }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import OTACore
+
+/// A Secure DFU init packet (the `.dat` file): the protobuf `Packet` of Nordic's `dfu-cc.proto`,
+/// decoded far enough to show and check it, with its bytes kept verbatim.
+///
+/// The packet is either unsigned (`Packet.command`) or signed (`Packet.signed_command`, which
+/// adds a signature over the serialized ``InitCommand``). The device receives ``rawBytes``
+/// unchanged as the DFU command object; nothing is ever re-serialized.
+///
+/// ```swift
+/// let packet = try InitPacket(bytes: datBytes, name: "app.dat")
+/// packet.command?.appSize   // 3072
+/// packet.isSigned           // false
+/// ```
+public struct InitPacket: Sendable, Hashable {
+    /// The signature of a signed packet.
+    public struct Signature: Sendable, Hashable {
+        /// The algorithm.
+        public var type: SignatureType
+        /// The signature as stored (for ECDSA P-256: r and s, 32 bytes each, each byte-reversed).
+        public var bytes: Data
+    }
+
+    /// The packet exactly as read from the file: what is sent to the device.
+    public let rawBytes: Data
+    /// The file name the packet was read from ("app.dat"), used in messages.
+    public let name: String
+    /// The signature, for a signed packet.
+    public let signature: Signature?
+    /// `Command.op_code`, if present (``OpCode/initialize`` in every real packet).
+    public let opCode: OpCode?
+    /// `Command.init`: the description of the image, if present.
+    public let command: InitCommand?
+
+    /// Whether the packet is signed (`Packet.signed_command`).
+    public var isSigned: Bool { signature != nil }
+
+    /// Limit from the SDK's `dfu-cc.options`: a bootloader cannot decode a longer signature.
+    static let maxSignatureSize = 64
+
+    /// Decodes an init packet.
+    ///
+    /// - Parameters:
+    ///   - bytes: The contents of the `.dat` file.
+    ///   - name: The file name, which starts every error message.
+    /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason, such as
+    ///   `app.dat: truncated protobuf at byte 12`, when the bytes are not a well-formed packet.
+    public init(bytes: Data, name: String = "init packet") throws(OTAError) {
+        let bytes = bytes.startIndex == 0 ? bytes : Data(bytes)
+        self.rawBytes = bytes
+        self.name = name
+        guard !bytes.isEmpty else {
+            throw OTAError(.invalidImage, "\(name): init packet is empty")
+        }
+
+        var reader = ProtobufReader(bytes, fileName: name)
+        var unsignedCommand: Data?
+        var signedCommand: Data?
+        while let field = try reader.next() {
+            switch field.number {
+            case 1:
+                guard unsignedCommand == nil else { throw reader.error("Packet.command appears twice (at byte \(field.offset))") }
+                unsignedCommand = try reader.message(field, "Packet.command")
+            case 2:
+                guard signedCommand == nil else { throw reader.error("Packet.signed_command appears twice (at byte \(field.offset))") }
+                signedCommand = try reader.message(field, "Packet.signed_command")
+            default:
+                continue
+            }
+        }
+
+        let commandBytes: Data
+        switch (unsignedCommand, signedCommand) {
+        case (.some, .some):
+            throw reader.error("holds both command and signed_command; a packet has one or the other")
+        case (nil, nil):
+            throw reader.error("no command or signed_command in the init packet")
+        case (.some(let command), nil):
+            commandBytes = command
+            signature = nil
+        case (nil, .some(let signed)):
+            (commandBytes, signature) = try Self.decodeSignedCommand(signed, fileName: name)
+        }
+        (opCode, command) = try Self.decodeCommand(commandBytes, fileName: name)
+    }
+
+    /// Decodes `SignedCommand { 1: Command; 2: SignatureType; 3: bytes signature }`.
+    private static func decodeSignedCommand(
+        _ bytes: Data,
+        fileName: String
+    ) throws(OTAError) -> (command: Data, signature: Signature) {
+        var reader = ProtobufReader(bytes, fileName: fileName)
+        var command: Data?
+        var type: UInt32?
+        var signature: Data?
+        while let field = try reader.next() {
+            switch field.number {
+            case 1:
+                guard command == nil else { throw reader.error("SignedCommand.command appears twice (at byte \(field.offset))") }
+                command = try reader.message(field, "SignedCommand.command")
+            case 2: type = try reader.uint32(field, "SignedCommand.signature_type")
+            case 3: signature = try reader.message(field, "SignedCommand.signature")
+            default: continue
+            }
+        }
+        guard let command else { throw reader.error("signed_command has no command") }
+        guard let type else { throw reader.error("signed_command has no signature_type") }
+        guard let signature else { throw reader.error("signed_command has no signature") }
+        guard signature.count <= maxSignatureSize else {
+            throw reader.error("signature is \(signature.count) bytes, more than \(maxSignatureSize)")
+        }
+        return (command, Signature(type: SignatureType(rawValue: type), bytes: Data(signature)))
+    }
+
+    /// Decodes `Command { 1: OpCode op_code; 2: InitCommand init }`.
+    private static func decodeCommand(
+        _ bytes: Data,
+        fileName: String
+    ) throws(OTAError) -> (OpCode?, InitCommand?) {
+        var reader = ProtobufReader(bytes, fileName: fileName)
+        var opCode: OpCode?
+        var initCommand: InitCommand?
+        while let field = try reader.next() {
+            switch field.number {
+            case 1: opCode = OpCode(rawValue: try reader.uint32(field, "Command.op_code"))
+            case 2:
+                guard initCommand == nil else { throw reader.error("Command.init appears twice (at byte \(field.offset))") }
+                initCommand = try InitCommand(decoding: try reader.message(field, "Command.init"), fileName: fileName)
+            default: continue
+            }
+        }
+        return (opCode, initCommand)
+    }
+}

@@ -1,1 +1,0 @@
-let _nordicPlaceholder = 0
