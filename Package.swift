@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
+        .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .executable(name: "ota", targets: ["ota"]),
     ],
     targets: [
@@ -26,6 +27,12 @@ let package = Package(
             name: "CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"]), .brew(["dbus"])]
         ),
 
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
@@ -38,6 +45,8 @@ let package = Package(
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        // BlueZ over D-Bus: the only module that imports CDBus.
+        .target(name: "OTATransportBlueZ", dependencies: ["OTACore", "CDBus"], swiftSettings: strictSettings),
 
         // The command-line tool: a library with everything testable, and a thin executable.
         .target(
@@ -121,6 +130,11 @@ let package = Package(
             name: "OTAProtocolNordicDFUTests",
             dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport", "CZlib"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTATransportBlueZTests",
+            dependencies: ["OTACore", "OTATransportBlueZ"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,1 @@
+let _blueZPlaceholder = 0
