@@ -51,7 +51,7 @@ let package = Package(
         // The command-line tool: a library with everything testable, and a thin executable.
         .target(
             name: "OTACommandLine",
-            dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTATransportSimulator"],
+            dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator"],
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),

@@ -18,6 +18,12 @@ public struct UpdateHarness: Sendable {
         device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
     }
 
+    /// Creates a device whose model needs the simulation (for its clock), made by `makeModel`.
+    public init(profile: DeviceProfile, seed: UInt64 = 1, makeModel: (Simulation) -> any DeviceModel) {
+        simulation = Simulation(seed: seed)
+        device = SimulatedDevice(profile: profile, model: makeModel(simulation), simulation: simulation)
+    }
+
     /// Deterministic pseudo-random image bytes.
     public static func image(size: Int, seed: UInt64 = 7) throws -> FirmwareImage {
         var random = SeededRandom(seed: seed)

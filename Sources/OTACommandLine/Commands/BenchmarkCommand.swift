@@ -28,6 +28,7 @@ enum BenchmarkCommand: Command {
 
     struct Measurement: Sendable {
         var protocolName: String
+        var variant: ProtocolParameters
         var profile: DeviceProfile
         var report: UpdateReport
         var capacity: Double
@@ -84,27 +85,41 @@ enum BenchmarkCommand: Command {
         }
         var failed = false
         for descriptor in descriptors {
-            for profile in profiles {
-                guard image.count <= profile.slotSize else {
-                    if !json { streams.out(row([descriptor.name, profile.name, "skipped: image larger than the slot"]) + "\n") }
-                    continue
-                }
-                do {
-                    let measurement = try await measure(descriptor, profile: profile, image: image, seed: seed)
-                    streams.out((json ? jsonLine(measurement) : textRow(measurement)) + "\n")
-                } catch {
-                    failed = true
-                    streams.err("ota: error: \(descriptor.name) on \(profile.name): \(error)\n")
+            for variant in descriptor.benchmarkVariants {
+                for profile in profiles {
+                    guard image.count <= profile.slotSize else {
+                        if !json { streams.out(row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
+                        continue
+                    }
+                    do {
+                        let measurement = try await measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
+                        streams.out((json ? jsonLine(measurement) : textRow(measurement)) + "\n")
+                    } catch {
+                        failed = true
+                        streams.err("ota: error: \(label(descriptor.name, variant)) on \(profile.name): \(error)\n")
+                    }
                 }
             }
         }
         return failed ? .updateFailed : .success
     }
 
-    static func measure(_ descriptor: ProtocolDescriptor, profile: DeviceProfile, image: FirmwareImage, seed: UInt64) async throws -> Measurement {
+    /// "nordic-dfu prn=0".
+    private static func label(_ name: String, _ variant: ProtocolParameters) -> String {
+        ([name] + variant.values.keys.sorted().map { "\($0)=\(variant.values[$0]!)" }).joined(separator: " ")
+    }
+
+    static func measure(
+        _ descriptor: ProtocolDescriptor,
+        variant: ProtocolParameters,
+        profile: DeviceProfile,
+        image raw: FirmwareImage,
+        seed: UInt64
+    ) async throws -> Measurement {
         let simulation = Simulation(seed: seed)
         let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel([:]), simulation: simulation)
-        let client = try descriptor.makeClient([:])
+        let client = try descriptor.makeClient(variant)
+        let image = try descriptor.prepareRawImage?(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)
         let connector = SimulatedConnector(device: device)
         let cpuBefore = processCPUTime()
@@ -118,6 +133,7 @@ enum BenchmarkCommand: Command {
         let cpu = processCPUTime() - cpuBefore
         return Measurement(
             protocolName: descriptor.name,
+            variant: variant,
             profile: profile,
             report: report,
             capacity: profile.link.theoreticalGoodput(valueLength: report.link.maximumWriteWithoutResponse),
@@ -130,7 +146,7 @@ enum BenchmarkCommand: Command {
     private static func textRow(_ m: Measurement) -> String {
         let perMB = 1_000_000 / Double(m.report.imageSize)
         return row([
-            m.protocolName, m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
+            label(m.protocolName, m.variant), m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
             m.report.protocolDuration.humanReadable, Wording.rate(m.report.goodput), Wording.rate(m.capacity),
             String(oneDecimal: m.ratio * 100) + "%", String(oneDecimal: m.headerOverhead * 100) + "%", "\(m.stats.notificationsDelivered)",
             "\(Int((m.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.cpu.seconds * perMB * 1000).rounded())) ms",
@@ -140,7 +156,7 @@ enum BenchmarkCommand: Command {
     private static func jsonLine(_ m: Measurement) -> String {
         let perMB = 1_000_000 / Double(m.report.imageSize)
         return JSONValue.object([
-            "protocol": .string(m.protocolName), "profile": .string(m.profile.name), "link": .string(m.profile.link.summary),
+            "protocol": .string(m.protocolName), "variant": .string(label(m.protocolName, m.variant)), "profile": .string(m.profile.name), "link": .string(m.profile.link.summary),
             "attMTU": .number(Double(m.report.link.attMTU)), "chunkSize": .number(Double(m.report.chunkSize)),
             "imageSize": .number(Double(m.report.imageSize)), "virtualSeconds": .number(m.report.protocolDuration.seconds),
             "goodput": .number(m.report.goodput.rounded()), "capacity": .number(m.capacity.rounded()),
@@ -155,7 +171,7 @@ enum BenchmarkCommand: Command {
         "\(link.phy.rawValue) \(link.connectionInterval.humanReadable) \(link.packetsPerEvent.map { "\($0)/ev" } ?? "full")"
     }
 
-    private static let widths = [9, 20, 16, 4, 6, 9, 11, 11, 7, 8, 7, 9, 8]
+    private static let widths = [17, 20, 16, 4, 6, 9, 11, 11, 7, 8, 7, 9, 8]
 
     private static func row(_ cells: [String]) -> String {
         zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))

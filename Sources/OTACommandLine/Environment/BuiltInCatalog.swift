@@ -20,6 +20,14 @@ enum BuiltInCatalog {
               "protocol": "framed",
               "parameters": { "batch": 16, "window": 3 },
               "resume": { "attempts": 5 }
+            },
+            {
+              "name": "nordic-secure-dfu",
+              "summary": "nRF5 SDK secure bootloader (or an application with buttonless DFU)",
+              "match": { "services": ["FE59"] },
+              "protocol": "nordic-dfu",
+              "parameters": { "prn": 12 },
+              "timeouts": { "verify": 60 }
             }
           ]
         }

@@ -1,6 +1,7 @@
 import OTACore
 import OTAProtocolFramed
 import OTAProtocolGeneric
+import OTAProtocolNordicDFU
 
 /// The protocols this build of `ota` links. Adding a protocol target means adding its
 /// descriptor here; nothing in OTACore changes.
@@ -8,5 +9,6 @@ enum BuiltInProtocols {
     static let registry = ProtocolRegistry([
         GenericProtocol.descriptor,
         FramedProtocol.descriptor,
+        NordicDFUProtocol.descriptor,
     ])
 }

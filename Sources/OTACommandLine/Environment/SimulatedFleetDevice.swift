@@ -49,5 +49,9 @@ public struct SimulatedFleetDevice: Sendable {
             name: "bolt-lock", profile: .esp32S3MTU244OneM, firmwareProtocol: "framed",
             advertisedName: "BoltLock 7F21", manufacturerData: [0x02E5: Data([0x42, 0x4C, 0x01])], rssi: -67
         ),
+        SimulatedFleetDevice(
+            name: "nrf-tracker", profile: .nrf52840, firmwareProtocol: "nordic-dfu",
+            advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58
+        ),
     ]
 }

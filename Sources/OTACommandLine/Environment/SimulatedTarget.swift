@@ -29,6 +29,14 @@ struct SimulatedTarget: Sendable {
         if let profile = DeviceProfile.builtIn.first(where: { $0.name == name }) {
             return SimulatedTarget(address: text, profile: profile, fleetDevice: nil)
         }
+        // A unique prefix names a profile too: sim:nrf52840 is sim:nrf52840-mtu244-2m.
+        let candidates = DeviceProfile.builtIn.filter { $0.name.hasPrefix(name + "-") }
+        if candidates.count == 1, let profile = candidates.first {
+            return SimulatedTarget(address: "sim:\(profile.name)", profile: profile, fleetDevice: nil)
+        }
+        if candidates.count > 1 {
+            throw UsageError("'\(name)' could be \(candidates.map { "sim:\($0.name)" }.joined(separator: " or ")); give the whole name", command: "devices")
+        }
         let known = environment.fleet.map(\.name) + DeviceProfile.builtIn.map(\.name)
         throw UsageError("no simulated device or profile '\(name)' (available: \(known.joined(separator: ", ")))", command: "scan")
     }

@@ -109,7 +109,7 @@ public struct UpdateEngine: Sendable {
                 try await updateProtocol.run(image, context: context)
                 await link.disconnect()
                 return finish(
-                    image, link: link.link, chunkSize: try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength).payloadSize,
+                    image, link: link.link, chunkSize: try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength, alignment: updateProtocol.chunkAlignment).payloadSize,
                     recorder: recorder, connectDuration: connectDuration, resumes: resumes
                 )
             } catch {
@@ -180,7 +180,7 @@ public struct UpdateEngine: Sendable {
             }
         }
         let context = UpdateContext(transport: transport, configuration: configuration, clock: clock, recorder: recorder)
-        let plan = try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength)
+        let plan = try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength, alignment: updateProtocol.chunkAlignment)
         recorder.emit(.linkEstablished(transport.link, chunkSize: plan.payloadSize, at: recorder.elapsed))
         return context
     }

@@ -24,6 +24,12 @@ public struct ProtocolDescriptor: Sendable {
     /// Describes a firmware container for `ota inspect`: what is inside and whether it is
     /// consistent; `nil` when the protocol has no container format or the file is not one.
     public let inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)?
+    /// Turns a raw image into what the protocol sends, the way the vendor's tooling would (Nordic:
+    /// adds an unsigned init packet); used by the benchmark and tests. `nil`: raw images as they are.
+    public let prepareRawImage: (@Sendable (FirmwareImage) throws(OTAError) -> FirmwareImage)?
+    /// Parameter sets the benchmark measures separately (Nordic: PRN 0 and PRN 12); by default one
+    /// run with the defaults.
+    public let benchmarkVariants: [ProtocolParameters]
 
     /// Creates a descriptor.
     public init(
@@ -33,7 +39,9 @@ public struct ProtocolDescriptor: Sendable {
         makeClient: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol,
         makeDeviceModel: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel,
         loadFirmware: (@Sendable (URL) throws(OTAError) -> [FirmwareImage]?)? = nil,
-        inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)? = nil
+        inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)? = nil,
+        prepareRawImage: (@Sendable (FirmwareImage) throws(OTAError) -> FirmwareImage)? = nil,
+        benchmarkVariants: [ProtocolParameters] = [[:]]
     ) {
         self.name = name
         self.summary = summary
@@ -42,5 +50,7 @@ public struct ProtocolDescriptor: Sendable {
         self.makeDeviceModel = makeDeviceModel
         self.loadFirmware = loadFirmware
         self.inspectFirmware = inspectFirmware
+        self.prepareRawImage = prepareRawImage
+        self.benchmarkVariants = benchmarkVariants
     }
 }

@@ -14,6 +14,10 @@ public protocol UpdateProtocol: Sendable {
     /// negotiated write length less this. Default 0.
     var chunkHeaderLength: Int { get }
 
+    /// Payload sizes are rounded down to a multiple of this (Nordic DFU: 4, for word-aligned flash
+    /// writes). Default 1.
+    var chunkAlignment: Int { get }
+
     /// Sends `image` to the device and returns once the device has accepted it.
     ///
     /// - Throws: ``OTAError`` naming the cause; device status codes are decoded with their meaning.
@@ -22,6 +26,7 @@ public protocol UpdateProtocol: Sendable {
 
 extension UpdateProtocol {
     public var chunkHeaderLength: Int { 0 }
+    public var chunkAlignment: Int { 1 }
 }
 
 /// A characteristic a protocol needs, with the property it uses and a role name for messages.

@@ -30,6 +30,13 @@ public struct DFUDataResumePoint: Sendable, Equatable {
     /// Continue the current object from `offset` without creating it.
     public var continuePartialObject: Bool
 
+    /// Creates a resume point.
+    public init(offset: Int, executeFirst: Bool, continuePartialObject: Bool) {
+        self.offset = offset
+        self.executeFirst = executeFirst
+        self.continuePartialObject = continuePartialObject
+    }
+
     /// Decides from Select(data)'s offset and CRC, for an image and the device's object size.
     public static func decide(image: Data, maximumObjectSize: Int, offset: Int, crc: UInt32) -> DFUDataResumePoint {
         guard offset > 0, offset <= image.count else {

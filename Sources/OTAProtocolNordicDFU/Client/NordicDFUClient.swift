@@ -20,6 +20,8 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         self.configuration = configuration
     }
 
+    public var chunkAlignment: Int { 4 }
+
     public var requirements: [CharacteristicRequirement] {
         [
             CharacteristicRequirement("DFU Control Point", DFUGATTProfile.controlPoint, properties: [.write, .notify]),
@@ -39,7 +41,7 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         guard let initPacket = image.attachments[Self.initPacketKey], !initPacket.isEmpty else {
             throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
         }
-        let plan = try context.chunkPlan(alignment: 4)
+        let plan = try context.chunkPlan(alignment: chunkAlignment)
         let configuration = self.configuration
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
             try await Self.sendInitPacket(initPacket, plan: plan, inbox: inbox, context: context)

@@ -1,0 +1,168 @@
+import Foundation
+import OTACore
+import OTAProtocolNordicDFU
+import OTATestSupport
+import OTATransportSimulator
+import Testing
+
+/// The Nordic client against the simulated bootloader over the simulated link.
+@Suite struct NordicDFUEndToEndTests {
+    /// A bootloader whose installed SoftDevice satisfies `softDevice`.
+    private func harness(softDevice: UInt16 = 0x0100, seed: UInt64 = 1, profile: DeviceProfile = .nrf52840) -> (UpdateHarness, NordicBootloaderModel) {
+        var configuration = NordicBootloaderModel.Configuration()
+        configuration.installedSoftDevice = softDevice
+        let model = NordicBootloaderModel(configuration: configuration)
+        return (UpdateHarness(profile: profile, model: model, seed: seed), model)
+    }
+
+    private func client(prn: Int = 12) -> NordicDFUClient {
+        var configuration = NordicDFUConfiguration()
+        configuration.packetReceiptInterval = prn
+        return NordicDFUClient(configuration: configuration)
+    }
+
+    /// A raw image of `size` bytes with an unsigned init packet, as the benchmark makes them.
+    private func rawImage(size: Int, seed: UInt64 = 3) throws -> FirmwareImage {
+        try NordicDFUProtocol.descriptor.prepareRawImage!(try UpdateHarness.image(size: size, seed: seed))
+    }
+
+    @Test(arguments: [
+        ("app-unsigned", UInt16(0x0100)), ("app-signed", 0x00B7), ("app-boot-sha256", 0x0100),
+        ("app-boot-ecdsa", 0x0100), ("app-deflated", 0x0100), ("sd-bl-app", 0x0101), ("bootloader", 0x0101),
+    ])
+    func everyNrfutilFixtureUpdatesTheBootloaderByteIdentically(fixture: String, softDevice: UInt16) async throws {
+        let parts = try #require(try NordicDFUProtocol.descriptor.loadFirmware!(try Fixture.url(fixture, "zip")))
+        let (harness, model) = harness(softDevice: softDevice)
+        for part in parts {
+            let outcome = try await harness.update(part, using: client())
+            _ = try outcome.result.get()
+            let installed = try #require(model.installedImage, "\(fixture): \(part.name) not installed")
+            #expect(installed.size == part.count)
+            #expect(installed.sha256 == SHA256.hash(part.bytes), "\(fixture): \(part.name) differs")
+            // Let the device restart into what it received before the next part.
+            try await harness.simulation.run { try await harness.simulation.clock.sleep(for: .seconds(1)) }
+        }
+    }
+
+    @Test(arguments: [0, 12])
+    func multiObjectImagesArriveWithAndWithoutReceipts(prn: Int) async throws {
+        let (harness, model) = harness()
+        let image = try rawImage(size: 50_000)
+        let outcome = try await harness.update(image, using: client(prn: prn))
+        let report = try outcome.result.get()
+        #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes))
+        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(report.chunkSize == 244)
+    }
+
+    @Test func chunksAreAMultipleOfFourAtOddMTUs() async throws {
+        let (harness, model) = harness()
+        let image = try rawImage(size: 9_000)
+        let connector = SimulatedConnector(device: harness.device, centralMTU: 101)  // 98-byte writes → 96
+        let report = try await harness.update(image, using: client(), connector: connector).result.get()
+        #expect(report.chunkSize == 96)
+        #expect(model.installedImage?.size == 9_000)
+    }
+
+    /// A disconnect at each kind of point: during the init packet, at an object boundary, in the
+    /// middle of an object, and right after the last Execute.
+    @Test(arguments: [("during init packet", 60), ("at an object boundary", 144 + 8192), ("mid-object", 144 + 10_000), ("after last execute", 144 + 20_000)])
+    func resumesAfterADisconnectWithoutResendingMoreThanAnObject(point: String, bytes: Int) async throws {
+        let (harness, model) = harness()
+        let image = try rawImage(size: 20_000)
+        var faults = LinkFaults()
+        faults.disconnectAtBytes = [bytes]
+        harness.device.faults = faults
+        let outcome = try await harness.update(image, using: client())
+        let report = try outcome.result.get()
+        #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes), "\(point)")
+        #expect(report.bytesSent - image.count <= 4096, "\(point): re-sent \(report.bytesSent - image.count) bytes")
+    }
+
+    @Test func wrongHardwareVersionIsNamedWithNordicsMeaning() async throws {
+        var configuration = NordicBootloaderModel.Configuration()
+        configuration.hardwareVersion = 53
+        let harness = UpdateHarness(profile: .nrf52840, model: NordicBootloaderModel(configuration: configuration))
+        let error = try await harness.update(try rawImage(size: 5_000), using: client()).failure()
+        #expect(error.code == .deviceRejected)
+        #expect(error.message == "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))")
+    }
+
+    @Test func anImageThatDoesNotMatchItsInitPacketFailsVerification() async throws {
+        let (harness, _) = harness()
+        let good = try rawImage(size: 5_000, seed: 1)
+        let other = try UpdateHarness.image(size: 5_000, seed: 2)
+        let mismatched = try FirmwareImage(bytes: other.bytes, name: "other.bin", attachments: good.attachments)
+        let error = try await harness.update(mismatched, using: client()).failure()
+        #expect(error.code == .verificationFailed)
+        #expect(error.message.contains("extended error 0x0C (verification failed"))
+    }
+
+    @Test func anImageWithoutInitPacketIsRefusedBeforeConnecting() async throws {
+        let (harness, _) = harness()
+        let error = try await harness.update(try UpdateHarness.image(size: 100), using: client()).failure()
+        #expect(error.code == .invalidImage)
+        #expect(error.message.hasSuffix("Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat"))
+    }
+
+    @Test func droppedPacketsAreRecoveredByResendingTheObject() async throws {
+        // A slow flash, few buffers and no receipts: the bootloader's pool overflows and drops
+        // packets, as on SDK 15 bootloaders that erase while packets arrive.
+        var configuration = NordicBootloaderModel.Configuration()
+        configuration.flashWriteBytesPerSecond = 40_000
+        configuration.receiveBufferCount = 4
+        var model: NordicBootloaderModel!
+        let harness = UpdateHarness(profile: .nrf52840) { simulation in
+            model = NordicBootloaderModel(configuration: configuration, clock: { simulation.now })
+            return model
+        }
+        let image = try rawImage(size: 12_000)
+        var settings = NordicDFUConfiguration()
+        settings.packetReceiptInterval = 0
+        settings.objectAttempts = 10
+        let outcome = try await harness.update(image, using: NordicDFUClient(configuration: settings))
+        if case .success = outcome.result {
+            #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes))
+        } else {
+            // Too slow to ever fit: the error must say what to do.
+            #expect(try outcome.failure().message.contains("try a packet receipt interval"))
+        }
+        #expect(model.counters.packetsDropped > 0)
+    }
+}
+
+@Suite struct DFUResumePlanTests {
+    private let initPacket = Data((0..<100).map { UInt8($0) })
+    private let image = Data((0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+
+    @Test func initPacketStage() {
+        #expect(DFUResumePlan.forInitPacket(initPacket, offset: 0, crc: 0) == .sendWholeInitPacket)
+        #expect(DFUResumePlan.forInitPacket(initPacket, offset: 40, crc: CRC32.checksum(initPacket.prefix(40))) == .sendRestOfInitPacket(from: 40))
+        #expect(DFUResumePlan.forInitPacket(initPacket, offset: 100, crc: CRC32.checksum(initPacket)) == .executeInitPacket)
+        #expect(DFUResumePlan.forInitPacket(initPacket, offset: 40, crc: 1) == .sendWholeInitPacket)
+        #expect(DFUResumePlan.forInitPacket(initPacket, offset: 101, crc: 0) == .sendWholeInitPacket)
+    }
+
+    @Test func dataStage() {
+        let crc = { (n: Int) in CRC32.checksum(image.prefix(n)) }
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 0, crc: 0) == .init(offset: 0, executeFirst: false, continuePartialObject: false))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 4096, crc: crc(4096)) == .init(offset: 4096, executeFirst: true, continuePartialObject: false))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: crc(5000)) == .init(offset: 5000, executeFirst: false, continuePartialObject: true))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 10_000, crc: crc(10_000)) == .init(offset: 10_000, executeFirst: true, continuePartialObject: false))
+        // A bad CRC re-creates the object holding the bad bytes.
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 8192, crc: 1) == .init(offset: 4096, executeFirst: false, continuePartialObject: false))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: 1) == .init(offset: 4096, executeFirst: false, continuePartialObject: false))
+    }
+
+    @Test func requestsAndResponsesOnTheWire() throws {
+        #expect([UInt8](DFURequest.create(.data, size: 4096).encoded) == [0x01, 0x02, 0x00, 0x10, 0x00, 0x00])
+        #expect([UInt8](DFURequest.setPRN(12).encoded) == [0x02, 0x0C, 0x00])
+        let select = try #require(DFUResponse(decoding: Data([0x60, 0x06, 0x01, 0x00, 0x10, 0, 0, 0x10, 0, 0, 0, 0xEF, 0xBE, 0xAD, 0xDE])))
+        #expect(select.values == [4096, 16, 0xDEAD_BEEF])
+        let extended = try #require(DFUResponse(decoding: Data([0x60, 0x04, 0x0B, 0x06])))
+        #expect(extended.extendedError == .hardwareVersionFailure)
+        #expect(DFUResponse(decoding: Data([0x60, 0x06, 0x01, 0x00])) == nil)  // Select with a short payload
+        #expect(DFUResponse(decoding: Data([0x60, 0x04, 0x0B])) == nil)
+        #expect(DFUResponse(decoding: Data([0x61, 0x04, 0x01])) == nil)
+    }
+}
