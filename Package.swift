@@ -140,6 +140,7 @@ let package = Package(
         .testTarget(
             name: "OTACommandLineTests",
             dependencies: ["OTACommandLine", "OTACore"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
     ]

@@ -25,11 +25,15 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
 }
 
 @Suite struct SelectionCommandTests {
+    /// One family per shipped protocol drives three simulated devices to the right protocol.
     @Test func theCatalogPicksTheProtocolForEachFleetDevice() async throws {
         let image = try temporaryImage(size: 40_000)
         defer { try? FileManager.default.removeItem(at: image) }
-        for (device, expected) in [("sim:acme-sensor", "generic"), ("sim:bolt-lock", "framed")] {
-            let (code, streams) = await runTool(["update", image.path, "--device", device])
+        let nordicPackage = try #require(Bundle.module.url(forResource: "app-unsigned", withExtension: "zip", subdirectory: "Fixtures"))
+        for (device, firmware, expected) in [
+            ("sim:acme-sensor", image.path, "generic"), ("sim:bolt-lock", image.path, "framed"), ("sim:nrf-tracker", nordicPackage.path, "nordic-dfu"),
+        ] {
+            let (code, streams) = await runTool(["update", firmware, "--device", device])
             #expect(code == 0, "\(device): \(streams.standardError)")
             #expect(streams.standardOutput.contains("over \(expected) in"), "\(device): \(streams.standardOutput)")
         }
@@ -49,8 +53,8 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
         let (code, streams) = await runTool(["scan", "--json"])
         #expect(code == 0)
         let objects = try streams.outputLines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock"])
-        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed"])
+        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker"])
+        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu"])
         #expect((objects[1]["why"] as? String)?.contains("advertises 4f544200") == true)
     }
 

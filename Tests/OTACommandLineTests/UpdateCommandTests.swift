@@ -44,7 +44,7 @@ import Testing
         (["update", "/nonexistent.bin", "--protocol", "generic"], Int32(3), "ota: error: /nonexistent.bin: no such file"),
         (["update", "EMPTY", "--protocol", "generic"], 3, "is empty: a firmware image needs at least one byte"),
         (["update", "IMAGE"], 2, "sim:esp32s3-mtu244-2m is a bare hardware profile that runs whatever protocol is chosen"),
-        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic)"),
+        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic, nordic-dfu)"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD:EE:FF"], 2, "needs a Bluetooth transport"),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is not an integer in 23...517"),

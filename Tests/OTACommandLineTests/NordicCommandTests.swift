@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+@Suite struct NordicCommandTests {
+    private func fixture() throws -> URL {
+        try #require(Bundle.module.url(forResource: "app-unsigned", withExtension: "zip", subdirectory: "Fixtures"))
+    }
+
+    @Test func updatesTheSimulatedBootloaderFromADFUPackage() async throws {
+        let (code, streams) = await runTool(["update", try fixture().path, "--protocol", "nordic-dfu", "--device", "sim:nrf52840"])
+        #expect(code == 0, "\(streams.standardError)")
+        #expect(streams.standardOutput.hasPrefix("updated sim:nrf52840-mtu244-2m with app.bin (3072 bytes"))
+        #expect(streams.standardOutput.contains("over nordic-dfu"))
+    }
+
+    @Test func inspectShowsThePackageAndSaysItIsConsistent() async throws {
+        let (code, streams) = await runTool(["inspect", try fixture().path])
+        #expect(code == 0)
+        #expect(streams.standardOutput.contains("hw_version:      52"))
+        #expect(streams.standardOutput.contains("(byte-reversed SHA-256 of app.bin: matches)"))
+        #expect(streams.standardOutput.hasSuffix("consistent: ready for --protocol nordic-dfu\n"))
+    }
+
+    @Test func aBrokenPackageIsRefusedBeforeConnecting() async throws {
+        var bytes = try Data(contentsOf: try fixture())
+        bytes[bytes.count / 2] ^= 0xFF  // corrupt the middle: an entry's CRC no longer matches
+        let broken = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).zip")
+        try bytes.write(to: broken)
+        defer { try? FileManager.default.removeItem(at: broken) }
+        let (code, streams) = await runTool(["update", broken.path, "--protocol", "nordic-dfu", "--device", "sim:nrf52840"])
+        #expect(code == 3)
+        #expect(streams.standardError.hasPrefix("ota: error: \(broken.lastPathComponent)"))
+        #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
+        #expect(!streams.standardError.contains("connecting"))
+    }
+
+    @Test func aProfileNamePrefixMustBeUnique() async throws {
+        let (code, streams) = await runTool(["update", try fixture().path, "--protocol", "nordic-dfu", "--device", "sim:esp32"])
+        #expect(code == 2)
+        #expect(streams.standardError.contains("'esp32' could be sim:esp32-mtu23-1m or sim:esp32-mtu185-1m"))
+    }
+}
