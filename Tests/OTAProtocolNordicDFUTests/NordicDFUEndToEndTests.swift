@@ -166,3 +166,39 @@ import Testing
         #expect(DFUResponse(decoding: Data([0x61, 0x04, 0x01])) == nil)
     }
 }
+
+@Suite struct ButtonlessDFUTests {
+    @Test func anApplicationIsSwitchedToItsBootloaderThenUpdated() async throws {
+        let device = NordicApplicationModel(applicationName: "Tracker-9A")
+        let harness = UpdateHarness(profile: .nrf52840, model: device)
+        let image = try NordicDFUProtocol.descriptor.prepareRawImage!(try UpdateHarness.image(size: 9_000))
+        let outcome = try await harness.update(image, using: NordicDFUClient())
+        let report = try outcome.result.get()
+        #expect(report.resumes == 1)
+        #expect(outcome.notes.contains { $0.contains("restarts into its bootloader, which advertises as Dfu") })
+        #expect(outcome.states.contains(.paused))
+        #expect(device.bootloader.installedImage?.sha256 == SHA256.hash(image.bytes))
+        #expect(device.advertisedName.hasPrefix("Dfu"))
+        // After the update the bootloader restarts into the new application.
+        try await harness.simulation.run { try await harness.simulation.clock.sleep(for: .seconds(2)) }
+        #expect(!device.isInBootloader)
+        #expect(device.advertisedName == "Tracker-9A")
+    }
+
+    @Test func buttonlessRequestsOnTheWire() {
+        #expect([UInt8](ButtonlessRequest.setAdvertisingName("Dfu12345").encoded) == [0x02, 0x08] + Array("Dfu12345".utf8))
+        #expect(ButtonlessRequest(decoding: Data([0x01])) == .enterBootloader)
+        #expect(ButtonlessRequest(decoding: Data([0x02, 0x05, 0x41])) == nil)  // length disagrees
+        #expect(ButtonlessRequest(decoding: Data([0x02, 21] + Array(repeating: 0x41, count: 21))) == nil)  // longer than 20
+    }
+
+    @Test(arguments: [("C0:FF:EE:00:00:10", "C0:FF:EE:00:00:11"), ("C0:FF:EE:00:00:FF", "C0:FF:EE:00:00:00"), ("00:AA:01:01:00:0f", "00:AA:01:01:00:10")])
+    func bootloaderAddressIsTheNextLowestByteWithoutCarry(address: String, expected: String) {
+        #expect(BootloaderAddress.next(after: address) == expected)
+    }
+
+    @Test func malformedAddressesAreRefused() {
+        #expect(BootloaderAddress.next(after: "C0:FF:EE:00:00") == nil)
+        #expect(BootloaderAddress.next(after: "C0:FF:EE:00:00:GG") == nil)
+    }
+}

@@ -22,12 +22,15 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
 
     public var chunkAlignment: Int { 4 }
 
-    public var requirements: [CharacteristicRequirement] {
-        [
-            CharacteristicRequirement("DFU Control Point", DFUGATTProfile.controlPoint, properties: [.write, .notify]),
-            CharacteristicRequirement("DFU Packet", DFUGATTProfile.packet, properties: .writeWithoutResponse),
-        ]
-    }
+    /// The bootloader's characteristics. They are checked in ``run(_:context:)`` rather than by
+    /// the engine, because a device running its application shows the buttonless characteristic
+    /// instead and must first be switched.
+    public var requirements: [CharacteristicRequirement] { [] }
+
+    private static let bootloaderRequirements = [
+        CharacteristicRequirement("DFU Control Point", DFUGATTProfile.controlPoint, properties: [.write, .notify]),
+        CharacteristicRequirement("DFU Packet", DFUGATTProfile.packet, properties: .writeWithoutResponse),
+    ]
 
     public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint? {
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
@@ -41,12 +44,46 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         guard let initPacket = image.attachments[Self.initPacketKey], !initPacket.isEmpty else {
             throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
         }
+        let characteristics = context.transport.characteristics
+        if characteristics[DFUGATTProfile.controlPoint] == nil, characteristics[DFUGATTProfile.buttonless] != nil {
+            try await Self.enterBootloader(image: image, context: context)
+        }
+        for requirement in Self.bootloaderRequirements {
+            do {
+                try context.transport.requireCharacteristic(requirement.id, allowing: requirement.properties)
+            } catch {
+                throw OTAError(.missingCharacteristic, "\(requirement.role): \(error.message); is the device in its Secure DFU bootloader (or does its application offer buttonless DFU)?")
+            }
+        }
         let plan = try context.chunkPlan(alignment: chunkAlignment)
         let configuration = self.configuration
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
             try await Self.sendInitPacket(initPacket, plan: plan, inbox: inbox, context: context)
             try await Self.sendFirmware(image, plan: plan, configuration: configuration, inbox: inbox, context: context)
         }
+    }
+
+    // MARK: - Buttonless
+
+    /// Switches a device from its application to its bootloader: set the name the bootloader
+    /// will advertise, then ask it to restart. The link drops; the engine reconnects and resumes.
+    private static func enterBootloader(image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+        // Nordic's apps pick a random "DfuNNNNN"; deriving it from the image keeps runs reproducible.
+        let name = "Dfu" + String(10_000 + image.crc32 % 90_000)
+        try await context.withNotifications(from: DFUGATTProfile.buttonless) { (inbox) throws(OTAError) in
+            for request in [ButtonlessRequest.setAdvertisingName(name), .enterBootloader] {
+                try await context.write(request.encoded, to: DFUGATTProfile.buttonless, kind: .withResponse, purpose: "buttonless \(request)")
+                let reply = [UInt8](try await inbox.next(awaiting: "buttonless DFU response"))
+                guard reply.count == 3, reply[0] == 0x20, reply[1] == request.opCode else {
+                    throw OTAError(.malformedResponse, "malformed buttonless DFU response (\(reply.count) bytes)")
+                }
+                guard reply[2] == 0x01 else {
+                    throw OTAError(.deviceRejected, "the application refused to enter its bootloader: \(ButtonlessRequest.statusMeaning(reply[2]))")
+                }
+            }
+        }
+        context.note("the application restarts into its bootloader, which advertises as \(name) (address + 1 without bonds)")
+        throw OTAError(.disconnected, "device restarting into its DFU bootloader")
     }
 
     // MARK: - Init packet

@@ -132,7 +132,10 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        try check(characteristic, allows: .notify)
+        // Indications reach the app the same way (the stack confirms them).
+        if characteristics[characteristic]?.contains(.indicate) != true {
+            try check(characteristic, allows: .notify)
+        }
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
         let previous: AsyncStream<Data>.Continuation? = try withLock { () throws(TransportError) in
             if let reason = disconnectReason { throw TransportError.disconnected(reason) }

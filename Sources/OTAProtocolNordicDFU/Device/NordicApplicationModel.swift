@@ -1,0 +1,96 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// An nRF5 device running its application with the buttonless DFU service: it accepts "set
+/// advertising name" and "enter bootloader", then restarts into its ``NordicBootloaderModel``,
+/// which from then on answers the Secure DFU service. After an update it boots the application
+/// again.
+///
+/// The bootloader advertises under the name the client set (or `DfuTarg`), at the application's
+/// address plus one on its lowest byte (``BootloaderAddress``).
+public final class NordicApplicationModel: DeviceModel {
+    private struct State {
+        var inBootloader = false
+        var advertisingName = "DfuTarg"
+        var switchRequested = false
+    }
+
+    /// The bootloader the device restarts into.
+    public let bootloader: NordicBootloaderModel
+    /// The application's own advertised name.
+    public let applicationName: String
+    private let state = Mutex(State())
+
+    /// Creates a device running its application.
+    public init(applicationName: String = "Nordic_App", bootloader: NordicBootloaderModel = NordicBootloaderModel()) {
+        self.applicationName = applicationName
+        self.bootloader = bootloader
+    }
+
+    /// Whether the device runs its bootloader.
+    public var isInBootloader: Bool { state.withLock { $0.inBootloader } }
+
+    /// The name the device advertises now.
+    public var advertisedName: String {
+        state.withLock { $0.inBootloader ? $0.advertisingName : applicationName }
+    }
+
+    public var services: [GATTServiceDefinition] {
+        if isInBootloader { return bootloader.services }
+        return [
+            GATTServiceDefinition(
+                uuid: DFUGATTProfile.service,
+                characteristics: [.init(uuid: DFUGATTProfile.buttonless.characteristic, properties: [.write, .indicate])]
+            )
+        ]
+    }
+
+    public func connected(_ peripheral: any PeripheralContext) {
+        if isInBootloader { bootloader.connected(peripheral) }
+    }
+
+    public func disconnected() {
+        if isInBootloader { bootloader.disconnected() }
+    }
+
+    public func rebooted() {
+        let (wasSwitching, installedSomething) = state.withLock { state -> (Bool, Bool) in
+            defer { state.switchRequested = false }
+            return (state.switchRequested, state.inBootloader && bootloader.installedImage != nil)
+        }
+        if wasSwitching {
+            state.withLock { $0.inBootloader = true }
+            bootloader.rebooted()
+        } else if installedSomething {
+            // The bootloader restarts into the new application.
+            state.withLock { $0.inBootloader = false }
+        } else if isInBootloader {
+            bootloader.rebooted()
+        }
+    }
+
+    public func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
+        isInBootloader ? bootloader.read(characteristic, peripheral: peripheral) : .failure(.readNotPermitted)
+    }
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        if isInBootloader { return bootloader.write(value, to: characteristic, kind: kind, peripheral: peripheral) }
+        guard characteristic == DFUGATTProfile.buttonless, kind == .withResponse else { return .writeNotPermitted }
+        guard peripheral.isSubscribed(to: characteristic) else { return .cccdImproperlyConfigured }
+        guard let request = ButtonlessRequest(decoding: value) else {
+            peripheral.notify(Data([0x20, value.first ?? 0, 0x02]), on: characteristic)
+            return .success
+        }
+        switch request {
+        case .setAdvertisingName(let name):
+            state.withLock { $0.advertisingName = name }
+            peripheral.notify(Data([0x20, 0x02, 0x01]), on: characteristic)
+        case .enterBootloader:
+            state.withLock { $0.switchRequested = true }
+            peripheral.notify(Data([0x20, 0x01, 0x01]), on: characteristic)
+            peripheral.reboot(after: .milliseconds(100))
+        }
+        return .success
+    }
+}
