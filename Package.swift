@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .executable(name: "ota", targets: ["ota"]),
+        .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
     targets: [
         // C system libraries.
@@ -55,6 +56,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
+        // Serves a protocol's device model as a real GATT peripheral through BlueZ, for the
+        // real-stack tests and demos.
+        .executableTarget(
+            name: "ota-peripheral",
+            dependencies: ["OTACommandLine", "OTACore", "OTATransportBlueZ"],
+            swiftSettings: strictSettings
+        ),
 
         // Shared test support: a harness that updates a simulated device and collects events.
         .target(

@@ -1,0 +1,2 @@
+// Placeholder: the BlueZ peripheral tool is being written.
+print("ota-peripheral: not built yet")
