@@ -13,7 +13,8 @@ import Testing
             return simulation.now
         }
         #expect(elapsed == .seconds(3600))
-        #expect(ContinuousClock.now - wall < .seconds(5))
+        // An hour of virtual sleep that ends in far less than an hour: nothing slept for real.
+        #expect(ContinuousClock.now - wall < .seconds(120))
     }
 
     @Test func concurrentSleepersWakeInDeadlineOrder() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A command written to Control (see docs/protocols/framed.md).
 public enum FramedCommand: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// The Status characteristic: where the device's session stands (24 bytes).
 public struct FramedDeviceStatus: Sendable, Hashable {

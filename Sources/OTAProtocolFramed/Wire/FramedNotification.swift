@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A notification on Control: a command reply, an ACK or a NAK.
 public enum FramedNotification: Sendable, Hashable {

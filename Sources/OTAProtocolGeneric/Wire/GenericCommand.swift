@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A command written to OTA Control. All integers are little-endian.
 ///
@@ -24,25 +25,32 @@ public enum GenericCommand: Sendable, Hashable, CustomStringConvertible {
 
     /// The bytes on the wire.
     public var encoded: Data {
+        var writer = ByteWriter(capacity: 9)
         switch self {
         case .start(let size, let crc):
-            Data([Self.startOpCode]) + size.littleEndianBytes + crc.littleEndianBytes
+            writer.u8(Self.startOpCode)
+            writer.u32(size)
+            writer.u32(crc)
         case .commit(let crc):
-            Data([Self.commitOpCode]) + crc.littleEndianBytes
+            writer.u8(Self.commitOpCode)
+            writer.u32(crc)
         case .abort:
-            Data([Self.abortOpCode])
+            writer.u8(Self.abortOpCode)
         }
+        return writer.data
     }
 
     /// Parses a command, as the device does. Trailing bytes are ignored, as the seed firmware
     /// ignores them; short commands are rejected.
     public init?(decoding bytes: Data) {
-        let bytes = [UInt8](bytes)
-        switch bytes.first {
-        case Self.startOpCode where bytes.count >= 9:
-            self = .start(size: UInt32(littleEndian: bytes, at: 1), crc: UInt32(littleEndian: bytes, at: 5))
-        case Self.commitOpCode where bytes.count >= 5:
-            self = .commit(crc: UInt32(littleEndian: bytes, at: 1))
+        var reader = ByteReader(bytes)
+        switch reader.u8() {
+        case Self.startOpCode:
+            guard let size = reader.u32(), let crc = reader.u32() else { return nil }
+            self = .start(size: size, crc: crc)
+        case Self.commitOpCode:
+            guard let crc = reader.u32() else { return nil }
+            self = .commit(crc: crc)
         case Self.abortOpCode:
             self = .abort
         default:
@@ -57,15 +65,5 @@ public enum GenericCommand: Sendable, Hashable, CustomStringConvertible {
         case .commit: "COMMIT"
         case .abort: "ABORT"
         }
-    }
-}
-
-extension UInt32 {
-    var littleEndianBytes: Data {
-        Data([UInt8(truncatingIfNeeded: self), UInt8(truncatingIfNeeded: self >> 8), UInt8(truncatingIfNeeded: self >> 16), UInt8(truncatingIfNeeded: self >> 24)])
-    }
-
-    init(littleEndian bytes: [UInt8], at offset: Int) {
-        self = UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
 }

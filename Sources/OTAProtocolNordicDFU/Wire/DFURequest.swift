@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A Control Point request.
 public enum DFURequest: Sendable, Hashable, CustomStringConvertible {
@@ -23,30 +24,37 @@ public enum DFURequest: Sendable, Hashable, CustomStringConvertible {
 
     /// The bytes on the wire (`01 02 00 10 00 00` creates a 4096-byte data object).
     public var encoded: Data {
+        var writer = ByteWriter(capacity: 6)
+        writer.u8(opCode.rawValue)
         switch self {
         case .create(let type, let size):
-            Data([DFUOpCode.create.rawValue, type.rawValue]) + Data((0..<4).map { UInt8(truncatingIfNeeded: size >> (8 * $0)) })
+            writer.u8(type.rawValue)
+            writer.u32(size)
         case .setPRN(let value):
-            Data([DFUOpCode.setPRN.rawValue, UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)])
-        case .calculateChecksum, .execute, .abort:
-            Data([opCode.rawValue])
+            writer.u16(value)
         case .select(let type):
-            Data([DFUOpCode.select.rawValue, type.rawValue])
+            writer.u8(type.rawValue)
+        case .calculateChecksum, .execute, .abort:
+            break
         }
+        return writer.data
     }
 
     /// Parses a request, as the bootloader does; `nil` when malformed.
     public init?(decoding data: Data) {
-        let bytes = [UInt8](data)
-        switch (bytes.first.flatMap(DFUOpCode.init(rawValue:)), bytes.count) {
+        var reader = ByteReader(data)
+        let opCode = reader.u8().flatMap(DFUOpCode.init(rawValue:))
+        switch (opCode, data.count) {
         case (.create, 6):
-            guard let type = DFUObjectType(rawValue: bytes[1]) else { return nil }
-            self = .create(type, size: (0..<4).reduce(0) { $0 | UInt32(bytes[2 + $1]) << (8 * $1) })
-        case (.setPRN, 3): self = .setPRN(UInt16(bytes[1]) | UInt16(bytes[2]) << 8)
+            guard let type = reader.u8().flatMap(DFUObjectType.init(rawValue:)), let size = reader.u32() else { return nil }
+            self = .create(type, size: size)
+        case (.setPRN, 3):
+            guard let value = reader.u16() else { return nil }
+            self = .setPRN(value)
         case (.calculateChecksum, 1): self = .calculateChecksum
         case (.execute, 1): self = .execute
         case (.select, 2):
-            guard let type = DFUObjectType(rawValue: bytes[1]) else { return nil }
+            guard let type = reader.u8().flatMap(DFUObjectType.init(rawValue:)) else { return nil }
             self = .select(type)
         case (.abort, 1): self = .abort
         default: return nil

@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A Control Point notification: `60 op result [payload]`, or `60 op 0B ext`.
 public struct DFUResponse: Sendable, Hashable {
@@ -26,10 +27,13 @@ public struct DFUResponse: Sendable, Hashable {
 
     /// The bytes on the wire.
     public var encoded: Data {
-        var bytes: [UInt8] = [DFUOpCode.response.rawValue, opCode, result.rawValue]
-        if let extendedError { bytes.append(extendedError.rawValue) }
-        for value in values { bytes += (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        return Data(bytes)
+        var writer = ByteWriter(capacity: 15)
+        writer.u8(DFUOpCode.response.rawValue)
+        writer.u8(opCode)
+        writer.u8(result.rawValue)
+        if let extendedError { writer.u8(extendedError.rawValue) }
+        for value in values { writer.u32(value) }
+        return writer.data
     }
 
     /// Parses a notification; `nil` when it is not a well-formed response. Payload sizes are
@@ -46,17 +50,15 @@ public struct DFUResponse: Sendable, Hashable {
             return
         }
         extendedError = nil
-        let payload = Array(bytes[3...])
         let expected: Int =
             switch (DFUOpCode(rawValue: opCode), result) {
-            case (.select, .success): 12
-            case (.calculateChecksum, .success): 8
+            case (.select, .success): 3
+            case (.calculateChecksum, .success): 2
             default: 0
             }
-        guard payload.count == expected else { return nil }
-        values = stride(from: 0, to: payload.count, by: 4).map { start in
-            (0..<4).reduce(UInt32(0)) { $0 | UInt32(payload[start + $1]) << (8 * $1) }
-        }
+        guard bytes.count == 3 + 4 * expected else { return nil }
+        var reader = ByteReader(Data(bytes[3...]))
+        values = (0..<expected).compactMap { _ in reader.u32() }
     }
 
     /// The failure in words: "Execute failed: 0x0B (extended error) 0x0C (verification failed …)".
