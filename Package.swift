@@ -52,7 +52,10 @@ let package = Package(
         // The command-line tool: a library with everything testable, and a thin executable.
         .target(
             name: "OTACommandLine",
-            dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator"],
+            dependencies: [
+                "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator",
+                "OTATransportBlueZ",
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),

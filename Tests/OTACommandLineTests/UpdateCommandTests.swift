@@ -46,7 +46,7 @@ import Testing
         (["update", "IMAGE"], 2, "sim:esp32s3-mtu244-2m is a bare hardware profile that runs whatever protocol is chosen"),
         (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic, nordic-dfu)"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
-        (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD:EE:FF"], 2, "needs a Bluetooth transport"),
+        (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2, "is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device"),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is not an integer in 23...517"),
         (["update", "IMAGE", "--protocol", "generic", "--sim-speed", "fast"], 2, "--sim-speed 'fast' is not a positive number or 'max'"),
         (["update", "IMAGE", "--protocol", "generic", "--param", "nokey"], 2, "--param 'nokey' is not KEY=VALUE"),
@@ -77,8 +77,19 @@ import Testing
         #expect(streams.standardOutput.isEmpty)
     }
 
+    /// A real device address where no BlueZ answers for it (CI has no system bus; a developer's
+    /// machine has no such device): one line, "device unavailable".
+    @Test func aRealDeviceThatCannotBeReachedIsOneLine() async throws {
+        let image = try temporaryImage(size: 100)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--device", "00:AA:01:01:00:7F", "--json"])
+        #expect(code == 4)
+        #expect(streams.standardError.hasPrefix("ota: error: connecting to 00:AA:01:01:00:7F"))
+        #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
+    }
+
     @Test func everyCommandHasHelp() async {
-        for command in ["update", "protocols", "devices"] {
+        for command in ["update", "abort", "inspect", "scan", "doctor", "protocols", "devices", "benchmark"] {
             let (code, streams) = await runTool([command, "--help"])
             #expect(code == 0)
             #expect(streams.standardOutput.contains("usage: ota \(command)"))

@@ -26,7 +26,11 @@ enum AbortCommand: Command {
         let firmware: (protocolName: String, parameters: ProtocolParameters)
         let simulator: SimulatorOptions
         do {
-            target = try SimulatedTarget.resolve(arguments.value("--device") ?? SimulatedTarget.defaultAddress, in: environment, command: "abort")
+            let device = arguments.value("--device") ?? SimulatedTarget.defaultAddress
+            guard case .simulated(let simulated) = try DeviceTarget.resolve(device, adapter: nil, in: environment, command: "abort") else {
+                throw UsageError("aborting a real device needs the BlueZ connection of 'ota update'; not supported by 'ota abort' yet", command: "abort")
+            }
+            target = simulated
             guard let chosen = target.firmware(chosen: arguments.value("--protocol")) else {
                 throw UsageError("no protocol given: pass --protocol NAME", command: "abort")
             }

@@ -5,8 +5,11 @@ import OTACore
 enum ScanCommand: Command {
     static let spec = CommandSpec(
         name: "scan",
-        summary: "List devices in range (the simulated fleet, for now) with the family and protocol each would get.",
+        summary: "List devices (the simulated fleet, or real ones with --bluez) with the family and protocol each would get.",
         options: [
+            .init(name: "--bluez", help: "scan real devices through BlueZ instead of listing the simulated fleet"),
+            .init(name: "--adapter", valueName: "NAME", help: "with --bluez: the adapter, e.g. hci0; default the first powered one"),
+            .init(name: "--duration", valueName: "SECONDS", help: "with --bluez: how long to listen, 1...60; default 5"),
             .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable", repeatable: true),
             .init(name: "--json", help: "print one JSON object per device"),
         ]
@@ -19,19 +22,29 @@ enum ScanCommand: Command {
         } catch {
             return UpdateCommand.fail(error, streams: streams)
         }
-        for device in environment.fleet {
-            let target = SimulatedTarget(address: "sim:\(device.name)", profile: device.profile, fleetDevice: device)
-            let advertisement: Advertisement
+        var heard: [(address: String, advertisement: Advertisement)] = []
+        if arguments.flag("--bluez") {
             do {
-                advertisement = target.advertisement(
-                    running: try environment.registry.descriptor(named: device.firmwareProtocol).makeDeviceModel(device.firmwareParameters)
-                )
+                let seconds = try UpdatePlan.integer(arguments.value("--duration") ?? "5", option: "--duration", in: 1...60, command: "scan")
+                heard = try await BluetoothDiscovery.scan(adapter: arguments.value("--adapter"), duration: .seconds(seconds)).map {
+                    ($0.address, $0.advertisement)
+                }
             } catch {
-                continue  // firmware of a protocol this build does not link
+                return UpdateCommand.fail(error, streams: streams)
             }
+        } else {
+            for device in environment.fleet {
+                let target = SimulatedTarget(address: "sim:\(device.name)", profile: device.profile, fleetDevice: device)
+                guard let model = try? environment.registry.descriptor(named: device.firmwareProtocol).makeDeviceModel(device.firmwareParameters) else {
+                    continue  // firmware of a protocol this build does not link
+                }
+                heard.append((target.address, target.advertisement(running: model)))
+            }
+        }
+        for (address, advertisement) in heard {
             let verdict: (family: String?, protocolName: String?, why: String)
             do {
-                if let family = try catalog.family(for: advertisement, device: target.address) {
+                if let family = try catalog.family(for: advertisement, device: address) {
                     verdict = (family.name, family.protocolName, "\(family.match.explanation) (\(family.source))")
                 } else {
                     verdict = (nil, nil, "matches no family: pass --protocol, or add a family with --catalog")
@@ -42,7 +55,7 @@ enum ScanCommand: Command {
             let services = advertisement.serviceUUIDs.map(\.description)
             if arguments.flag("--json") {
                 var object: [String: JSONValue] = [
-                    "address": .string(target.address), "name": .string(advertisement.name ?? ""),
+                    "address": .string(address), "name": .string(advertisement.name ?? ""),
                     "rssi": .number(Double(advertisement.rssi ?? 0)), "services": .array(services.map(JSONValue.string)),
                     "why": .string(verdict.why),
                 ]
@@ -50,7 +63,7 @@ enum ScanCommand: Command {
                 if let name = verdict.protocolName { object["protocol"] = .string(name) }
                 streams.out(JSONValue.object(object).serialized + "\n")
             } else {
-                streams.out("\(target.address)  \"\(advertisement.name ?? "")\"  \(advertisement.rssi.map { "\($0) dBm" } ?? "")\n")
+                streams.out("\(address)  \"\(advertisement.name ?? "")\"  \(advertisement.rssi.map { "\($0) dBm" } ?? "")\n")
                 streams.out("  family: \(verdict.family ?? "none"), protocol: \(verdict.protocolName ?? "none")\n")
                 streams.out("  why: \(verdict.why)\n")
             }

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATransportBlueZ
 import OTATransportSimulator
 
 /// `ota update FIRMWARE`: send an image or a firmware package to a device.
@@ -9,12 +10,13 @@ enum UpdateCommand: Command {
         summary: "Send a firmware image or package to a device and wait for the device to accept it.",
         options: [
             .init(name: "--protocol", valueName: "NAME", help: "update protocol (see 'ota protocols'); default: chosen by the package or the device catalog"),
-            .init(name: "--device", valueName: "ADDRESS", help: "device to update; default \(SimulatedTarget.defaultAddress) (see 'ota scan', 'ota devices')"),
+            .init(name: "--device", valueName: "ADDRESS", help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress) (see 'ota scan', 'ota devices')"),
+            .init(name: "--adapter", valueName: "NAME", help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
             .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable (see 'ota protocols')", repeatable: true),
             .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable (see docs/manifest.md)", repeatable: true),
             .init(name: "--dry-run", help: "print which protocol would be used and why, without connecting"),
             .init(name: "--json", help: "print one JSON event per line on standard output"),
-            .init(name: "--mtu", valueName: "BYTES", help: "ATT MTU the app offers, 23...517; default 517 (or the family's)"),
+            .init(name: "--mtu", valueName: "BYTES", help: "simulated devices: ATT MTU the app offers, 23...517; default 517 (BlueZ negotiates its own)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
         ] + SimulatorOptions.specOptions,
         positionals: [.init(name: "FIRMWARE", help: "a firmware image file (.bin) or a package directory with manifest.json")],
@@ -38,7 +40,7 @@ enum UpdateCommand: Command {
         let plan: UpdatePlan
         let simulator: SimulatorOptions
         do {
-            plan = try UpdatePlan.make(arguments, environment: environment, command: "update")
+            plan = try await UpdatePlan.make(arguments, environment: environment, command: "update")
             simulator = try SimulatorOptions.parse(arguments, command: "update", interactive: streams.errorIsTerminal && !arguments.flag("--json"))
         } catch {
             return fail(error, streams: streams)
@@ -65,18 +67,67 @@ enum UpdateCommand: Command {
     }
 
     static func execute(_ plan: UpdatePlan, simulator: SimulatorOptions, json: Bool, streams: any OutputStreams) async -> ExitCode {
+        switch plan.target {
+        case .simulated(let target):
+            return await executeSimulated(plan, target: target, simulator: simulator, json: json, streams: streams)
+        case .bluetooth(let address, let adapter):
+            let connector = BlueZConnector(address: address, adapter: adapter)
+            let engine = UpdateEngine(configuration: plan.configuration)
+            return await sendParts(plan, json: json, streams: streams) { image, renderer in
+                await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: nil)
+            } between: {
+                // The device restarts into what it just received before taking the next part.
+                try await Task.sleep(for: .seconds(2))
+            }
+        }
+    }
+
+    private static func executeSimulated(
+        _ plan: UpdatePlan,
+        target: SimulatedTarget,
+        simulator: SimulatorOptions,
+        json: Bool,
+        streams: any OutputStreams
+    ) async -> ExitCode {
         let simulation = Simulation(seed: simulator.seed, pace: simulator.pace)
         let device: SimulatedDevice
         do {
-            let model = try plan.firmwareDescriptor.makeDeviceModel(plan.firmwareParameters)
+            guard let firmware = plan.firmware else { throw OTAError(.internal, "a simulated device without firmware") }
+            let model = try firmware.descriptor.makeDeviceModel(firmware.parameters)
             let total = plan.images.reduce(0) { $0 + $1.count }
-            device = try simulator.makeDevice(profile: plan.target.profile, model: model, simulation: simulation, imageSize: total)
+            device = try simulator.makeDevice(profile: target.profile, model: model, simulation: simulation, imageSize: total)
         } catch {
             return fail(error, streams: streams)
         }
         let connector = SimulatedConnector(device: device, centralMTU: plan.mtu)
         let engine = UpdateEngine(configuration: plan.configuration, clock: simulation.clock)
-        let client = plan.client
+        let code = await sendParts(plan, json: json, streams: streams) { image, renderer in
+            do {
+                return try await simulation.run {
+                    await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: simulation.executor)
+                }
+            } catch {
+                return .failure(OTAError(.internal, "simulation failed: \(error)"))
+            }
+        } between: {
+            try await simulation.run { try await simulation.clock.sleep(for: .seconds(1)) }
+        }
+        do {
+            try simulator.save(device)
+        } catch {
+            streams.err("ota: error: \(error.message)\n")
+        }
+        return code
+    }
+
+    /// Sends each part in turn with its own progress display; stops at the first failure.
+    private static func sendParts(
+        _ plan: UpdatePlan,
+        json: Bool,
+        streams: any OutputStreams,
+        send: (FirmwareImage, any EventRenderer) async -> Result<UpdateReport, OTAError>,
+        between: () async throws -> Void
+    ) async -> ExitCode {
         var exitCode = ExitCode.success
         for (index, image) in plan.images.enumerated() {
             if plan.images.count > 1, !json {
@@ -84,47 +135,39 @@ enum UpdateCommand: Command {
             }
             let renderer: any EventRenderer =
                 if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
-            let result: Result<UpdateReport, OTAError>
-            do {
-                result = try await simulation.run {
-                    let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
-                    // Not a child task: on Ctrl-C the update is cancelled, but its last events
-                    // (paused, and why) must still be shown.
-                    let rendering = Task(executorPreference: simulation.executor) {
-                        var renderer = renderer
-                        for await event in events { renderer.render(event) }
-                        renderer.finish()
-                    }
-                    let result: Result<UpdateReport, OTAError>
-                    do throws(OTAError) {
-                        result = .success(try await engine.update(image, using: client, connector: connector, events: sink))
-                    } catch {
-                        result = .failure(error)
-                    }
-                    await rendering.value
-                    return result
-                }
-            } catch {
-                streams.err("ota: error: \(error)\n")
-                return .internalError
-            }
-            exitCode = report(result, image: image, plan: plan, json: json, streams: streams)
+            exitCode = report(await send(image, renderer), image: image, plan: plan, json: json, streams: streams)
             if exitCode != .success { break }
             if index + 1 < plan.images.count {
-                // The device restarts into what it just received before taking the next part.
-                do {
-                    try await simulation.run { try await simulation.clock.sleep(for: .seconds(1)) }
-                } catch {
-                    return .interrupted
-                }
+                do { try await between() } catch { return .interrupted }
             }
         }
-        do {
-            try simulator.save(device)
-        } catch {
-            streams.err("ota: error: \(error.message)\n")
-        }
         return exitCode
+    }
+
+    /// One update with its events rendered. The renderer runs in its own task, not a child: on
+    /// Ctrl-C the update is cancelled, but its last events (paused, and why) must still be shown.
+    private static func update(
+        _ image: FirmwareImage,
+        plan: UpdatePlan,
+        engine: UpdateEngine,
+        connector: any Connector,
+        renderer: any EventRenderer,
+        executor: (any TaskExecutor)?
+    ) async -> Result<UpdateReport, OTAError> {
+        let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
+        let rendering = Task(executorPreference: executor) {
+            var renderer = renderer
+            for await event in events { renderer.render(event) }
+            renderer.finish()
+        }
+        let result: Result<UpdateReport, OTAError>
+        do throws(OTAError) {
+            result = .success(try await engine.update(image, using: plan.client, connector: connector, events: sink))
+        } catch {
+            result = .failure(error)
+        }
+        await rendering.value
+        return result
     }
 
     private static func report(

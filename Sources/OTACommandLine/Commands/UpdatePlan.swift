@@ -5,7 +5,7 @@ import OTATransportSimulator
 /// Everything `ota update` decides before connecting: the firmware (raw image or verified
 /// package), the device, the protocol and why, its parameters and the engine's settings.
 struct UpdatePlan: Sendable {
-    var target: SimulatedTarget
+    var target: DeviceTarget
     var descriptor: ProtocolDescriptor
     var client: any UpdateProtocol
     var selection: ProtocolSelection
@@ -13,21 +13,22 @@ struct UpdatePlan: Sendable {
     /// (Nordic SoftDevice + bootloader, then application).
     var images: [FirmwareImage]
     var package: FirmwarePackage?
-    /// The simulated device's firmware: its protocol and parameters.
-    var firmwareDescriptor: ProtocolDescriptor
-    var firmwareParameters: ProtocolParameters
+    /// A simulated device's firmware: its protocol and parameters (`nil` for a real device).
+    var firmware: (descriptor: ProtocolDescriptor, parameters: ProtocolParameters)?
     var configuration: UpdateConfiguration
     var mtu: Int
 
     /// Builds the plan from the command line; every refusal is a one-line error.
-    static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String) throws -> UpdatePlan {
+    static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String) async throws -> UpdatePlan {
         let registry = environment.registry
         let explicitParameters = try parameters(arguments, command: command)
         let explicitProtocol = arguments.value("--protocol")
         if let explicitProtocol {
             do { _ = try registry.descriptor(named: explicitProtocol) } catch { throw UsageError(error.message, command: "protocols") }
         }
-        let target = try SimulatedTarget.resolve(arguments.value("--device") ?? SimulatedTarget.defaultAddress, in: environment, command: command)
+        let target = try DeviceTarget.resolve(
+            arguments.value("--device") ?? SimulatedTarget.defaultAddress, adapter: arguments.value("--adapter"), in: environment, command: command
+        )
         let catalog = try environment.catalog(adding: arguments.values["--catalog"] ?? [])
 
         // The firmware: a verified package or a raw image.
@@ -41,21 +42,31 @@ struct UpdatePlan: Sendable {
             }
         }
 
-        // The device's firmware decides what it advertises, hence which family matches.
-        guard let firmware = target.firmware(chosen: explicitProtocol ?? package?.protocolName) else {
-            throw OTAError(
-                .selectionFailed,
-                "\(target.address) is a bare hardware profile that runs whatever protocol is chosen: pass --protocol NAME, use a package that names one, or pick a device from 'ota scan'"
-            )
+        // What the device advertises decides which family matches.
+        var firmware: (descriptor: ProtocolDescriptor, parameters: ProtocolParameters)?
+        let advertisement: Advertisement?
+        switch target {
+        case .simulated(let simulated):
+            guard let running = simulated.firmware(chosen: explicitProtocol ?? package?.protocolName) else {
+                throw OTAError(
+                    .selectionFailed,
+                    "\(simulated.address) is a bare hardware profile that runs whatever protocol is chosen: pass --protocol NAME, use a package that names one, or pick a device from 'ota scan'"
+                )
+            }
+            let descriptor: ProtocolDescriptor
+            do {
+                descriptor = try registry.descriptor(named: running.protocolName)
+            } catch {
+                throw OTAError(.internal, "\(simulated.address) runs protocol '\(running.protocolName)', which this build does not link")
+            }
+            firmware = (descriptor, running.parameters)
+            advertisement = simulated.advertisement(running: try descriptor.makeDeviceModel(running.parameters))
+        case .bluetooth(let address, let adapter):
+            // Only listen when the catalog must decide; --protocol needs no advertisement.
+            advertisement = explicitProtocol == nil && package?.protocolName == nil
+                ? try await BluetoothDiscovery.advertisement(of: address, adapter: adapter, duration: .seconds(5)) : nil
         }
-        let firmwareDescriptor: ProtocolDescriptor
-        do {
-            firmwareDescriptor = try registry.descriptor(named: firmware.protocolName)
-        } catch {
-            throw OTAError(.internal, "\(target.address) runs protocol '\(firmware.protocolName)', which this build does not link")
-        }
-        let advertisement = target.advertisement(running: try firmwareDescriptor.makeDeviceModel(firmware.parameters))
-        let family = try catalog.family(for: advertisement, device: target.address)
+        let family = try advertisement.flatMap { advertisement throws(OTAError) in try catalog.family(for: advertisement, device: target.address) }
         let selection = try ProtocolSelection.decide(
             explicitProtocol: explicitProtocol, explicitParameters: explicitParameters, package: package, family: family, device: target.address
         )
@@ -70,11 +81,13 @@ struct UpdatePlan: Sendable {
         }
 
         let images = try loadImages(input: input, package: package, descriptor: descriptor)
-        for image in images where image.count > target.profile.slotSize {
-            throw OTAError(
-                .imageTooLarge,
-                "\(image.name) is \(image.count) bytes, larger than the \(target.profile.slotSize)-byte update slot of \(target.address)"
-            )
+        if case .simulated(let simulated) = target {
+            for image in images where image.count > simulated.profile.slotSize {
+                throw OTAError(
+                    .imageTooLarge,
+                    "\(image.name) is \(image.count) bytes, larger than the \(simulated.profile.slotSize)-byte update slot of \(simulated.address)"
+                )
+            }
         }
         var configuration = family?.configuration ?? UpdateConfiguration()
         if let attempts = arguments.value("--resume-attempts") {
@@ -84,7 +97,7 @@ struct UpdatePlan: Sendable {
             ?? family?.preferredMTU ?? 517
         return UpdatePlan(
             target: target, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
-            firmwareDescriptor: firmwareDescriptor, firmwareParameters: firmware.parameters, configuration: configuration, mtu: mtu
+            firmware: firmware, configuration: configuration, mtu: mtu
         )
     }
 
@@ -124,7 +137,11 @@ struct UpdatePlan: Sendable {
 
     /// The decision in words, for `--dry-run`.
     var explanation: [String] {
-        var lines = ["would update \(target.address) (\(target.profile.summary))"]
+        var lines: [String]
+        switch target {
+        case .simulated(let simulated): lines = ["would update \(simulated.address) (\(simulated.profile.summary))"]
+        case .bluetooth(let address, let adapter): lines = ["would update \(address) through BlueZ (\(adapter ?? "first powered adapter"))"]
+        }
         if let package {
             lines.append("firmware: package \(package.name ?? package.source) \(package.version ?? "") — \(package.images.count) image(s) verified (size and SHA-256)")
         }

@@ -1,0 +1,46 @@
+import Foundation
+import OTACore
+import OTATransportBlueZ
+
+/// `ota doctor`: is this machine ready to update real devices?
+enum DoctorCommand: Command {
+    static let spec = CommandSpec(
+        name: "doctor",
+        summary: "Check the Bluetooth stack: bluetoothd, its version, adapters and their power, and what is missing.",
+        options: [.init(name: "--json", help: "print the report as one JSON object")],
+        discussion: "exit codes: 0 ready, 4 not ready (each problem is printed with its fix)"
+    )
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+        let report = await BlueZDoctor().examine()
+        if arguments.flag("--json") {
+            let adapters = report.adapters.map { adapter in
+                JSONValue.object([
+                    "name": .string(adapter.name), "address": .string(adapter.address), "powered": .bool(adapter.isPowered),
+                ])
+            }
+            streams.out(
+                JSONValue.object([
+                    "ready": .bool(report.isReady), "bluetoothd": .bool(report.isBluetoothdRunning),
+                    "version": .string(report.bluezVersion ?? ""), "adapters": .array(adapters),
+                    "problems": .array(report.findings.map { .string($0.description) }),
+                ]).serialized + "\n"
+            )
+        } else {
+            streams.out("bluetoothd: \(report.isBluetoothdRunning ? "running" : "not running") on \(report.bus)\(report.bluezVersion.map { ", BlueZ \($0)" } ?? "")\n")
+            if let controllers = report.kernelControllers {
+                streams.out("kernel controllers: \(controllers.isEmpty ? "none" : controllers.joined(separator: ", "))\n")
+            } else {
+                streams.out("kernel controllers: no Bluetooth support in this kernel\n")
+            }
+            for adapter in report.adapters {
+                streams.out("adapter \(adapter.name) \(adapter.address): \(adapter.isPowered ? "powered" : "powered off")\n")
+            }
+            for finding in report.findings {
+                streams.out("problem: \(finding)\n")
+            }
+            streams.out(report.isReady ? "ready\n" : "not ready\n")
+        }
+        return report.isReady ? .success : .deviceUnavailable
+    }
+}

@@ -1,0 +1,383 @@
+import Foundation
+import OTACore
+
+/// Opens a ``BlueZTransport`` to one device by its address, through bluetoothd.
+///
+/// ```swift
+/// let connector = BlueZConnector(address: "00:AA:01:01:00:01", adapter: "hci0")
+/// let report = try await engine.update(image, using: protocol, connector: connector)
+/// ```
+///
+/// ``connect()``:
+/// 1. reads BlueZ's objects and picks the adapter (``BlueZAdapter/select(_:from:)``);
+/// 2. when the adapter does not know the device yet, finds it: `Adapter1.ConnectDevice` when
+///    ``Configuration/addressType`` is set and bluetoothd offers it (it needs `bluetoothd -E`
+///    before 5.7x), otherwise LE discovery until the device is heard, for at most
+///    ``Configuration/discoveryTimeout``;
+/// 3. `Device1.Connect`, then waits for `ServicesResolved`;
+/// 4. reads the GATT characteristics, acquires a socket (`AcquireWrite`) for each characteristic
+///    that takes only writes without response, and derives the ``LinkParameters`` from the ATT
+///    MTU: writes without response carry at most min(MTU − 3,
+///    ``Configuration/writeWithoutResponseCap``), writes with response min(MTU − 3, 512).
+///
+/// - Note: Every step honours cancellation; the engine's connect timeout cancels it. A connection
+///   attempt cut short is cancelled in bluetoothd with `Device1.Disconnect`.
+/// - Important: Each ``connect()`` opens its own D-Bus connection, owned by the transport it
+///   returns; ``BlueZTransport/disconnect()`` closes it.
+public struct BlueZConnector: Connector {
+    /// How the connector and its transports behave; every delay and limit is here.
+    public struct Configuration: Sendable, Hashable {
+        /// An LE address type, for `Adapter1.ConnectDevice`.
+        public enum AddressType: String, Sendable, Hashable {
+            /// A public device address.
+            case `public`
+            /// A random (static or private) device address.
+            case random
+        }
+
+        /// The largest value of a write without response; default
+        /// ``BlueZ/bluezPeerWriteWithoutResponseCap`` (510), which a BlueZ peripheral of 5.66's
+        /// age needs. Use ``BlueZ/attributeValueCap`` (512) for other peers. Values are also
+        /// capped at ATT MTU − 3.
+        public var writeWithoutResponseCap = BlueZ.bluezPeerWriteWithoutResponseCap
+        /// Whether writes without response go through `AcquireWrite` sockets (default); when
+        /// `false`, `WriteValue(type: command)` is always used.
+        public var usesAcquireWrite = true
+        /// How long to scan for a device the adapter does not know yet.
+        public var discoveryTimeout: Duration = .seconds(10)
+        /// How long `Device1.Connect` may take.
+        public var connectTimeout: Duration = .seconds(30)
+        /// How long to wait for `ServicesResolved` once connected.
+        public var servicesResolvedTimeout: Duration = .seconds(30)
+        /// How long a GATT call (write with response, read, `StartNotify`, a fallback write
+        /// without response) may take.
+        public var callTimeout: Duration = .seconds(25)
+        /// How long `Device1.Disconnect` may take when closing.
+        public var disconnectTimeout: Duration = .seconds(5)
+        /// The device's address type, when known: lets a device the adapter has not seen be
+        /// connected with `Adapter1.ConnectDevice` instead of scanning for it.
+        public var addressType: AddressType?
+
+        /// The default configuration.
+        public init() {}
+    }
+
+    /// The device address, upper case, such as `00:AA:01:01:00:01`.
+    public let address: String
+    /// The adapter to use (`hci0`, or its address); `nil` picks the first powered one.
+    public let adapter: String?
+    /// The bus bluetoothd is on: the system bus, or a test bus.
+    public let bus: DBusConnection.Bus
+    /// How the connector and its transports behave.
+    public let configuration: Configuration
+    private let clock: any Clock<Duration>
+
+    /// Creates a connector for the device at `address`.
+    ///
+    /// - Parameters:
+    ///   - address: the device address, such as `00:AA:01:01:00:01` (either case).
+    ///   - adapter: the adapter name (`hci0`) or address; `nil` picks the first powered adapter.
+    ///   - bus: where bluetoothd is; `.system` except in tests.
+    ///   - configuration: timeouts and write limits.
+    ///   - clock: the clock for ``Configuration/discoveryTimeout`` and
+    ///     ``Configuration/servicesResolvedTimeout``.
+    public init(
+        address: String,
+        adapter: String? = nil,
+        bus: DBusConnection.Bus = .system,
+        configuration: Configuration = Configuration(),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        self.address = address.uppercased()
+        self.adapter = adapter
+        self.bus = bus
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// "00:AA:01:01:00:01", followed by " via hci1" when an adapter was chosen.
+    public var deviceDescription: String {
+        adapter.map { "\(address) via \($0)" } ?? address
+    }
+
+    public func connect() async throws(TransportError) -> any Transport {
+        try await connectTransport()
+    }
+
+    /// Connects and returns the concrete transport (for its ``BlueZTransport/writePaths`` and
+    /// ``BlueZTransport/statistics``).
+    ///
+    /// - Throws: ``TransportError``: `.connectionFailed` with a one-line cause and fix (bluetoothd
+    ///   not running, no or unknown adapter, adapter off, device not found, connection refused),
+    ///   `.other` when cancelled.
+    public func connectTransport() async throws(TransportError) -> BlueZTransport {
+        guard BlueZ.isValidAddress(address) else { throw BlueZFailure.invalidAddress(address) }
+        let session = try await BlueZSession.open(bus)
+        do {
+            return try await establish(over: session)
+        } catch {
+            await session.close()
+            throw error
+        }
+    }
+
+    // MARK: - Steps
+
+    private func establish(over session: BlueZSession) async throws(TransportError) -> BlueZTransport {
+        let tree = try await session.objectTree()
+        let adapter = try BlueZAdapter.select(self.adapter, from: tree.adapters)
+        // Subscribe before anything happens, so that no change is missed.
+        let removed = try await session.signals(BlueZSignals.interfacesRemoved, session.context("watching \(address)"))
+        let owner = try await session.signals(BlueZSignals.ownerChanged, session.context("watching bluetoothd"))
+
+        var device = tree.device(address: address, adapter: adapter.path)
+        if device == nil { device = try await find(over: session, adapter: adapter) }
+        guard let device else {
+            throw BlueZFailure.deviceNotFound(address, adapter: adapter.name, after: configuration.discoveryTimeout)
+        }
+
+        let deviceSignals = try await session.signals(
+            BlueZSignals.everything(below: device.path), session.context("watching \(address)"))
+        let wasConnected = device.isConnected
+        let baseline: UInt32
+        do {
+            try await connectDevice(device, over: session)
+            baseline = try await waitForServices(device, over: session, signals: deviceSignals)
+        } catch {
+            if !wasConnected {
+                await session.callDetached(
+                    device.path, BlueZ.Interface.device, "Disconnect", timeout: configuration.disconnectTimeout)
+            }
+            throw error
+        }
+        do {
+            return try await makeTransport(
+                device: device, adapter: adapter, over: session,
+                signals: BlueZTransport.Signals(device: deviceSignals, removed: removed, owner: owner),
+                baseline: baseline)
+        } catch {
+            await session.callDetached(
+                device.path, BlueZ.Interface.device, "Disconnect", timeout: configuration.disconnectTimeout)
+            throw error
+        }
+    }
+
+    /// Finds a device the adapter does not know: `ConnectDevice` when possible, else discovery.
+    private func find(over session: BlueZSession, adapter: BlueZAdapter) async throws(TransportError) -> BlueZObjectTree
+        .Device?
+    {
+        if let addressType = configuration.addressType {
+            let reply = try await session.call(
+                adapter.path, BlueZ.Interface.adapter, "ConnectDevice",
+                [.variantDictionary(["Address": .string(address), "AddressType": .string(addressType.rawValue)])],
+                timeout: configuration.connectTimeout,
+                tolerating: [DBusError.Name.unknownMethod.rawValue, "org.bluez.Error.NotSupported"],
+                session.context("connecting to \(address)", address: address, connecting: true))
+            if let path = reply?.arguments.first?.objectPath {
+                let properties = try await session.properties(
+                    of: BlueZ.Interface.device, at: path, session.context("reading \(address)", address: address))
+                if let device = BlueZObjectTree.Device(path: path, properties: properties) { return device }
+            }
+        }
+        return try await discover(over: session, adapter: adapter)
+    }
+
+    /// Scans until the device is heard, for at most the discovery timeout.
+    private func discover(over session: BlueZSession, adapter: BlueZAdapter) async throws(TransportError)
+        -> BlueZObjectTree.Device?
+    {
+        let added = try await session.signals(BlueZSignals.interfacesAdded, session.context("scanning for \(address)"))
+        let scanning = session.context("scanning for \(address) on \(adapter.name)", address: address)
+        _ = try await session.call(
+            adapter.path, BlueZ.Interface.adapter, "SetDiscoveryFilter",
+            [.variantDictionary(["Transport": .string("le"), "Pattern": .string(address)])],
+            tolerating: ["org.bluez.Error.NotSupported", "org.bluez.Error.InvalidArguments"], scanning)
+        let address = address
+        let found: BlueZObjectTree.Device?
+        do {
+            // From here on discovery may be running, even when the call is cut short: stop it.
+            _ = try await session.call(
+                adapter.path, BlueZ.Interface.adapter, "StartDiscovery", tolerating: ["org.bluez.Error.InProgress"],
+                scanning)
+            // It may have been heard between reading the objects and starting discovery.
+            if let known = try await session.objectTree().device(address: address, adapter: adapter.path) {
+                found = known
+            } else {
+                found =
+                    await Self.withTimeLimit(configuration.discoveryTimeout, clock: clock) {
+                        for await signal in added {
+                            guard let (path, interfaces) = BlueZSignals.added(signal),
+                                adapter.path.isAncestor(of: path),
+                                let properties = interfaces[BlueZ.Interface.device],
+                                let device = BlueZObjectTree.Device(path: path, properties: properties),
+                                device.address == address
+                            else { continue }
+                            return device
+                        }
+                        return nil
+                    } ?? nil
+            }
+        } catch {
+            await session.callDetached(
+                adapter.path, BlueZ.Interface.adapter, "StopDiscovery", timeout: configuration.disconnectTimeout)
+            throw error
+        }
+        await session.callDetached(
+            adapter.path, BlueZ.Interface.adapter, "StopDiscovery", timeout: configuration.disconnectTimeout)
+        if found == nil, Task.isCancelled { throw BlueZFailure.cancelled("scanning for \(address)") }
+        return found
+    }
+
+    private func connectDevice(_ device: BlueZObjectTree.Device, over session: BlueZSession)
+        async throws(TransportError)
+    {
+        // AlreadyConnected: fine. InProgress: another client is connecting it; wait for the result.
+        _ = try await session.call(
+            device.path, BlueZ.Interface.device, "Connect", timeout: configuration.connectTimeout,
+            tolerating: ["org.bluez.Error.AlreadyConnected", "org.bluez.Error.InProgress"],
+            session.context("connecting to \(address)", address: address, connecting: true))
+    }
+
+    /// Waits until BlueZ has resolved the device's services; returns the serial from which
+    /// device signals are current.
+    private func waitForServices(
+        _ device: BlueZObjectTree.Device,
+        over session: BlueZSession,
+        signals: AsyncStream<DBusMessage>
+    ) async throws(TransportError) -> UInt32 {
+        let context = session.context("connecting to \(address)", address: address, connecting: true)
+        let reply = try await session.call(
+            device.path, BlueZ.Interface.properties, "GetAll", [.string(BlueZ.Interface.device)], context)
+        let properties = reply.arguments.first?.variantDictionary ?? [:]
+        if properties["ServicesResolved"]?.bool == true { return reply.serial }
+        let path = device.path
+        let address = address
+        enum Outcome: Sendable { case resolved(UInt32), disconnected }
+        let outcome = await Self.withTimeLimit(configuration.servicesResolvedTimeout, clock: clock) { () -> Outcome? in
+            for await signal in signals where signal.path == path {
+                guard let (interface, changed, _) = BlueZSignals.changed(signal), interface == BlueZ.Interface.device
+                else { continue }
+                if changed["ServicesResolved"]?.bool == true { return .resolved(max(signal.serial, reply.serial)) }
+                if changed["Connected"]?.bool == false, signal.serial > reply.serial { return .disconnected }
+            }
+            return nil
+        }
+        switch outcome {
+        case .some(.some(.resolved(let serial))):
+            return serial
+        case .some(.some(.disconnected)):
+            throw TransportError(
+                .connectionFailed,
+                "\(address) disconnected while its services were being discovered: move it closer and try again")
+        case .some(.none):
+            throw TransportError(
+                .connectionFailed, "connecting to \(address): the D-Bus connection to bluetoothd was lost")
+        case .none:
+            if Task.isCancelled { throw BlueZFailure.cancelled("connecting to \(address)") }
+            throw TransportError(
+                .connectionFailed,
+                "connected to \(address) but its GATT services were not resolved within \(configuration.servicesResolvedTimeout.humanReadable): disconnect it ('bluetoothctl disconnect \(address)') and try again"
+            )
+        }
+    }
+
+    private func makeTransport(
+        device: BlueZObjectTree.Device,
+        adapter: BlueZAdapter,
+        over session: BlueZSession,
+        signals: BlueZTransport.Signals,
+        baseline: UInt32
+    ) async throws(TransportError) -> BlueZTransport {
+        let gatt = try await session.objectTree().gattCharacteristics(of: device.path)
+        var sockets: [CharacteristicID: BlueZWriteSocket] = [:]
+        var writePaths: [CharacteristicID: BlueZTransport.WritePath] = [:]
+        var mtu = gatt.values.compactMap(\.mtu).max()
+        let writable = gatt.filter { $0.value.properties.contains(.writeWithoutResponse) }
+        for (id, characteristic) in writable.sorted(by: { $0.value.path < $1.value.path }) {
+            let path = try await writePath(for: characteristic, id: id, over: session)
+            writePaths[id] = path.0
+            if let socket = path.1 {
+                sockets[id] = socket
+                mtu = max(mtu ?? 0, socket.mtu)
+            }
+        }
+        var summary = ["BlueZ \(adapter.name)"]
+        if mtu == nil { summary.append("ATT MTU not reported (BlueZ before 5.62), assuming 23") }
+        if !writePaths.isEmpty {
+            let fallbacks = writePaths.filter { if case .writeValueCommand = $0.value { true } else { false } }
+            if fallbacks.isEmpty {
+                summary.append("write without response via AcquireWrite")
+            } else {
+                for (id, path) in fallbacks.sorted(by: { $0.key.characteristic < $1.key.characteristic }) {
+                    summary.append("write without response to \(id.characteristic) via \(path)")
+                }
+            }
+        }
+        let link = BlueZ.linkParameters(
+            attMTU: mtu ?? 23, writeWithoutResponseCap: configuration.writeWithoutResponseCap,
+            summary: summary.joined(separator: ", "))
+        return BlueZTransport(
+            session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
+            sockets: sockets, writePaths: writePaths, link: link, configuration: configuration, signals: signals,
+            baselineSerial: baseline)
+    }
+
+    /// Acquires the characteristic's socket, or says why writes fall back to `WriteValue(command)`.
+    private func writePath(
+        for characteristic: BlueZObjectTree.Characteristic,
+        id: CharacteristicID,
+        over session: BlueZSession
+    ) async throws(TransportError) -> (BlueZTransport.WritePath, BlueZWriteSocket?) {
+        guard configuration.usesAcquireWrite else {
+            return (.writeValueCommand(reason: "AcquireWrite is turned off in the configuration"), nil)
+        }
+        guard !characteristic.properties.contains(.write) else {
+            return (
+                .writeValueCommand(
+                    reason: "it also takes writes with response, which BlueZ refuses while it is acquired"), nil
+            )
+        }
+        guard characteristic.writeAcquired != nil else {
+            return (.writeValueCommand(reason: "BlueZ offers no AcquireWrite for it (no WriteAcquired property)"), nil)
+        }
+        let context = session.context(
+            "acquiring \(id.characteristic) for writes without response", address: address, connecting: true)
+        guard
+            let reply = try await session.call(
+                characteristic.path, BlueZ.Interface.gattCharacteristic, "AcquireWrite", [.variantDictionary([:])],
+                timeout: configuration.callTimeout,
+                tolerating: ["org.bluez.Error.NotSupported", DBusError.Name.unknownMethod.rawValue], context)
+        else {
+            return (.writeValueCommand(reason: "AcquireWrite is not supported"), nil)
+        }
+        let descriptor: DBusFileDescriptor
+        let mtu: UInt16
+        do {
+            (descriptor, mtu) = try reply.decode(DBusFileDescriptor.self, UInt16.self)
+        } catch {
+            throw TransportError(.connectionFailed, "\(context.operation): unexpected reply (\(error))")
+        }
+        let socket = try BlueZWriteSocket(
+            taking: descriptor.take(), mtu: Int(mtu), label: id.characteristic.description)
+        return (.acquiredSocket(mtu: Int(mtu)), socket)
+    }
+
+    // MARK: - Time limits
+
+    /// Runs `body` for at most `limit`; `nil` when the time ran out (or the task was cancelled).
+    private static func withTimeLimit<T: Sendable>(
+        _ limit: Duration,
+        clock: any Clock<Duration>,
+        _ body: @escaping @Sendable () async -> T
+    ) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await body() }
+            group.addTask {
+                try? await clock.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+    }
+}

@@ -1,0 +1,454 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// A connected GATT link through BlueZ: the ``Transport`` a ``BlueZConnector`` opens.
+///
+/// - Writes with response are `GattCharacteristic1.WriteValue(value, {type: request})`; the device's
+///   answer (or ATT error) comes back with the reply.
+/// - Writes without response go through the socket of `AcquireWrite`, one datagram per write. A
+///   write returns once the socket took the datagram; when it is full, the write waits for room
+///   (`poll` on a dispatch queue of its own, never on the cooperative pool), so nothing is dropped. Where BlueZ offers no `AcquireWrite` for
+///   a characteristic, `WriteValue(value, {type: command})` is used instead, one D-Bus call per
+///   write (slower); ``writePaths`` and the ``link`` summary say which.
+/// - Reads are `ReadValue`.
+/// - Notifications are `StartNotify` and the characteristic's `PropertiesChanged(Value)` signals;
+///   ending the stream sends `StopNotify`.
+/// - The link is down when BlueZ reports `Device1.Connected = false` (or `Device1.Disconnected`),
+///   removes the device, bluetoothd leaves the bus, the D-Bus connection is lost, or bluetoothd
+///   closes an `AcquireWrite` socket. Then every notification stream finishes, waiting and later
+///   calls fail with ``TransportError/Kind/disconnected(_:)``, and ``disconnections`` yields.
+///
+/// - Note: The transport owns its D-Bus connection and its sockets: ``disconnect()`` (or losing
+///   the link) closes them. It is safe to use from any task.
+/// - Note: Notifications are the characteristic's `Value` changes. BlueZ may also change the
+///   cached `Value` when it is read with `ReadValue` (not checked against 5.66), which would show
+///   the value read on the notification stream too; the update protocols here never read a
+///   characteristic they subscribe to.
+public final class BlueZTransport: Transport, Sendable {
+    /// How writes without response to one characteristic travel.
+    public enum WritePath: Sendable, Hashable, CustomStringConvertible {
+        /// Through the socket of `AcquireWrite`, with the ATT MTU bluetoothd returned.
+        case acquiredSocket(mtu: Int)
+        /// Through `WriteValue(type: command)`, one D-Bus call per write, and why.
+        case writeValueCommand(reason: String)
+
+        public var description: String {
+            switch self {
+            case .acquiredSocket(let mtu): "AcquireWrite socket (MTU \(mtu))"
+            case .writeValueCommand(let reason): "WriteValue(command): \(reason)"
+            }
+        }
+    }
+
+    /// What the link has carried so far.
+    public struct Statistics: Sendable, Hashable {
+        /// Writes without response sent through `AcquireWrite` sockets.
+        public var socketWrites = 0
+        /// Bytes sent through `AcquireWrite` sockets.
+        public var socketBytes = 0
+        /// How many times a socket was full and a write waited for room.
+        public var socketWaits = 0
+        /// Writes without response sent with `WriteValue(type: command)`.
+        public var commandWrites = 0
+        /// Writes with response.
+        public var requestWrites = 0
+        /// Notifications received.
+        public var notifications = 0
+
+        /// Creates empty statistics.
+        public init() {}
+    }
+
+    private struct Subscription {
+        var id: UInt64
+        var continuation: AsyncStream<Data>.Continuation
+    }
+
+    private struct State {
+        var disconnectReason: DisconnectReason?
+        var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
+        var subscriptions: [CharacteristicID: Subscription] = [:]
+        /// Characteristics with `StartNotify` done and no `StopNotify` since.
+        var notifying: Set<CharacteristicID> = []
+        var monitor: Task<Void, Never>?
+        var nextID: UInt64 = 0
+        var statistics = Statistics()
+    }
+
+    public let link: LinkParameters
+    public let characteristics: [CharacteristicID: CharacteristicProperties]
+    /// The device address, such as `00:AA:01:01:00:01`.
+    public let address: String
+    /// The adapter the link goes through, such as `hci0`.
+    public let adapter: String
+    /// BlueZ's object path for the device.
+    public let devicePath: DBusObjectPath
+    /// How writes without response travel, for every characteristic that allows them.
+    public let writePaths: [CharacteristicID: WritePath]
+
+    private let session: BlueZSession
+    private let configuration: BlueZConnector.Configuration
+    private let paths: [CharacteristicID: DBusObjectPath]
+    private let identifiers: [DBusObjectPath: CharacteristicID]
+    private let sockets: [CharacteristicID: BlueZWriteSocket]
+    /// Device signals older than this serial predate the connection and are ignored.
+    private let baselineSerial: UInt32
+    private let notifyGate = SerialGate()
+    private let state = Mutex(State())
+
+    /// The signal streams a transport watches, subscribed before connecting so that nothing is missed.
+    struct Signals: Sendable {
+        /// Everything BlueZ signals at or below the device's path.
+        var device: AsyncStream<DBusMessage>
+        /// `InterfacesRemoved` from BlueZ's object manager.
+        var removed: AsyncStream<DBusMessage>
+        /// bluetoothd leaving the bus.
+        var owner: AsyncStream<DBusMessage>
+    }
+
+    init(
+        session: BlueZSession,
+        address: String,
+        adapter: String,
+        devicePath: DBusObjectPath,
+        gatt: [CharacteristicID: BlueZObjectTree.Characteristic],
+        sockets: [CharacteristicID: BlueZWriteSocket],
+        writePaths: [CharacteristicID: WritePath],
+        link: LinkParameters,
+        configuration: BlueZConnector.Configuration,
+        signals: Signals,
+        baselineSerial: UInt32
+    ) {
+        self.session = session
+        self.address = address
+        self.adapter = adapter
+        self.devicePath = devicePath
+        self.sockets = sockets
+        self.writePaths = writePaths
+        self.link = link
+        self.configuration = configuration
+        self.baselineSerial = baselineSerial
+        characteristics = gatt.mapValues(\.properties)
+        paths = gatt.mapValues(\.path)
+        identifiers = Dictionary(gatt.map { ($0.value.path, $0.key) }, uniquingKeysWith: { first, _ in first })
+
+        let monitor = Task { [weak self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { [weak self] in
+                    for await signal in signals.device { self?.handle(deviceSignal: signal) }
+                }
+                group.addTask { [weak self] in
+                    for await signal in signals.removed { self?.handle(removed: signal) }
+                }
+                group.addTask { [weak self] in
+                    for await signal in signals.owner { self?.handle(ownerChanged: signal) }
+                }
+                // The first stream to end means the connection closed (or the transport did).
+                await group.next()
+                group.cancelAll()
+            }
+            self?.drop(DisconnectReason("the D-Bus connection to bluetoothd was lost"))
+        }
+        state.withLock { $0.monitor = monitor }
+        for socket in sockets.values {
+            socket.onHangUp { [weak self] error in
+                guard case .disconnected(let reason) = error.kind else { return }
+                self?.drop(reason)
+            }
+        }
+    }
+
+    deinit {
+        let (monitor, open) = state.withLock { ($0.monitor, $0.disconnectReason == nil) }
+        monitor?.cancel()
+        if open {
+            for socket in sockets.values { socket.close(failing: .disconnected(.closedByApp)) }
+        }
+    }
+
+    /// What the link has carried so far.
+    public var statistics: Statistics {
+        var statistics = state.withLock { $0.statistics }
+        for socket in sockets.values {
+            let carried = socket.statistics
+            statistics.socketWrites += carried.datagrams
+            statistics.socketBytes += carried.bytes
+            statistics.socketWaits += carried.waits
+        }
+        return statistics
+    }
+
+    /// Whether the link is up.
+    public var isConnected: Bool { state.withLock { $0.disconnectReason == nil } }
+
+    // MARK: - Transport
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError)
+    {
+        try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
+        let maximum = link.maximumWriteLength(for: kind)
+        guard value.count <= maximum else {
+            throw TransportError(
+                .valueTooLong(length: value.count, maximum: maximum),
+                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))")
+        }
+        try checkConnected()
+        switch kind {
+        case .withoutResponse:
+            if let socket = sockets[characteristic] {
+                do {
+                    try await socket.write(value)
+                } catch {
+                    throw linkError(error)
+                }
+            } else {
+                try await writeValue(value, to: characteristic, type: "command")
+                state.withLock { $0.statistics.commandWrites += 1 }
+            }
+        case .withResponse:
+            try await writeValue(value, to: characteristic, type: "request")
+            state.withLock { $0.statistics.requestWrites += 1 }
+        }
+    }
+
+    public func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data {
+        try requireCharacteristic(characteristic, allowing: .read)
+        try checkConnected()
+        let reply = try await call(
+            characteristic, "ReadValue", [.variantDictionary([:])], doing: "reading \(characteristic.characteristic)")
+        guard let bytes = reply.arguments.first?.bytes, reply.arguments.count == 1 else {
+            throw TransportError(
+                .other, "reading \(characteristic.characteristic): unexpected reply (\(reply.signature))")
+        }
+        return Data(bytes)
+    }
+
+    public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        // Indications reach the app the same way: bluetoothd confirms them.
+        if characteristics[characteristic]?.contains(.indicate) != true {
+            try requireCharacteristic(characteristic, allowing: .notify)
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .unbounded)
+        let (id, previous) = try state.withLock { state throws(TransportError) in
+            if let reason = state.disconnectReason { throw TransportError.disconnected(reason) }
+            state.nextID += 1
+            let previous = state.subscriptions[characteristic]
+            state.subscriptions[characteristic] = Subscription(id: state.nextID, continuation: continuation)
+            return (state.nextID, previous)
+        }
+        previous?.continuation.finish()
+        continuation.onTermination = { [weak self] _ in self?.subscriptionEnded(characteristic, id: id) }
+        do {
+            try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    public var disconnections: AsyncStream<DisconnectReason> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
+        let reason: DisconnectReason? = state.withLock { state in
+            if state.disconnectReason == nil { state.watchers.append(continuation) }
+            return state.disconnectReason
+        }
+        if let reason {
+            continuation.yield(reason)
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Disconnects the device (`Device1.Disconnect`), closes the sockets and the D-Bus connection.
+    /// Calling it on a closed link does nothing.
+    public func disconnect() async {
+        guard drop(.closedByApp, closeSession: false) else { return }
+        await session.callDetached(
+            devicePath, BlueZ.Interface.device, "Disconnect", timeout: configuration.disconnectTimeout)
+        await session.close()
+    }
+
+    // MARK: - Calls
+
+    private func checkConnected() throws(TransportError) {
+        if let reason = state.withLock({ $0.disconnectReason }) { throw TransportError.disconnected(reason) }
+    }
+
+    /// The error to report for a failed call: the link's loss when it is down.
+    private func linkError(_ error: TransportError) -> TransportError {
+        if let reason = state.withLock({ $0.disconnectReason }) { return .disconnected(reason) }
+        return error
+    }
+
+    private func call(
+        _ characteristic: CharacteristicID,
+        _ member: String,
+        _ arguments: [DBusValue],
+        doing operation: String
+    ) async throws(TransportError) -> DBusMessage {
+        guard let reply = try await call(characteristic, member, arguments, tolerating: [], doing: operation) else {
+            throw TransportError(.other, "\(operation): no reply")
+        }
+        return reply
+    }
+
+    private func call(
+        _ characteristic: CharacteristicID,
+        _ member: String,
+        _ arguments: [DBusValue],
+        tolerating tolerated: Set<String>,
+        doing operation: String
+    ) async throws(TransportError) -> DBusMessage? {
+        guard let path = paths[characteristic] else {
+            throw TransportError(
+                .unknownCharacteristic(characteristic), "device has no characteristic \(characteristic)")
+        }
+        do {
+            return try await session.call(
+                path, BlueZ.Interface.gattCharacteristic, member, arguments, timeout: configuration.callTimeout,
+                tolerating: tolerated, session.context(operation, address: address))
+        } catch {
+            throw linkError(error)
+        }
+    }
+
+    private func writeValue(_ value: Data, to characteristic: CharacteristicID, type: String)
+        async throws(TransportError)
+    {
+        let kind = type == "request" ? "write with response" : "write without response"
+        _ = try await call(
+            characteristic, "WriteValue", [.bytes(value), .variantDictionary(["type": .string(type)])],
+            doing: "\(kind) to \(characteristic.characteristic)")
+    }
+
+    // MARK: - Notifications
+
+    /// Sends `StartNotify` unless notifications are already on. Runs inside ``notifyGate``.
+    private func startNotifying(_ characteristic: CharacteristicID) async throws(TransportError) {
+        let needed = try state.withLock { state throws(TransportError) in
+            if let reason = state.disconnectReason { throw TransportError.disconnected(reason) }
+            return !state.notifying.contains(characteristic)
+        }
+        guard needed else { return }
+        // bluetoothd answers InProgress when this client already asked.
+        _ = try await call(
+            characteristic, "StartNotify", [], tolerating: ["org.bluez.Error.InProgress"],
+            doing: "enabling notifications of \(characteristic.characteristic)")
+        let orphaned = state.withLock { state in
+            state.notifying.insert(characteristic)
+            return state.subscriptions[characteristic] == nil && state.disconnectReason == nil
+        }
+        if orphaned { await stopNotifying(characteristic) }
+    }
+
+    /// Sends `StopNotify` when nobody listens any more. Runs inside ``notifyGate``.
+    private func stopNotifying(_ characteristic: CharacteristicID) async {
+        let needed = state.withLock { state in
+            guard state.subscriptions[characteristic] == nil, state.disconnectReason == nil,
+                state.notifying.remove(characteristic) != nil
+            else { return false }
+            return true
+        }
+        guard needed else { return }
+        _ = try? await call(
+            characteristic, "StopNotify", [], doing: "disabling notifications of \(characteristic.characteristic)")
+    }
+
+    private func subscriptionEnded(_ characteristic: CharacteristicID, id: UInt64) {
+        let wasCurrent = state.withLock { state in
+            guard state.subscriptions[characteristic]?.id == id else { return false }
+            state.subscriptions[characteristic] = nil
+            return state.disconnectReason == nil
+        }
+        guard wasCurrent else { return }
+        // onTermination cannot wait; the gate keeps StopNotify in order with a new StartNotify.
+        Task { [self] in
+            try? await notifyGate.run { () async throws(TransportError) in await stopNotifying(characteristic) }
+        }
+    }
+
+    private func deliver(_ value: Data, from path: DBusObjectPath) {
+        guard let characteristic = identifiers[path] else { return }
+        let continuation = state.withLock { state in
+            guard let subscription = state.subscriptions[characteristic] else {
+                return nil as AsyncStream<Data>.Continuation?
+            }
+            state.statistics.notifications += 1
+            return subscription.continuation
+        }
+        continuation?.yield(value)
+    }
+
+    // MARK: - Link loss
+
+    private func handle(deviceSignal signal: DBusMessage) {
+        if let (interface, changed, _) = BlueZSignals.changed(signal) {
+            if interface == BlueZ.Interface.gattCharacteristic, let path = signal.path,
+                let value = changed["Value"]?.bytes
+            {
+                deliver(Data(value), from: path)
+            } else if interface == BlueZ.Interface.device, signal.path == devicePath,
+                changed["Connected"]?.bool == false,
+                signal.serial == 0 || signal.serial > baselineSerial
+            {
+                drop(DisconnectReason("\(address) disconnected"))
+            }
+        } else if signal.interface == BlueZ.Interface.device, signal.member == "Disconnected", signal.path == devicePath
+        {
+            // BlueZ 5.72 and later: Disconnected(s reason, s message).
+            let message = signal.arguments.count > 1 ? signal.arguments[1].string : nil
+            let name = signal.arguments.first?.string
+            drop(DisconnectReason("\(address) disconnected: \(message ?? name ?? "no reason given")"))
+        }
+    }
+
+    private func handle(removed signal: DBusMessage) {
+        guard let (path, interfaces) = BlueZSignals.removed(signal), interfaces.contains(BlueZ.Interface.device) else {
+            return
+        }
+        if path == devicePath { drop(DisconnectReason("BlueZ removed \(address)")) }
+    }
+
+    private func handle(ownerChanged signal: DBusMessage) {
+        guard let (name, _, newOwner) = try? signal.decode(String.self, String.self, String.self) else { return }
+        if name == BlueZ.serviceName, newOwner.isEmpty {
+            drop(DisconnectReason("bluetoothd stopped (org.bluez left the bus)"))
+        }
+    }
+
+    /// Marks the link down: finishes the streams, fails the sockets' writes, closes the D-Bus
+    /// connection (unless `closeSession` is false). Returns whether this call brought it down.
+    @discardableResult
+    private func drop(_ reason: DisconnectReason, closeSession: Bool = true) -> Bool {
+        let taken = state.withLock {
+            state -> (
+                Set<CharacteristicID>, [Subscription], [AsyncStream<DisconnectReason>.Continuation], Task<Void, Never>?
+            )? in
+            guard state.disconnectReason == nil else { return nil }
+            state.disconnectReason = reason
+            defer {
+                state.subscriptions = [:]
+                state.watchers = []
+                state.monitor = nil
+                state.notifying = []
+            }
+            return (state.notifying, Array(state.subscriptions.values), state.watchers, state.monitor)
+        }
+        guard let (_, subscriptions, watchers, monitor) = taken else { return false }
+        for socket in sockets.values { socket.close(failing: .disconnected(reason)) }
+        for subscription in subscriptions { subscription.continuation.finish() }
+        for watcher in watchers {
+            watcher.yield(reason)
+            watcher.finish()
+        }
+        monitor?.cancel()
+        if closeSession {
+            // Pending calls then fail at once, and are reported as the link's loss.
+            let session = session
+            Task { await session.close() }
+        }
+        return true
+    }
+}

@@ -1,1 +1,0 @@
-let _blueZPlaceholder = 0

@@ -1,0 +1,258 @@
+import OTACore
+import Testing
+
+@testable import OTATransportBlueZ
+
+/// Method calls between two connections on a private bus.
+@Suite struct DBusConnectionTests {
+    @Test func connectsAndGetsAUniqueName() async throws {
+        try await PrivateBus.with { bus in
+            try await DBusConnection.withConnection(to: .address(bus.address)) { connection in
+                #expect(connection.uniqueName.hasPrefix(":"))
+                #expect(connection.canPassFileDescriptors)
+                #expect(await connection.isConnected)
+                let id = try await connection.call(DBusConnection.busMethod("GetId", [])).decode(String.self)
+                #expect(id.count == 32)
+            }
+        }
+    }
+
+    @Test func anUnreachableBusIsAnError() async {
+        let error = await #expect(throws: DBusError.self) {
+            _ = try await DBusConnection.connect(to: .address("unix:path=/nonexistent/ota-test-bus"))
+        }
+        #expect(error?.name.rawValue.hasPrefix("org.freedesktop.DBus.Error.") == true)
+    }
+
+    @Test(arguments: SampleValues.names)
+    func valuesRoundTripThroughTheBus(name: String) async throws {
+        let value = SampleValues.value(name)
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            let reply = try await client.call(TestService.call("Echo", on: server, [value]))
+            #expect(reply.arguments == [value])
+            #expect(reply.signature == value.type.signature)
+            #expect(reply.kind == .methodReturn)
+            #expect(reply.sender == server.uniqueName)
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func anErrorReplyKeepsItsNameAndMessage() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            let error = await #expect(throws: DBusError.self) {
+                _ = try await client.call(
+                    TestService.call(
+                        "Fail",
+                        on: server,
+                        [.string("org.bluez.Error.NotPermitted"), .string("Write not permitted")]
+                    )
+                )
+            }
+            #expect(error == DBusError(name: "org.bluez.Error.NotPermitted", message: "Write not permitted"))
+            #expect(error?.transportError.kind == .notPermitted)
+
+            let unknownMethod = await #expect(throws: DBusError.self) {
+                _ = try await client.call(TestService.call("Nope", on: server))
+            }
+            #expect(unknownMethod?.name == .unknownMethod)
+
+            let unknownObject = await #expect(throws: DBusError.self) {
+                _ = try await client.call(TestService.call("Echo", on: server, path: "/nothing/here"))
+            }
+            #expect(unknownObject.map { [.unknownObject, .unknownMethod].contains($0.name) } == true)
+
+            let noService = await #expect(throws: DBusError.self) {
+                _ = try await client.call(
+                    .methodCall(destination: "org.bluez", path: "/", interface: nil, member: "Ping")
+                )
+            }
+            #expect(noService?.name == .serviceUnknown)
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func aCallTimesOut() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object(path: TestService.slowPath))
+            let error = await #expect(throws: DBusError.self) {
+                _ = try await client.call(
+                    TestService.call("Sleep", on: server, path: TestService.slowPath),
+                    timeout: .milliseconds(200)
+                )
+            }
+            #expect(error?.name == .noReply)
+            #expect(await client.pendingCallCount == 0)
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func manyConcurrentCallsComplete() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            let count = 300
+            let results = try await withThrowingTaskGroup(of: (Int, Int32).self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        let reply = try await client.call(
+                            TestService.call(
+                                "Echo",
+                                on: server,
+                                [.int32(Int32(index)), .bytes([UInt8](repeating: 1, count: 512))]
+                            )
+                        )
+                        return (index, reply.arguments[0].int32 ?? -1)
+                    }
+                }
+                return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            #expect(results.count == count)
+            #expect(results.allSatisfy { Int32($0.key) == $0.value })
+            #expect(await client.pendingCallCount == 0)
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func largeMessagesCrossTheBus() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            // Far more than a socket buffer, and than libdbus reads at once.
+            let big = DBusValue.bytes((0..<300_000).map { UInt8(truncatingIfNeeded: $0) })
+            let reply = try await client.call(TestService.call("Echo", on: server, [big]))
+            #expect(reply.arguments == [big])
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func closingFailsPendingCallsInsteadOfHanging() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            try await server.export(TestService.object(path: TestService.slowPath))
+            let pending = Task {
+                try await client.call(
+                    TestService.call("Sleep", on: server, path: TestService.slowPath),
+                    timeout: .seconds(60)
+                )
+            }
+            #expect(await eventually { await client.pendingCallCount == 1 })
+            await client.close()
+            let error = await #expect(throws: DBusError.self) { _ = try await pending.value }
+            #expect(error == .connectionClosed)
+            #expect(
+                error?.transportError.kind
+                    == .disconnected(DisconnectReason(DBusError.connectionClosed.message, isLocal: true))
+            )
+            #expect(await !client.isConnected)
+
+            let afterwards = await #expect(throws: DBusError.self) {
+                _ = try await client.call(TestService.call("Echo", on: server))
+            }
+            #expect(afterwards == .connectionClosed)
+            await #expect(throws: DBusError.connectionClosed) {
+                try await client.send(.signal(path: "/a", interface: "a.b", member: "C"))
+            }
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func cancellingACallStopsWaiting() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            try await server.export(TestService.object(path: TestService.slowPath))
+            let pending = Task {
+                try await client.call(
+                    TestService.call("Sleep", on: server, path: TestService.slowPath),
+                    timeout: .seconds(60)
+                )
+            }
+            #expect(await eventually { await client.pendingCallCount == 1 })
+            pending.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await pending.value }
+            #expect(await client.pendingCallCount == 0)
+            // The connection still works.
+            let reply = try await client.call(TestService.call("Echo", on: server, [.string("still here")]))
+            #expect(reply.arguments == [.string("still here")])
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func losingTheBusFailsCallsAndEndsStreams() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object(path: TestService.slowPath))
+            let signals = try await client.signals(matching: DBusMatchRule(interface: TestService.interface))
+            let pending = Task {
+                try await client.call(
+                    TestService.call("Sleep", on: server, path: TestService.slowPath),
+                    timeout: .seconds(60)
+                )
+            }
+            #expect(await eventually { await client.pendingCallCount == 1 })
+            bus.stop()
+            let error = await #expect(throws: DBusError.self) { _ = try await pending.value }
+            #expect(error == .connectionLost)
+            for await _ in signals {}
+            #expect(await !client.isConnected)
+            #expect(await !server.isConnected)
+        }
+    }
+
+    @Test func aWellKnownNameCanBeOwnedOnce() async throws {
+        try await PrivateBus.with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            try await server.export(TestService.object())
+            try await server.requestName("com.example.Updater")
+            try await server.requestName("com.example.Updater")
+            await #expect(throws: DBusError.self) { try await client.requestName("com.example.Updater") }
+            let reply = try await client.call(
+                .methodCall(
+                    destination: "com.example.Updater",
+                    path: TestService.path,
+                    interface: TestService.interface,
+                    member: "Echo",
+                    arguments: [.uint16(7)]
+                )
+            )
+            #expect(reply.arguments == [.uint16(7)])
+            try await server.releaseName("com.example.Updater")
+            try await client.requestName("com.example.Updater")
+            await client.close()
+            await server.close()
+        }
+    }
+
+    @Test func onlyMethodCallsCanBeCalled() async throws {
+        try await PrivateBus.with { bus in
+            let client = try await bus.connect()
+            let error = await #expect(throws: DBusError.self) {
+                _ = try await client.call(.signal(path: "/a", interface: "a.b", member: "C"))
+            }
+            #expect(error?.name == .invalidArgs)
+            await client.close()
+        }
+    }
+}
