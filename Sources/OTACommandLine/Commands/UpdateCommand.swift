@@ -12,6 +12,7 @@ enum UpdateCommand: Command {
             .init(name: "--protocol", valueName: "NAME", help: "update protocol (see 'ota protocols'); default: chosen by the package or the device catalog"),
             .init(name: "--device", valueName: "ADDRESS", help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress) (see 'ota scan', 'ota devices')"),
             .init(name: "--adapter", valueName: "NAME", help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
+            .init(name: "--write-path", valueName: "PATH", help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)"),
             .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable (see 'ota protocols')", repeatable: true),
             .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable (see docs/manifest.md)", repeatable: true),
             .init(name: "--dry-run", help: "print which protocol would be used and why, without connecting"),
@@ -71,7 +72,9 @@ enum UpdateCommand: Command {
         case .simulated(let target):
             return await executeSimulated(plan, target: target, simulator: simulator, json: json, streams: streams)
         case .bluetooth(let address, let adapter):
-            let connector = BlueZConnector(address: address, adapter: adapter)
+            var settings = BlueZConnector.Configuration()
+            settings.usesAcquireWrite = plan.usesAcquireWrite
+            let connector = BlueZConnector(address: address, adapter: adapter, configuration: settings)
             let engine = UpdateEngine(configuration: plan.configuration)
             return await sendParts(plan, json: json, streams: streams) { image, renderer in
                 await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: nil)

@@ -17,6 +17,8 @@ struct UpdatePlan: Sendable {
     var firmware: (descriptor: ProtocolDescriptor, parameters: ProtocolParameters)?
     var configuration: UpdateConfiguration
     var mtu: Int
+    /// Real devices: write without response through AcquireWrite (or one WriteValue per packet).
+    var usesAcquireWrite = true
 
     /// Builds the plan from the command line; every refusal is a one-line error.
     static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String) async throws -> UpdatePlan {
@@ -95,9 +97,13 @@ struct UpdatePlan: Sendable {
         }
         let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
+        let writePath = arguments.value("--write-path") ?? "acquire"
+        guard ["acquire", "writevalue"].contains(writePath) else {
+            throw UsageError("--write-path '\(writePath)' is not 'acquire' or 'writevalue'", command: command)
+        }
         return UpdatePlan(
             target: target, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
-            firmware: firmware, configuration: configuration, mtu: mtu
+            firmware: firmware, configuration: configuration, mtu: mtu, usesAcquireWrite: writePath == "acquire"
         )
     }
 
