@@ -1,0 +1,127 @@
+#!/bin/bash
+# run-tests.sh - the real-stack tests: `ota` updates `ota-peripheral` over a real Linux Bluetooth
+# stack (kernel L2CAP/ATT, bluetoothd 5.66, D-Bus) between two virtual controllers in one
+# throw-away VM. The one command to run:
+#
+#     Tests/RealStack/run-tests.sh
+#
+# It (1) prepares the VM if needed (vm-setup.sh: packages, Debian kernel, initramfs; root and the
+# Debian mirror the first time), (2) builds `ota` and `ota-peripheral` on the host, (3) boots ONE
+# VM and runs vm-tests.sh inside it (about 25 s of boot, then ~10-30 s per test under TCG),
+# printing a PASS or FAIL line per test, and (4) ends with the line "N passed, M failed".
+#
+# Exit status: 0 all passed; 1 a test failed or the build failed; 2 the VM could not start (the
+# reason is printed on one line) - or 0 with REAL_STACK_OPTIONAL=1, which CI sets so that
+# machines without QEMU/kernel skip the suite.
+#
+# Environment:
+#   REAL_STACK_OPTIONAL=1      a VM that cannot start is a skip, not a failure
+#   REAL_STACK_SETUP=0         do not run vm-setup.sh (expect it done)
+#   REAL_STACK_TESTS="..."     a subset: ota-generic ota-framed ota-framed-resume
+#                              peripheral-generic peripheral-framed-resume (default: all)
+#   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
+#   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
+#   REAL_STACK_EATT=1          keep bluetoothd's EATT (off by default; see vm-init.sh)
+#   REAL_STACK_TIMEOUT=1800    seconds before the VM is killed
+#   REAL_STACK_KEEP=1          keep the work directory (image, received images, logs) even on success
+# and the knobs of run-in-vm.sh (REAL_STACK_VERBOSE, REAL_STACK_KVM, REAL_STACK_BTD_ARGS, ...).
+set -uo pipefail
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+  sed -n '2,/^set -uo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume"
+TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
+IMAGE_SIZE=204800
+
+# The VM cannot start here: skip (REAL_STACK_OPTIONAL=1) or fail, with one line saying why.
+cannot_start() {
+  if [ "${REAL_STACK_OPTIONAL:-0}" = 1 ]; then
+    echo "real-stack tests SKIPPED: $1"
+    exit 0
+  fi
+  echo "real-stack tests cannot run: $1"
+  exit 2
+}
+
+# 1. The VM's prerequisites.
+if [ "${REAL_STACK_SETUP:-1}" != 0 ]; then
+  setup_log=$(mktemp)
+  if ! "$HERE/vm-setup.sh" > "$setup_log" 2>&1; then
+    reason=$(grep -v '^\s*$' "$setup_log" | tail -n1)
+    rm -f "$setup_log"
+    cannot_start "setup failed: ${reason:-vm-setup.sh failed}"
+  fi
+  rm -f "$setup_log"
+fi
+command -v qemu-system-x86_64 > /dev/null || cannot_start "qemu-system-x86_64 is not installed (Tests/RealStack/vm-setup.sh installs it)"
+
+# 2. The tools, built on the host (building inside the VM would be very slow under TCG).
+if [ -n "${REAL_STACK_BIN:-}" ]; then
+  BIN=$REAL_STACK_BIN
+else
+  # shellcheck disable=SC2086
+  for product in ota ota-peripheral; do
+    echo "real-stack: swift build --product $product ${REAL_STACK_BUILD_ARGS:-}"
+    if ! (cd "$ROOT" && swift build --product "$product" ${REAL_STACK_BUILD_ARGS:-} 2>&1 | tail -n 20); then
+      echo "FAIL build: swift build --product $product failed"
+      echo "0 passed, $(wc -w <<< "$TESTS") failed"
+      exit 1
+    fi
+  done
+  # shellcheck disable=SC2086
+  BIN=$(cd "$ROOT" && swift build --show-bin-path ${REAL_STACK_BUILD_ARGS:-})
+fi
+for tool in ota ota-peripheral; do
+  if [ ! -x "$BIN/$tool" ]; then
+    echo "FAIL build: $BIN/$tool was not built"
+    echo "0 passed, $(wc -w <<< "$TESTS") failed"
+    exit 1
+  fi
+done
+
+# 3. A 200 KB image (the same bytes every run) in a work directory the VM shares read-write.
+WORK=$(mktemp -d /tmp/realstack.XXXXXX)
+/usr/bin/python3 -c "import random, sys; random.seed(20240601); open(sys.argv[1], 'wb').write(random.randbytes($IMAGE_SIZE))" \
+  "$WORK/image.bin" || { echo "real-stack: cannot write $WORK/image.bin"; exit 1; }
+
+# 4. One VM for every test.
+echo "real-stack: booting the VM (tests: $TESTS)"
+REAL_STACK_RW=$WORK REAL_STACK_TESTS=$TESTS REAL_STACK_TIMEOUT=${REAL_STACK_TIMEOUT:-1800} \
+  "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"
+vm_status=$?
+if [ $vm_status != 0 ] && [ ! -s "$WORK/results" ]; then
+  reason=$(grep -m1 'cannot start the VM' "$WORK/vm.err" | sed 's/^run-in-vm: cannot start the VM: //')
+  if [ -z "$reason" ]; then
+    reason="the VM failed before running any test (exit $vm_status): $(grep -v '^\s*$' "$WORK/vm.err" | head -n1)"
+    cat "$WORK/vm.err" >&2
+  fi
+  rm -rf "$WORK"
+  cannot_start "$reason"
+fi
+[ -s "$WORK/vm.err" ] && cat "$WORK/vm.err" >&2
+
+# 5. The summary: vm-tests.sh writes one line per test, in order; a test without a line did not run.
+passed=0
+failed=0
+mapfile -t lines < <(grep -E '^(PASS|FAIL) ' "$WORK/results" 2>/dev/null)
+index=0
+for test in $TESTS; do
+  line=${lines[$index]:-}
+  index=$((index + 1))
+  if [[ $line == "PASS $test" || $line == "PASS $test "* ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    [ -n "$line" ] || echo "FAIL $test: did not run (the VM ended with status $vm_status)"
+  fi
+done
+if [ $failed != 0 ] || [ "${REAL_STACK_KEEP:-0}" = 1 ]; then
+  echo "real-stack: logs, images and results kept in $WORK"
+else
+  rm -rf "$WORK"
+fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
