@@ -110,7 +110,13 @@ extension BlueZPeripheral {
                         member: Self.barrierMember),
                     timeout: .seconds(20))
             } catch {
-                configuration.log("order barrier on \(other.path) failed: \(error)")
+                // Denied by the bus policy when not running as root (see barrierMember): say so
+                // once rather than on every request.
+                let first = state.withLock { state in
+                    defer { state.barrierFailed = true }
+                    return !state.barrierFailed
+                }
+                if first { configuration.log("order barrier on \(other.path) failed, requests may overtake writes: \(error)") }
             }
         }
     }

@@ -33,7 +33,8 @@ import Synchronization
 ///   is not handled before write commands that arrived earlier on another characteristic (the
 ///   data before a COMMIT), it first waits until every other characteristic that takes write
 ///   commands has handled what it had queued (a round trip of a call to itself through the bus).
-///   The same happens before a disconnect is reported to the model.
+///   The same happens before a disconnect is reported to the model. On the system bus this
+///   needs root, as BlueZ's own bus policy grants root alone such calls.
 /// - ``notify(_:on:)`` sets the characteristic's `Value` (`PropertiesChanged`), which BlueZ
 ///   notifies or indicates to every central that enabled the CCCD: BlueZ keeps the subscription
 ///   state that counts, and a notification to a central that did not subscribe goes nowhere.
@@ -53,7 +54,8 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     /// The member of the order barrier, called on our own characteristic objects. It uses the
     /// characteristic interface because the system bus lets root send method calls of that
-    /// interface to anyone (bluetooth.conf), and nothing else.
+    /// interface to anyone (bluetooth.conf), and nothing else; run as another user, the barrier
+    /// is refused and a write request may overtake earlier write commands.
     static let barrierMember = "OTAPeripheralBarrier"
 
     /// The model served.
@@ -83,6 +85,8 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
         var dropping = false
         /// The injected link drop happened (it happens once).
         var dropped = false
+        /// An order barrier failed (and was reported).
+        var barrierFailed = false
         var statistics = Statistics()
     }
 
