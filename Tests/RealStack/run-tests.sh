@@ -18,7 +18,8 @@
 #   REAL_STACK_OPTIONAL=1      a VM that cannot start is a skip, not a failure
 #   REAL_STACK_SETUP=0         do not run vm-setup.sh (expect it done)
 #   REAL_STACK_TESTS="..."     a subset: ota-generic ota-framed ota-framed-resume
-#                              peripheral-generic peripheral-framed-resume (default: all)
+#                              peripheral-generic peripheral-framed-resume bench-acquirewrite
+#                              bench-writevalue (default: all)
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
 #   REAL_STACK_EATT=1          keep bluetoothd's EATT (off by default; see vm-init.sh)
@@ -32,7 +33,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 

@@ -26,7 +26,7 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-TESTS=${REAL_STACK_TESTS:-ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume}
+TESTS=${REAL_STACK_TESTS:-ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
 
@@ -94,9 +94,13 @@ run_case() {
 
   local started=$SECONDS status
   case $central in
-    ota)
-      timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$IMAGE" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
-        --adapter $CENTRAL_ADAPTER --json > "$dir/central.out" 2> "$dir/central.err"
+    ota|ota-writevalue)
+      # The write path to compare: AcquireWrite's socket, or one WriteValue D-Bus call per packet.
+      local path=acquire
+      [ "$central" = ota-writevalue ] && path=writevalue
+      local TIMEFORMAT='%R %U %S'
+      { time timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$IMAGE" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
+          --adapter $CENTRAL_ADAPTER --write-path $path --json > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
       status=$? ;;
     python-generic)
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/generic-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \
@@ -118,7 +122,7 @@ run_case() {
 
   # The verdict.
   local why="" detail=""
-  if [ "$central" = ota ]; then
+  if [ "$central" = ota ] || [ "$central" = ota-writevalue ]; then
     local result
     result=$(ota_result "$dir/central.out")
     read -r r_status r_resumes r_duration r_goodput r_message <<< "$result"
@@ -129,7 +133,9 @@ run_case() {
     elif [ "$r_resumes" -lt "$min_resumes" ]; then
       why="completed with $r_resumes resumes, expected at least $min_resumes"
     fi
-    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, resumes ${r_resumes:-?}"
+    local wall="" user="" system=""
+    read -r wall user system < "$dir/time" 2>/dev/null
+    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, resumes ${r_resumes:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
   else
     [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
@@ -161,7 +167,11 @@ for test in $TESTS; do
     ota-framed-resume)        run_case "$test" framed ota 1 --drop-link-after 100000 ;;
     peripheral-generic)       run_case "$test" generic python-generic 0 ;;
     peripheral-framed-resume) run_case "$test" framed python-framed 1 --drop-link-after 100000 ;;
-    *) record FAIL "$test" "unknown test (known: ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume)" ;;
+    # The write-path benchmark: the same generic update through AcquireWrite and through
+    # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
+    bench-acquirewrite)       run_case "$test" generic ota 0 ;;
+    bench-writevalue)         run_case "$test" generic ota-writevalue 0 ;;
+    *) record FAIL "$test" "unknown test (known: ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue)" ;;
   esac
 done
 cp "${REAL_STACK_VM_DIR:-/nonexistent}/bluetoothd.log" "$WORK/logs/" 2>/dev/null || true
