@@ -21,7 +21,7 @@ enum InspectCommand: Command {
                 if !package.families.isEmpty { streams.out("  families: \(package.families.joined(separator: ", "))\n") }
                 if !package.hardware.isEmpty { streams.out("  hardware: \(package.hardware.joined(separator: ", "))\n") }
                 for image in package.images {
-                    streams.out("  \(image.file): \(image.size) bytes, SHA-256 \(image.sha256.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()) (verified)\n")
+                    streams.out("  \(image.file): \(image.size) bytes, SHA-256 \(Wording.hex(image.sha256)) (verified)\n")
                 }
                 streams.out("consistent\n")
                 return .success
@@ -43,7 +43,7 @@ enum InspectCommand: Command {
                 return .badInput
             }
             let image = try FirmwareImage(contentsOf: url)
-            let digest = SHA256.hash(image.bytes).map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
+            let digest = Wording.hex(SHA256.hash(image.bytes))
             streams.out("raw image \(image.name): \(image.count) bytes, CRC-32 \(Wording.hex32(image.crc32)), SHA-256 \(digest)\n")
             return .success
         } catch {

@@ -110,12 +110,7 @@ struct UpdatePlan: Sendable {
     /// The images to send: the package's, the protocol's own container (a Nordic DFU .zip), or
     /// the raw file.
     static func loadImages(input: URL, package: FirmwarePackage?, descriptor: ProtocolDescriptor) throws(OTAError) -> [FirmwareImage] {
-        let file = try package.map { package throws(OTAError) -> URL in
-            guard package.images.count == 1, let image = package.images.first else {
-                throw OTAError(.invalidManifest, "\(package.source): images: the package has \(package.images.count) images, but '\(descriptor.name)' sends one file")
-            }
-            return image.url
-        } ?? input
+        let file = try package?.singleImageURL() ?? input
         if let loader = descriptor.loadFirmware, let images = try loader(file) {
             return images
         }

@@ -153,22 +153,19 @@ public struct FirmwarePackage: Sendable {
     }
 
     private var describeRestrictions: String {
-        (families.isEmpty ? [] : ["families " + families.joined(separator: ", ")])
-            .appending(contentsOf: hardware.isEmpty ? [] : ["hardware " + hardware.joined(separator: ", ")])
-            .joined(separator: " and ")
+        var parts: [String] = []
+        if !families.isEmpty { parts.append("families " + families.joined(separator: ", ")) }
+        if !hardware.isEmpty { parts.append("hardware " + hardware.joined(separator: ", ")) }
+        return parts.joined(separator: " and ")
     }
 
-    /// The one image the package carries, for protocols that send a single image.
+    /// Where the one image of the package is, for protocols that send a single file.
     ///
     /// - Throws: ``OTAError/Code/invalidManifest`` when the package holds more than one.
-    public func singleImage() throws(OTAError) -> FirmwareImage {
+    public func singleImageURL() throws(OTAError) -> URL {
         guard images.count == 1, let image = images.first else {
-            throw OTAError(.invalidManifest, "\(source): images: the package has \(images.count) images, but this protocol sends one")
+            throw OTAError(.invalidManifest, "\(source): images: the package has \(images.count) images, but this protocol sends one file")
         }
-        return try FirmwareImage(contentsOf: image.url)
+        return image.url
     }
-}
-
-extension Array {
-    fileprivate func appending(contentsOf other: [Element]) -> [Element] { self + other }
 }

@@ -60,15 +60,11 @@ struct BlueZSession: Sendable {
         timeout: Duration = .seconds(25),
         _ context: BlueZFailure.Context
     ) async throws(TransportError) -> DBusMessage {
-        let message = DBusMessage.methodCall(
-            destination: BlueZ.serviceName, path: path, interface: interface, member: member, arguments: arguments)
-        do {
-            return try await connection.call(message, timeout: timeout)
-        } catch {
-            var context = context
-            if context.timeout == nil { context.timeout = timeout }
-            throw BlueZFailure.translate(error, context)
+        // Tolerating nothing, the call either answers or throws.
+        guard let reply = try await call(path, interface, member, arguments, timeout: timeout, tolerating: [], context) else {
+            throw TransportError(.other, "\(member) returned no reply")
         }
+        return reply
     }
 
     /// Calls a BlueZ method; an error reply named in `tolerated` returns `nil` instead of throwing
