@@ -3,6 +3,8 @@
 public struct ChunkPlan: Sendable, Hashable {
     /// Payload bytes per write.
     public let payloadSize: Int
+    /// How the data writes go: without response, or with response (each waits for the device).
+    public let writeKind: WriteKind
 
     /// Plans chunks for writes of at most `maximumWriteLength` bytes.
     ///
@@ -10,8 +12,15 @@ public struct ChunkPlan: Sendable, Hashable {
     ///   - headerLength: bytes the protocol adds to each write.
     ///   - alignment: payload sizes are a multiple of this (Nordic DFU uses 4).
     ///   - cap: an optional upper bound on the payload.
+    ///   - writeKind: how the data writes go.
     /// - Throws: ``OTAError/Code/invalidParameter`` when no payload fits.
-    public init(maximumWriteLength: Int, headerLength: Int = 0, alignment: Int = 1, cap: Int? = nil) throws(OTAError) {
+    public init(
+        maximumWriteLength: Int,
+        headerLength: Int = 0,
+        alignment: Int = 1,
+        cap: Int? = nil,
+        writeKind: WriteKind = .withoutResponse
+    ) throws(OTAError) {
         precondition(alignment > 0 && headerLength >= 0)
         var payload = maximumWriteLength - headerLength
         if let cap { payload = min(payload, cap) }
@@ -23,6 +32,19 @@ public struct ChunkPlan: Sendable, Hashable {
             )
         }
         payloadSize = payload
+        self.writeKind = writeKind
+    }
+
+    /// Plans the data writes of a protocol shaped as `shape` over `link`: the maximum write length
+    /// of the shape's write kind, less its header, capped by `cap`, rounded down to its alignment.
+    public init(link: LinkParameters, shape: DataWriteShape, cap: Int? = nil) throws(OTAError) {
+        try self.init(
+            maximumWriteLength: link.maximumWriteLength(for: shape.kind),
+            headerLength: shape.headerLength,
+            alignment: shape.alignment,
+            cap: cap,
+            writeKind: shape.kind
+        )
     }
 
     /// The chunk that starts at `offset` in an image of `count` bytes.

@@ -6,7 +6,6 @@ final class EventRecorder: Sendable {
     private struct State {
         var sent = 0
         var position = 0
-        var acknowledged = 0
         var writes = 0
         var lastEmission: Duration?
         var rates: RateEstimator
@@ -17,10 +16,18 @@ final class EventRecorder: Sendable {
     private let stopwatch: Stopwatch
     private let interval: Duration
     let totalBytes: Int
+    private let device: DeviceProgress
     private let state: Mutex<State>
 
-    init(sink: AsyncStream<UpdateEvent>.Continuation?, stopwatch: Stopwatch, configuration: UpdateConfiguration, totalBytes: Int) {
+    init(
+        sink: AsyncStream<UpdateEvent>.Continuation?,
+        stopwatch: Stopwatch,
+        configuration: UpdateConfiguration,
+        totalBytes: Int,
+        device: DeviceProgress
+    ) {
         self.sink = sink
+        self.device = device
         self.stopwatch = stopwatch
         self.interval = configuration.progressInterval
         self.totalBytes = totalBytes
@@ -49,25 +56,15 @@ final class EventRecorder: Sendable {
     /// has passed.
     func sent(_ range: Range<Int>) {
         let now = stopwatch.elapsed
+        let acknowledged = device.acknowledged
         let progress: UpdateProgress? = state.withLock { state in
             state.sent += range.count
             state.position = range.upperBound
             state.writes += 1
             guard state.lastEmission.map({ now - $0 >= interval }) ?? true else { return nil }
-            return Self.snapshot(&state, now: now, total: totalBytes)
+            return Self.snapshot(&state, now: now, total: totalBytes, acknowledged: acknowledged)
         }
         if let progress { sink?.yield(.progress(progress, at: now)) }
-    }
-
-    /// Records that the device holds the first `total` bytes of the image (not an increment; it
-    /// can go down when the device starts a session over).
-    func acknowledged(total: Int) {
-        let now = stopwatch.elapsed
-        let progress = state.withLock { state in
-            state.acknowledged = total
-            return Self.snapshot(&state, now: now, total: totalBytes)
-        }
-        sink?.yield(.progress(progress, at: now))
     }
 
     /// Records that the transfer moved back to `offset` (a rewind or a resume).
@@ -78,31 +75,34 @@ final class EventRecorder: Sendable {
     /// Data writes completed so far, for the stall watchdog.
     var writeCount: Int { state.withLock { $0.writes } }
 
-    /// Emits a progress event now, whatever the interval.
+    /// Emits a progress event now, whatever the interval (after the device's progress changed,
+    /// or at the end of a stream).
     func flushProgress() {
         let now = stopwatch.elapsed
-        let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes) }
+        let acknowledged = device.acknowledged
+        let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
         sink?.yield(.progress(progress, at: now))
     }
 
     var progress: UpdateProgress {
         let now = stopwatch.elapsed
-        return state.withLock { Self.snapshot(&$0, now: now, total: totalBytes) }
+        let acknowledged = device.acknowledged
+        return state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
     }
 
-    private static func snapshot(_ state: inout State, now: Duration, total: Int) -> UpdateProgress {
+    private static func snapshot(_ state: inout State, now: Duration, total: Int, acknowledged: Int) -> UpdateProgress {
         state.lastEmission = now
         state.rates.record(bytes: state.sent, at: now)
         let current = state.rates.current
         let average = state.rates.average
         let rate = current > 0 ? current : average
-        let remaining = max(0, total - max(state.position, state.acknowledged))
+        let remaining = max(0, total - max(state.position, acknowledged))
         let eta: Duration? = rate > 0 ? .milliseconds(Int64(Double(remaining) / rate * 1000)) : nil
         return UpdateProgress(
             totalBytes: total,
             bytesSent: state.sent,
             position: state.position,
-            bytesAcknowledged: state.acknowledged,
+            bytesAcknowledged: acknowledged,
             currentRate: current,
             averageRate: average,
             elapsed: now,

@@ -12,6 +12,11 @@ public struct ResumePolicy: Sendable, Hashable {
     public var maximumDelay: Duration = .seconds(8)
     /// Factor applied to the delay after each attempt without progress.
     public var backoffMultiplier: Double = 2
+    /// Reconnections a protocol may ask for in a row (``UpdateOutcome/reconnect(reason:after:)``)
+    /// without the device acknowledging more bytes, before the engine fails the update. These do
+    /// not count as attempts, apply to every protocol and stay on when resuming is disabled.
+    /// Default 4.
+    public var maximumReconnectRequests: Int = 4
 
     /// The defaults: 5 attempts, 0.5 s doubling up to 8 s.
     public init() {}

@@ -1,25 +1,70 @@
 import Foundation
 import Synchronization
 
-/// What the engine gives a protocol while it runs: the transport wrapped with timeouts, chunking
-/// from the negotiated MTU, back-pressure, stall detection, progress and state reporting.
+/// What the engine gives a protocol while it runs: the link wrapped with timeouts, the chunk plan
+/// from the negotiated MTU, back-pressure, stall detection, device progress, sleeping on the
+/// engine's clock, and state reporting.
 ///
-/// Protocols use these services rather than the raw ``transport`` so that every protocol gets the
-/// same behaviour at the edges: the same timeouts, the same error messages, the same events.
+/// Protocols reach the link only through these services, so that every protocol gets the same
+/// behaviour at the edges: the same timeouts, the same error messages, the same events.
 public final class UpdateContext: Sendable {
-    /// The connected link.
-    public let transport: any Transport
+    /// The connected link. Internal: protocols go through the context's services.
+    let transport: any Transport
     /// The engine's configuration.
     public let configuration: UpdateConfiguration
-    /// The engine's clock; protocols sleep on it, never on a clock of their own.
+    /// The engine's clock; protocols sleep on it (``sleep(for:purpose:)``), never on a clock of
+    /// their own.
     public let clock: any Clock<Duration>
+    /// How image data is cut into writes on this connection, built once by the engine from the
+    /// protocol's ``UpdateProtocol/dataWrites``, the negotiated link and
+    /// ``UpdateConfiguration/maximumChunkSize``. ``writeData(_:to:covering:)`` and
+    /// ``stream(_:range:to:frame:)`` use it; the report gives its payload size.
+    public let chunkPlan: ChunkPlan
     let recorder: EventRecorder
+    let device: DeviceProgress
 
-    init(transport: any Transport, configuration: UpdateConfiguration, clock: any Clock<Duration>, recorder: EventRecorder) {
+    init(
+        transport: any Transport,
+        configuration: UpdateConfiguration,
+        clock: any Clock<Duration>,
+        chunkPlan: ChunkPlan,
+        recorder: EventRecorder,
+        device: DeviceProgress
+    ) {
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
+        self.chunkPlan = chunkPlan
         self.recorder = recorder
+        self.device = device
+    }
+
+    // MARK: - The link
+
+    /// What the link negotiated.
+    public var link: LinkParameters { transport.link }
+
+    /// The characteristics the device exposes, with their properties, as discovered on connect.
+    public var characteristics: [CharacteristicID: CharacteristicProperties] { transport.characteristics }
+
+    /// Checks that the device exposes every characteristic of `requirements` with the property
+    /// named there.
+    ///
+    /// - Parameter hint: what the user should check when one is missing ("is the device in its
+    ///   bootloader?").
+    /// - Throws: ``OTAError/Code/missingCharacteristic``: "<role>: <why>; <hint>".
+    public func require(_ requirements: [CharacteristicRequirement], hint: String) throws(OTAError) {
+        try Self.require(requirements, on: transport, hint: hint)
+    }
+
+    static func require(_ requirements: [CharacteristicRequirement], on transport: any Transport, hint: String) throws(OTAError) {
+        for requirement in requirements {
+            do {
+                try transport.requireCharacteristic(requirement.id, allowing: requirement.properties)
+            } catch {
+                throw OTAError(.missingCharacteristic, "\(requirement.role): \(error.message); \(hint)", underlying: error)
+            }
+        }
     }
 
     // MARK: - Reporting
@@ -29,9 +74,14 @@ public final class UpdateContext: Sendable {
         recorder.enter(state, detail: detail)
     }
 
-    /// Records that the device has confirmed `total` bytes of the image.
+    /// Records that the device holds the first `total` bytes of the image (not an increment; it
+    /// can go down when the device starts a session over).
+    ///
+    /// This is engine state: it decides whether a reconnection made progress (and so resets the
+    /// reconnect backoff), and it is reported as ``UpdateProgress/bytesAcknowledged``.
     public func acknowledged(total: Int) {
-        recorder.acknowledged(total: total)
+        device.acknowledge(total: total)
+        recorder.flushProgress()
     }
 
     /// Adds a line to the verbose log.
@@ -39,23 +89,26 @@ public final class UpdateContext: Sendable {
         recorder.note(text)
     }
 
-    // MARK: - Chunking
+    // MARK: - Waiting
 
-    /// Plans chunks for writes of `kind` from the negotiated maximum write length and the
-    /// configured cap.
-    public func chunkPlan(for kind: WriteKind = .withoutResponse, headerLength: Int = 0, alignment: Int = 1) throws(OTAError) -> ChunkPlan {
-        try ChunkPlan(
-            maximumWriteLength: transport.link.maximumWriteLength(for: kind),
-            headerLength: headerLength,
-            alignment: alignment,
-            cap: configuration.maximumChunkSize
-        )
+    /// Waits `duration` on the engine's clock.
+    ///
+    /// - Parameter purpose: what the wait is for ("waiting for the bootloader to prepare the first
+    ///   object"), for the error message.
+    /// - Throws: ``OTAError/Code/cancelled`` "cancelled while <purpose>" when the task is cancelled.
+    public func sleep(for duration: Duration, purpose: String) async throws(OTAError) {
+        do {
+            try await clock.sleep(for: duration)
+        } catch {
+            throw OTAError(.cancelled, "cancelled while \(purpose)")
+        }
     }
 
     // MARK: - Commands
 
-    /// Writes a command. A write with response waits at most the response timeout for the
-    /// device's ATT response.
+    /// Writes a command, or a value that is not image data (an init packet): no progress is
+    /// counted. A write with response waits at most the response timeout for the device's ATT
+    /// response.
     ///
     /// - Parameter purpose: what the write is ("START"), for error messages.
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, purpose: String) async throws(OTAError) {
@@ -124,26 +177,23 @@ public final class UpdateContext: Sendable {
 
     // MARK: - Streaming
 
-    /// Writes one data chunk and records that `range` of the image was sent. For protocols that
-    /// run their own transfer loop inside ``withStallWatchdog(_:)``.
+    /// Writes one chunk of image data (framed as the protocol needs) and records that `range` of
+    /// the image was sent. For protocols that run their own transfer loop inside
+    /// ``withStallWatchdog(_:)``.
     ///
-    /// Without response (the default) the write goes through the transport's back-pressure; with
-    /// response it waits for the device's acknowledgement, at most the response timeout.
-    public func writeData(
-        _ value: Data,
-        to characteristic: CharacteristicID,
-        covering range: Range<Int>,
-        kind: WriteKind = .withoutResponse
-    ) async throws(OTAError) {
-        switch kind {
+    /// The write goes as ``chunkPlan`` says: without response through the transport's
+    /// back-pressure, or with response waiting for the device's acknowledgement, at most the
+    /// response timeout.
+    public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
+        switch chunkPlan.writeKind {
         case .withoutResponse:
             do {
-                try await transport.write(value, to: characteristic, kind: kind)
+                try await transport.write(value, to: characteristic, kind: .withoutResponse)
             } catch {
                 throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
             }
         case .withResponse:
-            try await write(value, to: characteristic, kind: kind, purpose: "data at byte \(range.lowerBound)")
+            try await write(value, to: characteristic, kind: .withResponse, purpose: "data at byte \(range.lowerBound)")
         }
         recorder.sent(range)
     }
@@ -190,8 +240,8 @@ public final class UpdateContext: Sendable {
         }
     }
 
-    /// Streams `range` of `image` to `characteristic` with writes without response, one chunk
-    /// per write as planned by `plan`, honouring the transport's back-pressure, under the stall
+    /// Streams `range` of `image` to `characteristic`, one chunk per write as ``chunkPlan`` says
+    /// (its payload size and write kind), honouring the transport's back-pressure, under the stall
     /// watchdog.
     ///
     /// `frame` turns each chunk into the bytes written (for protocols with a per-chunk header);
@@ -203,9 +253,9 @@ public final class UpdateContext: Sendable {
         _ image: FirmwareImage,
         range: Range<Int>,
         to characteristic: CharacteristicID,
-        plan: ChunkPlan,
         frame: (@Sendable (_ offset: Int, _ chunk: Data) -> Data)? = nil
     ) async throws(OTAError) {
+        let plan = chunkPlan
         try await withStallWatchdog { [self] in
             var offset = range.lowerBound
             while offset < range.upperBound {

@@ -1,5 +1,6 @@
-/// Runs an update: connect, check the device, run the protocol, report state and progress, and
-/// — for protocols that can resume — reconnect and continue after a lost link.
+/// Runs an update: connect, check the device, plan the chunks, run the protocol, report state and
+/// progress, reconnect when the protocol asks for it, and — for protocols that can resume —
+/// reconnect and continue after a lost link.
 ///
 /// ```swift
 /// let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
@@ -35,15 +36,26 @@ public struct UpdateEngine: Sendable {
         connector: any Connector,
         events: AsyncStream<UpdateEvent>.Continuation? = nil
     ) async throws(OTAError) -> UpdateReport {
+        let device = DeviceProgress()
         let recorder = EventRecorder(
             sink: events,
             stopwatch: Stopwatch(clock: clock),
             configuration: configuration,
-            totalBytes: image.count
+            totalBytes: image.count,
+            device: device
         )
         defer { events?.finish() }
         do throws(OTAError) {
-            return try await runWithResume(image, using: updateProtocol, connector: connector, recorder: recorder)
+            let step: RunStep
+            if let resumable = updateProtocol as? any ResumableUpdateProtocol {
+                step = Self.resumingStep(resumable, image: image)
+            } else {
+                step = { context, _ throws(OTAError) in try await updateProtocol.run(image, context: context) }
+            }
+            return try await runWithResume(
+                image, using: updateProtocol, resumable: updateProtocol is any ResumableUpdateProtocol, step: step,
+                connector: connector, recorder: recorder, device: device
+            )
         } catch {
             if error.code == .cancelled {
                 recorder.enter(.paused, detail: "stopped by the user; the device keeps what it received")
@@ -61,10 +73,11 @@ public struct UpdateEngine: Sendable {
         guard let abortable = updateProtocol as? any AbortableUpdateProtocol else {
             throw OTAError(.invalidParameter, "this protocol has no abort command")
         }
-        let recorder = EventRecorder(sink: nil, stopwatch: Stopwatch(clock: clock), configuration: configuration, totalBytes: 0)
+        let device = DeviceProgress()
+        let recorder = EventRecorder(sink: nil, stopwatch: Stopwatch(clock: clock), configuration: configuration, totalBytes: 0, device: device)
         let transport = try await connect(connector, recorder: recorder)
         do throws(OTAError) {
-            let context = try prepare(updateProtocol, over: transport, recorder: recorder)
+            let context = try prepare(updateProtocol, over: transport, recorder: recorder, device: device)
             try await abortable.abort(context: context)
             await transport.disconnect()
         } catch {
@@ -76,47 +89,72 @@ public struct UpdateEngine: Sendable {
     /// Errors after which a resumable protocol reconnects and continues.
     private static let resumableCodes: Set<OTAError.Code> = [.disconnected, .stalled, .timeout, .connectionFailed, .transport]
 
+    /// One run of the protocol over a fresh context; `continuing` is true after a reconnection.
+    private typealias RunStep = (_ context: UpdateContext, _ continuing: Bool) async throws(OTAError) -> UpdateOutcome
+
+    /// Opens the existential so the typed resume point goes from ``ResumableUpdateProtocol/resumePoint(for:context:)``
+    /// straight into the run that follows: the device is asked once.
+    private static func resumingStep<P: ResumableUpdateProtocol>(_ resumable: P, image: FirmwareImage) -> RunStep {
+        { context, continuing throws(OTAError) in
+            var point: ResumePoint<P.Checkpoint>?
+            if continuing {
+                point = try await resumable.resumePoint(for: image, context: context)
+                if let point {
+                    context.note("resuming: \(point.detail)")
+                    context.acknowledged(total: point.offset)
+                } else {
+                    context.note("the device holds none of this image; starting over")
+                    context.acknowledged(total: 0)
+                }
+            }
+            return try await resumable.run(image, resumingFrom: point, context: context)
+        }
+    }
+
     private func runWithResume(
         _ image: FirmwareImage,
         using updateProtocol: any UpdateProtocol,
+        resumable: Bool,
+        step: RunStep,
         connector: any Connector,
-        recorder: EventRecorder
+        recorder: EventRecorder,
+        device: DeviceProgress
     ) async throws(OTAError) -> UpdateReport {
-        let resumable = updateProtocol as? any ResumableUpdateProtocol
         let policy = configuration.resume
         var transport: (any Transport)? = try await connect(connector, recorder: recorder)
         let connectDuration = recorder.elapsed
         var attempt = 0
         var resumes = 0
         var acknowledgedAtLastAttempt = -1
+        var reconnectRequests = 0
+        var acknowledgedAtLastRequest = -1
+        var continuing = false
         while true {
+            let outcome: UpdateOutcome
+            let link: any Transport
             do throws(OTAError) {
                 if transport == nil {
-                    recorder.enter(.connecting, detail: "\(connector.deviceDescription) (resuming)")
+                    if recorder.currentState != .connecting {
+                        recorder.enter(.connecting, detail: "\(connector.deviceDescription) (resuming)")
+                    }
                     transport = try await connect(connector, recorder: recorder)
                 }
-                guard let link = transport else { continue }
-                let context = try prepare(updateProtocol, over: link, recorder: recorder)
-                if resumes > 0, let resumable {
-                    if let point = try await resumable.resumePoint(for: image, context: context) {
-                        recorder.note("resuming: \(point.detail)")
-                        recorder.acknowledged(total: point.offset)
-                    } else {
-                        recorder.note("the device holds none of this image; starting over")
-                        recorder.acknowledged(total: 0)
-                    }
+                guard let connected = transport else { continue }
+                link = connected
+                let context = try prepare(updateProtocol, over: link, recorder: recorder, device: device)
+                outcome = try await step(context, continuing)
+                if outcome == .accepted {
+                    await link.disconnect()
+                    return finish(
+                        image, link: link.link, chunkSize: context.chunkPlan.payloadSize,
+                        recorder: recorder, device: device, connectDuration: connectDuration, resumes: resumes
+                    )
                 }
-                try await updateProtocol.run(image, context: context)
-                await link.disconnect()
-                return finish(
-                    image, link: link.link, chunkSize: try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength, alignment: updateProtocol.chunkAlignment).payloadSize,
-                    recorder: recorder, connectDuration: connectDuration, resumes: resumes
-                )
             } catch {
                 if let link = transport { await link.disconnect() }
                 transport = nil
-                guard resumable != nil, Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
-                let acknowledged = recorder.progress.bytesAcknowledged
+                guard resumable, Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
+                let acknowledged = device.acknowledged
                 if acknowledged > acknowledgedAtLastAttempt {
                     attempt = 0
                     acknowledgedAtLastAttempt = acknowledged
@@ -134,13 +172,39 @@ public struct UpdateEngine: Sendable {
                     .paused,
                     detail: "\(error.message); reconnecting in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
                 )
-                do {
-                    try await clock.sleep(for: delay)
-                } catch {
-                    throw OTAError(.cancelled, "cancelled while waiting to reconnect")
-                }
+                try await sleep(for: delay, purpose: "waiting to reconnect")
                 resumes += 1
+                continuing = true
+                continue
             }
+            // The protocol asked for a reconnection: not a failure, not a resume attempt.
+            guard case .reconnect(let reason, let after) = outcome else { continue }
+            await link.disconnect()
+            transport = nil
+            let acknowledged = device.acknowledged
+            if acknowledged > acknowledgedAtLastRequest {
+                reconnectRequests = 0
+                acknowledgedAtLastRequest = acknowledged
+            }
+            reconnectRequests += 1
+            guard reconnectRequests <= policy.maximumReconnectRequests else {
+                throw OTAError(
+                    .deviceRejected,
+                    "the device asked to reconnect \(reconnectRequests) times in a row without taking more data (last: \(reason)); it may be stuck restarting"
+                )
+            }
+            recorder.note("reconnecting on the protocol's request: \(reason)")
+            recorder.enter(.connecting, detail: "\(connector.deviceDescription) (\(reason))")
+            if after > .zero { try await sleep(for: after, purpose: "waiting to reconnect (\(reason))") }
+            continuing = true
+        }
+    }
+
+    private func sleep(for delay: Duration, purpose: String) async throws(OTAError) {
+        do {
+            try await clock.sleep(for: delay)
+        } catch {
+            throw OTAError(.cancelled, "cancelled while \(purpose)")
         }
     }
 
@@ -165,22 +229,22 @@ public struct UpdateEngine: Sendable {
         }
     }
 
-    /// Checks the device's characteristics and makes the protocol's context.
-    private func prepare(_ updateProtocol: any UpdateProtocol, over transport: any Transport, recorder: EventRecorder) throws(OTAError) -> UpdateContext {
+    /// Checks the device's characteristics, plans the chunks once for this connection, and makes
+    /// the protocol's context.
+    private func prepare(
+        _ updateProtocol: any UpdateProtocol,
+        over transport: any Transport,
+        recorder: EventRecorder,
+        device: DeviceProgress
+    ) throws(OTAError) -> UpdateContext {
         recorder.enter(.negotiating)
-        for requirement in updateProtocol.requirements {
-            do {
-                try transport.requireCharacteristic(requirement.id, allowing: requirement.properties)
-            } catch {
-                throw OTAError(
-                    .missingCharacteristic,
-                    "\(requirement.role): \(error.message); is the device running firmware with this update service?",
-                    underlying: error
-                )
-            }
-        }
-        let context = UpdateContext(transport: transport, configuration: configuration, clock: clock, recorder: recorder)
-        let plan = try context.chunkPlan(headerLength: updateProtocol.chunkHeaderLength, alignment: updateProtocol.chunkAlignment)
+        try UpdateContext.require(
+            updateProtocol.requirements, on: transport, hint: "is the device running firmware with this update service?"
+        )
+        let plan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
+        let context = UpdateContext(
+            transport: transport, configuration: configuration, clock: clock, chunkPlan: plan, recorder: recorder, device: device
+        )
         recorder.emit(.linkEstablished(transport.link, chunkSize: plan.payloadSize, at: recorder.elapsed))
         return context
     }
@@ -190,10 +254,12 @@ public struct UpdateEngine: Sendable {
         link: LinkParameters,
         chunkSize: Int,
         recorder: EventRecorder,
+        device: DeviceProgress,
         connectDuration: Duration,
         resumes: Int
     ) -> UpdateReport {
-        recorder.acknowledged(total: image.count)
+        device.acknowledge(total: image.count)
+        recorder.flushProgress()
         let progress = recorder.progress
         recorder.enter(.completed)
         return UpdateReport(

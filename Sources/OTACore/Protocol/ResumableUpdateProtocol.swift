@@ -2,27 +2,63 @@
 /// reconnect and continue instead of failing.
 ///
 /// After a lost link (or a stall or timeout) the engine reconnects with bounded backoff
-/// (``ResumePolicy``), calls ``resumePoint(for:context:)`` to report where the device stands, and
-/// runs ``UpdateProtocol/run(_:context:)`` again; `run` continues from the device's offset.
+/// (``ResumePolicy``), calls ``resumePoint(for:context:)`` to learn where the device stands, and
+/// hands that point to ``run(_:resumingFrom:context:)``, which continues from it without asking
+/// the device again. The same happens after the protocol asked for a reconnect
+/// (``UpdateOutcome/reconnect(reason:after:)``).
 public protocol ResumableUpdateProtocol: UpdateProtocol {
+    /// Protocol-specific facts read while finding the resume point (framed: its Status; Nordic:
+    /// the Select(data) response), handed back to the run that follows so it need not ask again.
+    associatedtype Checkpoint: Sendable
+
     /// Asks the device how much of `image` it already holds. Returns `nil` when it holds none of
     /// it (no session, or a session for another image).
-    func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint?
+    func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<Checkpoint>?
+
+    /// Sends `image`, continuing from `point` when the engine found one (`nil`: the first run, or
+    /// the device holds none of the image).
+    ///
+    /// - Returns: as ``UpdateProtocol/run(_:context:)``.
+    func run(
+        _ image: FirmwareImage,
+        resumingFrom point: ResumePoint<Checkpoint>?,
+        context: UpdateContext
+    ) async throws(OTAError) -> UpdateOutcome
+}
+
+extension ResumableUpdateProtocol {
+    /// Runs from the start: ``run(_:resumingFrom:context:)`` with no resume point.
+    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+        try await run(image, resumingFrom: nil, context: context)
+    }
 }
 
 /// Where a device stands in an interrupted update.
-public struct ResumePoint: Sendable, Hashable {
+public struct ResumePoint<Checkpoint: Sendable>: Sendable {
     /// Bytes of the image the device holds durably, from the start.
     public var offset: Int
     /// A short description for the log ("device holds 120000 of 200000 bytes").
     public var detail: String
+    /// What the protocol read to find this point, for the run that follows.
+    public var checkpoint: Checkpoint
 
     /// Creates a resume point.
-    public init(offset: Int, detail: String) {
+    public init(offset: Int, detail: String, checkpoint: Checkpoint) {
         self.offset = offset
         self.detail = detail
+        self.checkpoint = checkpoint
     }
 }
+
+extension ResumePoint where Checkpoint == Void {
+    /// Creates a resume point that carries nothing but the offset.
+    public init(offset: Int, detail: String) {
+        self.init(offset: offset, detail: detail, checkpoint: ())
+    }
+}
+
+extension ResumePoint: Equatable where Checkpoint: Equatable {}
+extension ResumePoint: Hashable where Checkpoint: Hashable {}
 
 /// A protocol that can tell the device to discard an update in progress.
 ///
