@@ -22,14 +22,14 @@ public struct GenericProtocolClient: UpdateProtocol {
         ]
     }
 
-    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+    /// Sends `image`: START, the whole image on OTA Data, COMMIT.
+    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
         guard let size = UInt32(exactly: image.count) else {
             throw OTAError(.imageTooLarge, "\(image.name) is \(image.count) bytes; the generic protocol carries at most 4 GiB")
         }
         var machine = GenericUpdateStateMachine(size: size, crc: image.crc32)
-        let plan = try context.chunkPlan()
         let profile = self.profile
-        try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
+        return try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) -> UpdateOutcome in
             var action = machine.start()
             while true {
                 switch action {
@@ -44,10 +44,10 @@ public struct GenericProtocolClient: UpdateProtocol {
                     action = machine.receive(reply)
                 case .streamImage:
                     context.enter(.transferring)
-                    try await context.stream(image, range: 0..<image.count, to: profile.data, plan: plan)
+                    try await context.stream(image, range: 0..<image.count, to: profile.data)
                     action = machine.streamFinished()
                 case .finished:
-                    return
+                    return .accepted
                 case .fail(let error):
                     throw error
                 }

@@ -3,6 +3,8 @@ import OTACore
 
 /// The client side of the framed protocol: read Status, BEGIN, stream chunks in a window of
 /// batches checked by ACKs, COMMIT. Resumable and abortable.
+///
+/// A thin driver: the handshake is a ``FramedSession``, the transfer a ``FramedTransferWindow``.
 public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
     /// Settings.
     public var configuration: FramedConfiguration
@@ -14,8 +16,10 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
 
     private var profile: FramedGATTProfile { configuration.profile }
 
-    public var chunkHeaderLength: Int { FramedChunk.headerLength }
+    /// Each data write carries a ``FramedChunk`` header; written without response.
+    public var dataWrites: DataWriteShape { DataWriteShape(headerLength: FramedChunk.headerLength) }
 
+    /// Data, Control and Status, with the properties the protocol uses.
     public var requirements: [CharacteristicRequirement] {
         [
             CharacteristicRequirement("Framed Data", profile.data, properties: .writeWithoutResponse),
@@ -41,61 +45,78 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
         return status
     }
 
-    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint? {
+    /// Reads Status once; when the device holds part of this image, returns where it stands with
+    /// that Status as the checkpoint, so the run that follows does not read it again.
+    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<FramedDeviceStatus>? {
         let status = try await readStatus(context: context)
         guard status.identity == (try identity(of: image)), status.state == .receiving || status.state == .complete else { return nil }
-        return ResumePoint(offset: Int(status.offset), detail: "device holds \(status.offset) of \(image.count) bytes of this image")
+        return ResumePoint(
+            offset: Int(status.offset),
+            detail: "device holds \(status.offset) of \(image.count) bytes of this image",
+            checkpoint: status
+        )
     }
 
-    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
-        let identity = try identity(of: image)
-        let configuration = self.configuration
-        let profile = self.profile
-        try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
-            // Read Status while BEGIN is on its way: the two requests share one round trip.
-            async let statusRead: Result<FramedDeviceStatus, OTAError> = {
-                do throws(OTAError) { return .success(try await readStatus(context: context)) } catch { return .failure(error) }
-            }()
-            // Let the read go out first, so Status shows the device as it was before BEGIN.
-            await Task.yield()
-            try await context.write(
-                FramedCommand.begin(identity, batch: UInt16(configuration.batch)).encoded,
-                to: profile.control, kind: .withResponse, purpose: "BEGIN"
-            )
-            let status = try await statusRead.get()
-            if status.state != .idle {
-                let same = status.identity == identity ? "this image" : "another image (\(status.identity))"
-                context.note("device status before BEGIN: \(status.state), \(status.offset) bytes of \(same)")
-            }
-            let (result, state, offset, batch) = try await Self.awaitBeginReply(inbox)
-            switch result {
-            case .ok: break
-            case .tooLarge:
-                throw OTAError(.imageTooLarge, "device rejected BEGIN: \(result): \(image.name) (\(image.count) bytes) does not fit its update slot")
-            default:
-                throw OTAError(.deviceRejected, "device rejected BEGIN: \(result)")
-            }
-            guard Int(offset) <= image.count, batch >= 1 else {
-                throw OTAError(.malformedResponse, "device answered BEGIN with offset \(offset) and batch \(batch) for a \(image.count)-byte image")
-            }
-            switch state {
-            case .installed:
-                context.note("device already runs this image; nothing to send")
-                return
-            case .complete, .receiving:
-                if offset > 0 { context.note("continuing at byte \(offset) of \(image.count)") }
-                context.acknowledged(total: Int(offset))
-                context.rewound(to: Int(offset))
-                if state == .receiving || Int(offset) < image.count {
-                    try await transfer(image, from: Int(offset), batch: Int(batch), inbox: inbox, context: context)
+    /// Sends `image`: BEGIN (continuing where the device stands), the windowed transfer, COMMIT.
+    /// Drives a ``FramedSession``; with a resume point its Status is used rather than read again.
+    public func run(
+        _ image: FirmwareImage,
+        resumingFrom point: ResumePoint<FramedDeviceStatus>?,
+        context: UpdateContext
+    ) async throws(OTAError) -> UpdateOutcome {
+        var session = FramedSession(
+            image: image, identity: try identity(of: image), batch: UInt16(configuration.batch), knownStatus: point?.checkpoint
+        )
+        let control = profile.control
+        return try await context.withNotifications(from: control) { (inbox) throws(OTAError) -> UpdateOutcome in
+            var action = session.start()
+            while true {
+                switch action {
+                case .begin(let command, let readingStatus):
+                    if readingStatus {
+                        action = session.statusRead(try await begin(command, readingStatus: context))
+                    } else {
+                        try await context.write(command.encoded, to: control, kind: .withResponse, purpose: "BEGIN")
+                        action = session.beginSent()
+                    }
+                case .awaitNotification(let awaiting, let verdict):
+                    let value = try await inbox.next(timeout: verdict ? context.configuration.verifyTimeout : nil, awaiting: awaiting)
+                    action = session.receive(value)
+                case .position(let offset):
+                    context.acknowledged(total: offset)
+                    context.rewound(to: offset)
+                    action = session.positioned()
+                case .transfer(let offset, let batch):
+                    try await transfer(image, from: offset, batch: batch, inbox: inbox, context: context)
+                    action = session.transferFinished()
+                case .commit:
+                    context.enter(.verifying)
+                    try await context.write(FramedCommand.commit.encoded, to: control, kind: .withResponse, purpose: "COMMIT")
+                    action = session.commitSent()
+                case .note(let text, let next):
+                    context.note(text)
+                    action = next
+                case .finished:
+                    return .accepted
+                case .fail(let error):
+                    throw error
                 }
-            default:
-                throw OTAError(.malformedResponse, "device answered BEGIN in state \(state)")
             }
-            try await commit(inbox: inbox, context: context)
         }
     }
 
+    /// Writes BEGIN with Status read alongside: the two requests share one round trip.
+    private func begin(_ command: FramedCommand, readingStatus context: UpdateContext) async throws(OTAError) -> FramedDeviceStatus {
+        async let statusRead: Result<FramedDeviceStatus, OTAError> = {
+            do throws(OTAError) { return .success(try await readStatus(context: context)) } catch { return .failure(error) }
+        }()
+        // Let the read go out first, so Status shows the device as it was before BEGIN.
+        await Task.yield()
+        try await context.write(command.encoded, to: profile.control, kind: .withResponse, purpose: "BEGIN")
+        return try await statusRead.get()
+    }
+
+    /// Tells the device to discard its session (ABORT) and waits for its reply.
     public func abort(context: UpdateContext) async throws(OTAError) {
         let profile = self.profile
         try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
@@ -106,26 +127,13 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
                 case .abortReply(.ok): return
                 case .abortReply(let result): throw OTAError(.deviceRejected, "device rejected ABORT: \(result)")
                 case .ack, .nak: continue
-                default: throw Self.malformed(value, awaiting: "the ABORT reply")
+                default: throw FramedSession.malformed(value, awaiting: "the ABORT reply")
                 }
             }
         }
     }
 
     // MARK: - Steps
-
-    private static func awaitBeginReply(
-        _ inbox: NotificationInbox
-    ) async throws(OTAError) -> (FramedResult, FramedSessionState, UInt32, UInt16) {
-        while true {
-            let value = try await inbox.next(awaiting: "BEGIN reply")
-            switch FramedNotification(decoding: value) {
-            case .beginReply(let result, let state, let offset, let batch): return (result, state, offset, batch)
-            case .ack, .nak: continue  // late notifications from before BEGIN
-            default: throw malformed(value, awaiting: "the BEGIN reply")
-            }
-        }
-    }
 
     private func transfer(
         _ image: FirmwareImage,
@@ -134,7 +142,7 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
         inbox: NotificationInbox,
         context: UpdateContext
     ) async throws(OTAError) {
-        let plan = try context.chunkPlan(headerLength: chunkHeaderLength)
+        let plan = context.chunkPlan
         let configuration = self.configuration
         let data = profile.data
         context.enter(.transferring)
@@ -149,7 +157,7 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
                 }
                 let outcome = try await Self.awaitAcknowledgement(&window, inbox: inbox, context: context, timeout: configuration.ackTimeout)
                 context.acknowledged(total: window.acknowledged)
-                if case .fail(let code, let message) = outcome { throw OTAError(code, message) }
+                if case .fail(let error) = outcome { throw error }
             }
             return window
         }
@@ -184,37 +192,7 @@ public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProt
             context.rewound(to: window.sent)
             return outcome
         default:
-            throw malformed(value, awaiting: "an acknowledgement")
+            throw FramedSession.malformed(value, awaiting: "an acknowledgement")
         }
-    }
-
-    private func commit(inbox: NotificationInbox, context: UpdateContext) async throws(OTAError) {
-        context.enter(.verifying)
-        try await context.write(FramedCommand.commit.encoded, to: profile.control, kind: .withResponse, purpose: "COMMIT")
-        while true {
-            let value = try await inbox.next(timeout: context.configuration.verifyTimeout, awaiting: "COMMIT reply")
-            switch FramedNotification(decoding: value) {
-            case .commitReply(.ok):
-                return
-            case .commitReply(.crcMismatch):
-                throw OTAError(
-                    .verificationFailed,
-                    "device rejected COMMIT: \(FramedResult.crcMismatch): the image in its flash differs from this one; it restarts the session, run the update again"
-                )
-            case .commitReply(.incomplete):
-                throw OTAError(.verificationFailed, "device rejected COMMIT: \(FramedResult.incomplete): it has not received every byte")
-            case .commitReply(let result):
-                throw OTAError(.deviceRejected, "device rejected COMMIT: \(result)")
-            case .ack, .nak:
-                continue
-            default:
-                throw Self.malformed(value, awaiting: "the COMMIT reply")
-            }
-        }
-    }
-
-    private static func malformed(_ value: Data, awaiting purpose: String) -> OTAError {
-        let hex = value.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: " ")
-        return OTAError(.malformedResponse, "malformed notification on framed Control while waiting for \(purpose): [\(hex)]")
     }
 }

@@ -15,7 +15,16 @@ public struct FramedTransferWindow: Sendable {
         /// Every byte is acknowledged: COMMIT.
         case complete
         /// Stop with this error.
-        case fail(code: OTAError.Code, message: String)
+        case fail(OTAError)
+
+        /// Equal when the same case; failures when their codes and messages match.
+        public static func == (lhs: Outcome, rhs: Outcome) -> Bool {
+            switch (lhs, rhs) {
+            case (.proceed, .proceed), (.complete, .complete): true
+            case (.fail(let left), .fail(let right)): left.code == right.code && left.message == right.message
+            default: false
+            }
+        }
     }
 
     /// Total image size.
@@ -73,7 +82,7 @@ public struct FramedTransferWindow: Sendable {
     /// The device acknowledged `[0, offset)` with CRC-32 `runningCRC`.
     public mutating func receiveACK(offset: Int, runningCRC: UInt32) -> Outcome {
         guard offset <= size else {
-            return .fail(code: .malformedResponse, message: "device acknowledged offset \(offset), past the end of the \(size)-byte image")
+            return .fail(OTAError(.malformedResponse, "device acknowledged offset \(offset), past the end of the \(size)-byte image"))
         }
         if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
         if offset > sent { sent = offset }
@@ -83,10 +92,10 @@ public struct FramedTransferWindow: Sendable {
     /// The device refused what it got and needs `offset` next.
     public mutating func receiveNAK(_ reason: FramedNotification.NAKReason, offset: Int, runningCRC: UInt32) -> Outcome {
         if reason == .flashError {
-            return .fail(code: .deviceRejected, message: "device reported a flash write failure at byte \(offset); its flash may be worn or protected")
+            return .fail(OTAError(.deviceRejected, "device reported a flash write failure at byte \(offset); its flash may be worn or protected"))
         }
         guard offset <= size else {
-            return .fail(code: .malformedResponse, message: "device asked for offset \(offset), past the end of the \(size)-byte image")
+            return .fail(OTAError(.malformedResponse, "device asked for offset \(offset), past the end of the \(size)-byte image"))
         }
         if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
         naks += 1
@@ -99,9 +108,7 @@ public struct FramedTransferWindow: Sendable {
         timeouts += 1
         silencesInARow += 1
         guard silencesInARow <= maximumSilences else {
-            return .fail(
-                code: .stalled,
-                message: "device sent no acknowledgement \(maximumSilences) times in a row at byte \(acknowledged) of \(size)"
+            return .fail(OTAError(.stalled, "device sent no acknowledgement \(maximumSilences) times in a row at byte \(acknowledged) of \(size)")
             )
         }
         sent = acknowledged
@@ -120,9 +127,7 @@ public struct FramedTransferWindow: Sendable {
             acknowledged = offset
         }
         guard acknowledgedCRC.value == runningCRC else {
-            return .fail(
-                code: .verificationFailed,
-                message: "device's data up to byte \(offset) has CRC-32 0x\(String(runningCRC, radix: 16, uppercase: true)), but this image's is 0x\(String(acknowledgedCRC.value, radix: 16, uppercase: true)); run 'ota abort' and update again"
+            return .fail(OTAError(.verificationFailed, "device's data up to byte \(offset) has CRC-32 0x\(String(runningCRC, radix: 16, uppercase: true)), but this image's is 0x\(String(acknowledgedCRC.value, radix: 16, uppercase: true)); run 'ota abort' and update again")
             )
         }
         return nil
