@@ -43,17 +43,21 @@ enum ScaffoldTemplates {
                         [CharacteristicRequirement("\(name) Control", \(name)Protocol.control, properties: [.write, .notify])]
                     }
 
-                    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+                    /// TODO: how the vendor's data writes are shaped (header, alignment, write kind).
+                    public var dataWrites: DataWriteShape { DataWriteShape(kind: .withResponse) }
+
+                    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
                         // TODO: replace with the vendor's exchange. This sends the image in chunks written
                         // with response and expects the device to accept each one.
-                        let plan = try context.chunkPlan(for: .withResponse)
+                        let plan = context.chunkPlan
                         context.enter(.transferring)
                         var offset = 0
                         while offset < image.count {
                             let chunk = plan.chunk(at: offset, in: image.count)
-                            try await context.writeData(image[chunk], to: \(name)Protocol.control, covering: chunk, kind: .withResponse)
+                            try await context.writeData(image[chunk], to: \(name)Protocol.control, covering: chunk)
                             offset = chunk.upperBound
                         }
+                        return .accepted
                     }
                 }
 

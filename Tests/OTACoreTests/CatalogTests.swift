@@ -19,7 +19,7 @@ private func registry() -> ProtocolRegistry {
 
 private struct StubProtocol: UpdateProtocol {
     var requirements: [CharacteristicRequirement] { [] }
-    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {}
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome { .accepted }
 }
 
 private final class StubDevice: DeviceModel {

@@ -5,7 +5,7 @@ import Testing
 /// A minimal protocol for registry tests.
 private struct NullProtocol: UpdateProtocol {
     var requirements: [CharacteristicRequirement] { [] }
-    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {}
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome { .accepted }
 }
 
 private final class NullDevice: DeviceModel {

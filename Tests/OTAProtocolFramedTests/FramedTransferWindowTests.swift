@@ -36,22 +36,22 @@ import Testing
             #expect(window.timedOut() == .proceed)
             #expect(window.sent == 200)
         }
-        guard case .fail(let code, _) = window.timedOut() else {
+        guard case .fail(let error) = window.timedOut() else {
             Issue.record("expected a stall")
             return
         }
-        #expect(code == .stalled)
+        #expect(error.code == .stalled)
     }
 
     @Test func wrongRunningCRCFails() {
         var window = FramedTransferWindow(image: image, payloadSize: 100, batch: 4, windowBatches: 2, startingAt: 0)
         _ = window.nextChunk()
-        guard case .fail(let code, let message) = window.receiveACK(offset: 100, runningCRC: 0xBAD) else {
+        guard case .fail(let error) = window.receiveACK(offset: 100, runningCRC: 0xBAD) else {
             Issue.record("expected a failure")
             return
         }
-        #expect(code == .verificationFailed)
-        #expect(message.contains("ota abort"))
+        #expect(error.code == .verificationFailed)
+        #expect(error.message.contains("ota abort"))
     }
 
     @Test func ackPastTheEndAndFlashNAKFail() {

@@ -20,7 +20,8 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         self.configuration = configuration
     }
 
-    public var chunkAlignment: Int { 4 }
+    /// Data packets are word-aligned (4-byte multiples), written without response.
+    public var dataWrites: DataWriteShape { DataWriteShape(alignment: 4) }
 
     /// The bootloader's characteristics. They are checked in ``run(_:context:)`` rather than by
     /// the engine, because a device running its application shows the buttonless characteristic
@@ -32,7 +33,8 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         CharacteristicRequirement("DFU Packet", DFUGATTProfile.packet, properties: .writeWithoutResponse),
     ]
 
-    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint? {
+    /// Asks the bootloader (Select data) how much of the image it holds.
+    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<Void>? {
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
             let response = try await Self.request(.select(.data), inbox: inbox, context: context)
             guard response.values.count == 3, response.values[1] > 0 else { return nil }
@@ -40,33 +42,34 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         }
     }
 
-    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+    /// Sends the init packet and the image; from an application with buttonless DFU, first
+    /// switches it to its bootloader and asks the engine to reconnect.
+    public func run(_ image: FirmwareImage, resumingFrom point: ResumePoint<Void>?, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
         guard let initPacket = image.attachments[Self.initPacketKey], !initPacket.isEmpty else {
             throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
         }
-        let characteristics = context.transport.characteristics
+        let characteristics = context.characteristics
         if characteristics[DFUGATTProfile.controlPoint] == nil, characteristics[DFUGATTProfile.buttonless] != nil {
             try await Self.enterBootloader(image: image, context: context)
+            return .reconnect(reason: "device restarting into its DFU bootloader", after: context.configuration.resume.initialDelay)
         }
-        for requirement in Self.bootloaderRequirements {
-            do {
-                try context.transport.requireCharacteristic(requirement.id, allowing: requirement.properties)
-            } catch {
-                throw OTAError(.missingCharacteristic, "\(requirement.role): \(error.message); is the device in its Secure DFU bootloader (or does its application offer buttonless DFU)?")
-            }
-        }
-        let plan = try context.chunkPlan(alignment: chunkAlignment)
+        try context.require(
+            Self.bootloaderRequirements,
+            hint: "is the device in its Secure DFU bootloader (or does its application offer buttonless DFU)?"
+        )
+        let plan = context.chunkPlan
         let configuration = self.configuration
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
             try await Self.sendInitPacket(initPacket, plan: plan, inbox: inbox, context: context)
             try await Self.sendFirmware(image, plan: plan, configuration: configuration, inbox: inbox, context: context)
         }
+        return .accepted
     }
 
     // MARK: - Buttonless
 
     /// Switches a device from its application to its bootloader: set the name the bootloader
-    /// will advertise, then ask it to restart. The link drops; the engine reconnects and resumes.
+    /// will advertise, then ask it to restart. The run then asks the engine to reconnect.
     private static func enterBootloader(image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
         // Nordic's apps pick a random "DfuNNNNN"; deriving it from the image keeps runs reproducible.
         let name = "Dfu" + String(10_000 + image.crc32 % 90_000)
@@ -83,7 +86,6 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
             }
         }
         context.note("the application restarts into its bootloader, which advertises as \(name) (address + 1 without bonds)")
-        throw OTAError(.disconnected, "device restarting into its DFU bootloader")
     }
 
     // MARK: - Init packet
@@ -157,7 +159,9 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 } else {
                     _ = try await request(.create(.data, size: UInt32(objectEnd - objectStart)), inbox: inbox, context: context)
                     if firstObject, configuration.dataObjectDelay > .zero {
-                        try await sleep(configuration.dataObjectDelay, context: context)
+                        try await context.sleep(
+                            for: configuration.dataObjectDelay, purpose: "waiting for the bootloader to prepare the first object"
+                        )
                     }
                 }
                 firstObject = false
@@ -233,11 +237,7 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         var offset = range.lowerBound
         while offset < range.upperBound {
             let chunk = plan.chunk(at: offset, in: range.upperBound)
-            do {
-                try await context.transport.write(data[chunk], to: DFUGATTProfile.packet, kind: .withoutResponse)
-            } catch {
-                throw OTAError(error.otaCode, "sending the init packet: \(error.message)")
-            }
+            try await context.write(data[chunk], to: DFUGATTProfile.packet, kind: .withoutResponse, purpose: "the init packet")
             offset = chunk.upperBound
         }
     }
@@ -249,14 +249,6 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 .verificationFailed,
                 "the bootloader received the \(what) wrong: \(checksum.values[0]) bytes with CRC-32 0x\(String(checksum.values[1], radix: 16, uppercase: true)); run the update again"
             )
-        }
-    }
-
-    private static func sleep(_ duration: Duration, context: UpdateContext) async throws(OTAError) {
-        do {
-            try await context.clock.sleep(for: duration)
-        } catch {
-            throw OTAError(.cancelled, "cancelled while waiting for the bootloader to prepare the first object")
         }
     }
 

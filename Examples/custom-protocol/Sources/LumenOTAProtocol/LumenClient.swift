@@ -8,16 +8,18 @@ import OTACore
 public struct LumenClient: UpdateProtocol {
     public init() {}
 
-    public var chunkHeaderLength: Int { LumenCommand.dataHeaderLength }
+    /// Each data write carries Lumen's data header and is written with response.
+    public var dataWrites: DataWriteShape { DataWriteShape(headerLength: LumenCommand.dataHeaderLength, kind: .withResponse) }
 
     public var requirements: [CharacteristicRequirement] {
         [CharacteristicRequirement("Lumen OTA", LumenProtocol.characteristic, properties: [.write, .notify])]
     }
 
-    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
+    /// Sends `image`: begin, the chunks, end.
+    public func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
         guard let size = UInt32(exactly: image.count) else { throw OTAError(.imageTooLarge, "Lumen carries at most 4 GiB") }
         let characteristic = LumenProtocol.characteristic
-        let plan = try context.chunkPlan(for: .withResponse, headerLength: chunkHeaderLength)
+        let plan = context.chunkPlan
         try await context.withNotifications(from: characteristic) { (inbox) throws(OTAError) in
             try await context.write(LumenCommand.begin(size: size).encoded, to: characteristic, kind: .withResponse, purpose: "begin")
             try Self.check(try await inbox.next(awaiting: "begin reply"), expecting: "b", step: "begin")
@@ -26,7 +28,7 @@ public struct LumenClient: UpdateProtocol {
                 var offset = 0
                 while offset < image.count {
                     let chunk = plan.chunk(at: offset, in: image.count)
-                    try await context.writeData(LumenCommand.data(image[chunk]).encoded, to: characteristic, covering: chunk, kind: .withResponse)
+                    try await context.writeData(LumenCommand.data(image[chunk]).encoded, to: characteristic, covering: chunk)
                     offset = chunk.upperBound
                 }
             }
@@ -34,6 +36,7 @@ public struct LumenClient: UpdateProtocol {
             try await context.write(LumenCommand.end(crc: image.crc32).encoded, to: characteristic, kind: .withResponse, purpose: "end")
             try Self.check(try await inbox.next(timeout: context.configuration.verifyTimeout, awaiting: "end reply"), expecting: "e", step: "end")
         }
+        return .accepted
     }
 
     private static func check(_ reply: Data, expecting code: Character, step: String) throws(OTAError) {

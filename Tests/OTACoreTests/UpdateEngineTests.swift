@@ -1,0 +1,250 @@
+import Foundation
+import OTACore
+import Synchronization
+import Testing
+
+// MARK: - A scripted link
+
+private let service = GATTUUID("0000fff0-0000-1000-8000-00805f9b34fb")!
+private let dataCharacteristic = CharacteristicID(service: service, characteristic: GATTUUID("0000fff1-0000-1000-8000-00805f9b34fb")!)
+
+/// A transport that records what is written and accepts everything.
+private final class RecordingTransport: Transport {
+    let link: LinkParameters
+    let characteristics: [CharacteristicID: CharacteristicProperties] = [dataCharacteristic: [.write, .writeWithoutResponse]]
+    let writes = Mutex<[(length: Int, kind: WriteKind)]>([])
+
+    init(link: LinkParameters) { self.link = link }
+
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
+        let maximum = link.maximumWriteLength(for: kind)
+        guard value.count <= maximum else { throw TransportError(.valueTooLong(length: value.count, maximum: maximum), "too long") }
+        writes.withLock { $0.append((value.count, kind)) }
+    }
+
+    func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data { Data() }
+
+    func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        AsyncStream { $0.finish() }
+    }
+
+    var disconnections: AsyncStream<DisconnectReason> { AsyncStream { _ in } }
+
+    func disconnect() async {}
+}
+
+/// Hands out a fresh ``RecordingTransport`` per connection and counts them.
+private final class CountingConnector: Connector {
+    let link: LinkParameters
+    let transports = Mutex<[RecordingTransport]>([])
+
+    init(link: LinkParameters = LinkParameters(attMTU: 517, maximumWriteWithoutResponse: 244, maximumWriteWithResponse: 512)) {
+        self.link = link
+    }
+
+    var deviceDescription: String { "scripted device" }
+
+    var connections: Int { transports.withLock { $0.count } }
+
+    var allWrites: [(length: Int, kind: WriteKind)] { transports.withLock { $0.flatMap { $0.writes.withLock { $0 } } } }
+
+    func connect() async throws(TransportError) -> any Transport {
+        let transport = RecordingTransport(link: link)
+        transports.withLock { $0.append(transport) }
+        return transport
+    }
+}
+
+/// Counts runs; each run does what `script` says for its run number (1-based).
+private final class Runs: Sendable {
+    private let count = Mutex(0)
+    let points = Mutex<[Int?]>([])
+    let resumePointCalls = Mutex(0)
+
+    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    var total: Int { count.withLock { $0 } }
+}
+
+/// Streams the image with the shape it declares, after `reconnects` runs that ask to reconnect.
+private struct StreamingProtocol: UpdateProtocol {
+    var dataWrites: DataWriteShape
+    var reconnects: Int
+    var runs = Runs()
+
+    var requirements: [CharacteristicRequirement] { [CharacteristicRequirement("Data", dataCharacteristic, properties: .write)] }
+
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+        if runs.next() <= reconnects { return .reconnect(reason: "switching to the next part", after: .zero) }
+        context.enter(.transferring)
+        try await context.stream(image, range: 0..<image.count, to: dataCharacteristic)
+        return .accepted
+    }
+}
+
+/// A resumable protocol whose checkpoint is the offset the device reported, doubled (so a run can
+/// tell it got the point the engine read, not a second read).
+private struct CheckpointProtocol: ResumableUpdateProtocol {
+    var runs = Runs()
+    var script: @Sendable (_ run: Int, _ context: UpdateContext) throws(OTAError) -> UpdateOutcome
+
+    var requirements: [CharacteristicRequirement] { [] }
+
+    func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<Int>? {
+        let calls = runs.resumePointCalls.withLock { $0 += 1; return $0 }
+        return ResumePoint(offset: calls * 10, detail: "device holds \(calls * 10) bytes", checkpoint: calls * 20)
+    }
+
+    func run(_ image: FirmwareImage, resumingFrom point: ResumePoint<Int>?, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+        runs.points.withLock { $0.append(point?.checkpoint) }
+        return try script(runs.next(), context)
+    }
+}
+
+private func collect(
+    _ image: FirmwareImage,
+    _ updateProtocol: any UpdateProtocol,
+    connector: CountingConnector,
+    configuration: UpdateConfiguration = UpdateConfiguration()
+) async -> (Result<UpdateReport, OTAError>, [UpdateEvent]) {
+    let (stream, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
+    let result: Result<UpdateReport, OTAError>
+    do throws(OTAError) {
+        result = .success(try await UpdateEngine(configuration: configuration).update(image, using: updateProtocol, connector: connector, events: sink))
+    } catch {
+        result = .failure(error)
+    }
+    var events: [UpdateEvent] = []
+    for await event in stream { events.append(event) }
+    return (result, events)
+}
+
+private func notes(_ events: [UpdateEvent]) -> [String] {
+    events.compactMap { if case .note(let text, _) = $0 { text } else { nil } }
+}
+
+private func linkChunkSizes(_ events: [UpdateEvent]) -> [Int] {
+    events.compactMap { if case .linkEstablished(_, let chunk, _) = $0 { chunk } else { nil } }
+}
+
+private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }), name: "test.bin")
+
+// MARK: - Tests
+
+@Suite struct UpdateEngineChunkPlanTests {
+    @Test func aProtocolThatWritesWithResponseIsPlannedAndReportedWithTheWithResponseLength() async throws {
+        let connector = CountingConnector()
+        let shape = DataWriteShape(headerLength: 2, kind: .withResponse)
+        let (result, events) = await collect(image, StreamingProtocol(dataWrites: shape, reconnects: 0), connector: connector)
+        let report = try result.get()
+        #expect(report.chunkSize == 510)  // 512 with response − 2, not 244 without response − 2
+        #expect(linkChunkSizes(events) == [510])
+        #expect(connector.allWrites.allSatisfy { $0.kind == .withResponse && $0.length <= 510 })
+        #expect(connector.allWrites.count == 10)
+    }
+
+    @Test func withoutResponseUsesItsOwnLengthAndTheAlignment() async throws {
+        let connector = CountingConnector()
+        let (result, events) = await collect(image, StreamingProtocol(dataWrites: DataWriteShape(alignment: 4), reconnects: 0), connector: connector)
+        #expect(try result.get().chunkSize == 244)
+        #expect(linkChunkSizes(events) == [244])
+        #expect(connector.allWrites.allSatisfy { $0.kind == .withoutResponse })
+    }
+
+    @Test func maximumChunkSizeCapsThePlanTheWritesAndTheReport() async throws {
+        let connector = CountingConnector()
+        var configuration = UpdateConfiguration()
+        configuration.maximumChunkSize = 102
+        let shape = DataWriteShape(alignment: 4)
+        let (result, events) = await collect(image, StreamingProtocol(dataWrites: shape, reconnects: 0), connector: connector, configuration: configuration)
+        #expect(try result.get().chunkSize == 100)  // capped, then rounded down to the alignment
+        #expect(linkChunkSizes(events) == [100])
+        #expect(connector.allWrites.map(\.length).max() == 100)
+        #expect(connector.allWrites.count == 50)
+    }
+}
+
+@Suite struct UpdateEngineReconnectTests {
+    @Test func aReconnectRequestReconnectsAndRunsAgainWithoutSpendingAResumeAttempt() async throws {
+        let connector = CountingConnector()
+        let client = StreamingProtocol(dataWrites: DataWriteShape(), reconnects: 2)
+        var configuration = UpdateConfiguration()
+        configuration.resume = .disabled  // a requested reconnect is not a resume
+        let (result, events) = await collect(image, client, connector: connector, configuration: configuration)
+        let report = try result.get()
+        #expect(report.resumes == 0)
+        #expect(connector.connections == 3)
+        #expect(client.runs.total == 3)
+        #expect(linkChunkSizes(events).count == 3)
+        #expect(notes(events).filter { $0 == "reconnecting on the protocol's request: switching to the next part" }.count == 2)
+        let states = events.compactMap { if case .state(let state, let detail, _) = $0 { (state, detail) } else { nil } }
+        #expect(states.contains { $0.0 == .connecting && $0.1 == "scripted device (switching to the next part)" })
+        #expect(!states.contains { $0.0 == .paused || $0.0 == .failed })
+    }
+
+    @Test func aDeviceThatAsksToReconnectForeverFailsCleanly() async throws {
+        let connector = CountingConnector()
+        let client = StreamingProtocol(dataWrites: DataWriteShape(), reconnects: .max)
+        let (result, events) = await collect(image, client, connector: connector)
+        guard case .failure(let error) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        let limit = ResumePolicy().maximumReconnectRequests
+        #expect(error.code == .deviceRejected)
+        #expect(error.message.contains("asked to reconnect \(limit + 1) times in a row"))
+        #expect(error.message.contains("switching to the next part"))
+        #expect(connector.connections == limit + 1)
+        #expect(client.runs.total == limit + 1)
+        guard case .state(.failed, let detail, _) = events.last else {
+            Issue.record("expected a failed state last")
+            return
+        }
+        #expect(detail == error.message)
+    }
+
+    @Test func theResumePointIsReadOnceAndHandedToTheRunThatFollows() async throws {
+        let connector = CountingConnector()
+        let client = CheckpointProtocol { run, _ throws(OTAError) in
+            switch run {
+            case 1: .reconnect(reason: "restarting", after: .zero)
+            case 2: throw OTAError(.disconnected, "link lost")
+            default: .accepted
+            }
+        }
+        var configuration = UpdateConfiguration()
+        configuration.resume.initialDelay = .zero
+        let (result, _) = await collect(image, client, connector: connector, configuration: configuration)
+        let report = try result.get()
+        #expect(report.resumes == 1)  // the lost link, not the requested reconnect
+        #expect(client.runs.resumePointCalls.withLock { $0 } == 2)
+        #expect(client.runs.points.withLock { $0 } == [nil, 20, 40])
+    }
+
+    @Test func deviceProgressResetsTheAttemptsAndItsLackGivesUp() async throws {
+        var configuration = UpdateConfiguration()
+        configuration.resume.initialDelay = .zero
+        configuration.resume.maximumAttempts = 1
+        // Each run takes 500 more bytes, then loses the link: one attempt each is enough.
+        let progressing = CheckpointProtocol { run, context throws(OTAError) in
+            guard run < 6 else { return .accepted }
+            context.acknowledged(total: run * 500)
+            throw OTAError(.disconnected, "link lost")
+        }
+        let (result, _) = await collect(image, progressing, connector: CountingConnector(), configuration: configuration)
+        #expect(try result.get().resumes == 5)
+
+        // Without progress the second loss in a row ends it.
+        let stuck = CheckpointProtocol { _, context throws(OTAError) in
+            context.acknowledged(total: 500)
+            throw OTAError(.disconnected, "link lost")
+        }
+        let (failure, _) = await collect(image, stuck, connector: CountingConnector(), configuration: configuration)
+        guard case .failure(let error) = failure else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.code == .disconnected)
+        #expect(error.message.hasPrefix("gave up after 1 reconnection attempts without progress"))
+        #expect(stuck.runs.total == 2)
+    }
+}
