@@ -30,6 +30,24 @@ import Testing
         #expect(streams.standardError.isEmpty)
     }
 
+    @Test(arguments: ["generic", "framed"])
+    func maxChunkCapsThePayloadOfEveryWriteAndTheReportSaysSo(protocolName: String) async throws {
+        let image = try temporaryImage(size: 20_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(
+            ["update", image.path, "--protocol", protocolName, "--device", "sim:esp32-mtu185-1m", "--max-chunk", "100", "--json"]
+        )
+        #expect(code == 0, "\(streams.standardError)")
+        let objects = try streams.outputLines.map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        #expect(objects.filter { $0["event"] as? String == "link" }.map { $0["chunkSize"] as? Int } == [100])
+        let result = try #require(objects.last)
+        #expect(result["status"] as? String == "completed")
+        #expect(result["chunkSize"] as? Int == 100)
+        #expect((result["bytesSent"] as? Int ?? 0) >= 20_000)
+    }
+
     @Test func terminalGetsAProgressBar() async throws {
         let image = try temporaryImage(size: 30_000)
         defer { try? FileManager.default.removeItem(at: image) }
@@ -48,6 +66,7 @@ import Testing
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2, "is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device"),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is not an integer in 23...517"),
+        (["update", "IMAGE", "--protocol", "generic", "--max-chunk", "0"], 2, "--max-chunk '0' is not an integer in 1...512"),
         (["update", "IMAGE", "--protocol", "generic", "--sim-speed", "fast"], 2, "--sim-speed 'fast' is not a positive number or 'max'"),
         (["update", "IMAGE", "--protocol", "generic", "--param", "nokey"], 2, "--param 'nokey' is not KEY=VALUE"),
         (["update", "IMAGE", "--protocol", "generic", "--param", "data-uuid=zz"], 2, "parameter 'data-uuid': 'zz' is not a Bluetooth UUID"),

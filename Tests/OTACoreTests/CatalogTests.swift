@@ -35,7 +35,7 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
     static let good = """
         {"catalog": 1, "families": [
           {"name": "sensor", "match": {"name": "ACME-*", "services": ["180F"]}, "protocol": "alpha",
-           "parameters": {"batch": 8}, "hardware": "rev-b", "mtu": 247,
+           "parameters": {"batch": 8}, "hardware": "rev-b", "mtu": 247, "maxChunk": 120,
            "timeouts": {"response": 2.5, "verify": 60}, "resume": {"attempts": 2, "initialDelay": 0.25}},
           {"name": "lock", "match": {"manufacturer": {"company": "0x02E5", "prefix": "424C"}}, "protocol": "beta"}
         ]}
@@ -52,6 +52,7 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
         #expect(sensor.configuration?.verifyTimeout == .seconds(60))
         #expect(sensor.configuration?.resume.maximumAttempts == 2)
         #expect(sensor.configuration?.resume.initialDelay == .milliseconds(250))
+        #expect(sensor.configuration?.maximumChunkSize == 120)
         #expect(sensor.source == "test.json")
     }
 
@@ -98,6 +99,7 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"batch": 99}}]}"#, "test.json: families[0].parameters: parameter 'batch': '99' is not an integer in 1...64"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"window": 2}}]}"#, "test.json: families[0].parameters: protocol 'alpha' has no parameter 'window'"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "mtu": 9000}]}"#, "test.json: families[0].mtu: expected an integer in 23...517"),
+        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "maxChunk": 0}]}"#, "test.json: families[0].maxChunk: expected an integer in 1...512"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "timeouts": {"verify": -1}}]}"#, "test.json: families[0].timeouts.verify: expected a positive number of seconds"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"manufacturer": {"company": "xyz"}}, "protocol": "alpha"}]}"#, "test.json: families[0].match.manufacturer.company: expected a 16-bit company identifier"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha"}, {"name": "a", "match": {"name": "y"}, "protocol": "beta"}]}"#, "test.json: families[1].name: family 'a' is already defined in test.json"),

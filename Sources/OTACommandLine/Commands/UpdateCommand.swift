@@ -18,6 +18,7 @@ enum UpdateCommand: Command {
             .init(name: "--dry-run", help: "print which protocol would be used and why, without connecting"),
             .init(name: "--json", help: "print one JSON event per line on standard output"),
             .init(name: "--mtu", valueName: "BYTES", help: "simulated devices: ATT MTU the app offers, 23...517; default 517 (BlueZ negotiates its own)"),
+            .init(name: "--max-chunk", valueName: "BYTES", help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
         ] + SimulatorOptions.specOptions,
         positionals: [.init(name: "FIRMWARE", help: "a firmware image file (.bin) or a package directory with manifest.json")],

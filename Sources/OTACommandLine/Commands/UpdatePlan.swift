@@ -95,6 +95,9 @@ struct UpdatePlan: Sendable {
         if let attempts = arguments.value("--resume-attempts") {
             configuration.resume.maximumAttempts = try integer(attempts, option: "--resume-attempts", in: 0...100, command: command)
         }
+        if let maxChunk = arguments.value("--max-chunk") {
+            configuration.maximumChunkSize = try integer(maxChunk, option: "--max-chunk", in: 1...512, command: command)
+        }
         let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
         let writePath = arguments.value("--write-path") ?? "acquire"

@@ -76,7 +76,7 @@ public struct DeviceCatalog: Sendable {
     }
 
     private static func parseFamily(_ node: ManifestReader.Node, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceFamily {
-        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "timeouts", "resume"])
+        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume"])
         let name = try node.required("name").nonEmptyString()
         let match = try parseMatch(try node.required("match"))
         let protocolNode = try node.required("protocol")
@@ -97,6 +97,11 @@ public struct DeviceCatalog: Sendable {
             }
         }
         var configuration: UpdateConfiguration?
+        if let maxChunk = try node.optional("maxChunk") {
+            var settings = UpdateConfiguration()
+            settings.maximumChunkSize = try maxChunk.integer(in: 1...512)
+            configuration = settings
+        }
         if let timeouts = try node.optional("timeouts") {
             try timeouts.allowOnly(["connect", "response", "verify", "stall"])
             var settings = configuration ?? UpdateConfiguration()
