@@ -15,6 +15,7 @@ public struct GenericProtocolClient: UpdateProtocol {
         self.profile = profile
     }
 
+    /// OTA Data (write without response) and OTA Control (write, notify).
     public var requirements: [CharacteristicRequirement] {
         [
             CharacteristicRequirement("OTA Data", profile.data, properties: .writeWithoutResponse),

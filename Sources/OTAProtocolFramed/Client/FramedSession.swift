@@ -19,14 +19,23 @@ import OTACore
 public struct FramedSession: Sendable {
     /// Where the session stands.
     public enum State: Sendable, Hashable {
+        /// Nothing sent yet.
         case idle
+        /// BEGIN (and maybe the Status read) is on its way.
         case beginning
+        /// Waiting for BEGIN's reply.
         case awaitingBegin
+        /// The device said where to continue; the driver sets progress and position.
         case positioned
+        /// The transfer window runs.
         case transferring
+        /// COMMIT is on its way.
         case committing
+        /// Waiting for the device's verdict.
         case awaitingCommit
+        /// The device accepted the image (or already ran it).
         case done
+        /// The session failed.
         case failed
     }
 

@@ -6,11 +6,13 @@ import OTACore
 /// Deliberately simple (stop-and-wait): slow, but it needs no flow control of its own, because
 /// each write waits for the bulb's ATT acknowledgement.
 public struct LumenClient: UpdateProtocol {
+    /// Creates a client.
     public init() {}
 
     /// Each data write carries Lumen's data header and is written with response.
     public var dataWrites: DataWriteShape { DataWriteShape(headerLength: LumenCommand.dataHeaderLength, kind: .withResponse) }
 
+    /// The one Lumen OTA characteristic (write, notify).
     public var requirements: [CharacteristicRequirement] {
         [CharacteristicRequirement("Lumen OTA", LumenProtocol.characteristic, properties: [.write, .notify])]
     }
