@@ -6,7 +6,6 @@ final class EventRecorder: Sendable {
     private struct State {
         var sent = 0
         var position = 0
-        var writes = 0
         var lastEmission: Duration?
         var rates: RateEstimator
         var state: UpdateState?
@@ -60,7 +59,6 @@ final class EventRecorder: Sendable {
         let progress: UpdateProgress? = state.withLock { state in
             state.sent += range.count
             state.position = range.upperBound
-            state.writes += 1
             guard state.lastEmission.map({ now - $0 >= interval }) ?? true else { return nil }
             return Self.snapshot(&state, now: now, total: totalBytes, acknowledged: acknowledged)
         }
@@ -71,9 +69,6 @@ final class EventRecorder: Sendable {
     func rewound(to offset: Int) {
         state.withLock { $0.position = offset }
     }
-
-    /// Data writes completed so far, for the stall watchdog.
-    var writeCount: Int { state.withLock { $0.writes } }
 
     /// Emits a progress event now, whatever the interval (after the device's progress changed,
     /// or at the end of a stream).

@@ -22,6 +22,9 @@ public final class UpdateContext: Sendable {
     public let chunkPlan: ChunkPlan
     let recorder: EventRecorder
     let device: DeviceProgress
+    /// Data writes completed on this connection: what the stall watchdog watches (engine state,
+    /// not the recorder's).
+    private let dataWritesCompleted = Mutex(0)
 
     init(
         transport: any Transport,
@@ -195,6 +198,7 @@ public final class UpdateContext: Sendable {
         case .withResponse:
             try await write(value, to: characteristic, kind: .withResponse, purpose: "data at byte \(range.lowerBound)")
         }
+        dataWritesCompleted.withLock { $0 += 1 }
         recorder.sent(range)
     }
 
@@ -217,7 +221,7 @@ public final class UpdateContext: Sendable {
                     var seen = -1
                     while true {
                         try await clock.sleep(for: stallTimeout)
-                        let writes = recorder.writeCount
+                        let writes = self.dataWritesCompleted.withLock { $0 }
                         if writes == seen {
                             let progress = recorder.progress
                             throw OTAError(
