@@ -125,6 +125,14 @@ private final class StatusReadCounter: DeviceModel {
 }
 
 @Suite struct FramedResumeRoundTripTests {
+    @Test func aFreshUpdateReadsStatusOnceAlongsideBegin() async throws {
+        let counter = StatusReadCounter()
+        let harness = UpdateHarness(profile: .esp32S3MTU244TwoM, model: counter)
+        let image = try UpdateHarness.image(size: 50_000)
+        _ = try await harness.update(image, using: FramedProtocolClient()).result.get()
+        #expect(counter.reads.withLock { $0 } == 1)
+    }
+
     @Test func aResumeReadsStatusOnceAndContinuesFromIt() async throws {
         let counter = StatusReadCounter()
         let harness = UpdateHarness(profile: .esp32S3MTU244TwoM, model: counter)
