@@ -156,6 +156,17 @@ import Testing
         #expect(update.standardOutput.contains("over probe in"))
     }
 
+    @Test func additionalFleetDevicesFollowTheDemoDevices() throws {
+        var environment = ToolEnvironment.standard
+        let demo = ProtocolDescriptor.DemoDevice(name: "spare", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "Spare", rssi: -90)
+        environment.additionalFleet.append(try SimulatedFleetDevice(demo, firmwareProtocol: "generic"))
+        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "spare"])
+        #expect(environment.fleet.last?.profile.name == "nrf52840-mtu244-2m")
+        let unknown = ProtocolDescriptor.DemoDevice(name: "x", hardwareProfile: "esp8266", advertisedName: "X", rssi: -1)
+        let error = try #require(throws: OTAError.self) { try SimulatedFleetDevice(unknown, firmwareProtocol: "generic") }
+        #expect(error.message.hasPrefix("no simulated device profile 'esp8266'"))
+    }
+
     @Test func aFamilyDefinedAgainCollidesWithTheDerivedOne() async throws {
         var environment = try Self.probeEnvironment()
         environment.builtInCatalogs = [(source: "extra", json: #"{"catalog": 1, "families": [{"name": "probe-ota", "match": {"name": "x"}, "protocol": "probe"}]}"#)]

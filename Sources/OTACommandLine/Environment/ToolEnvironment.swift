@@ -20,17 +20,17 @@ public struct ToolEnvironment: Sendable {
     /// Where a user's own catalog lives when present (loaded after the built-in ones).
     public var userCatalogPath: URL?
 
-    /// Creates an environment; `builtInCatalogs` and `fleet` add to what `registry`'s
+    /// Creates an environment; `builtInCatalogs` and `additionalFleet` add to what `registry`'s
     /// descriptors bring.
     public init(
         registry: ProtocolRegistry,
         builtInCatalogs: [(source: String, json: String)] = [],
-        fleet: [SimulatedFleetDevice] = [],
+        additionalFleet: [SimulatedFleetDevice] = [],
         userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath
     ) {
         self.registry = registry
         self.builtInCatalogs = builtInCatalogs
-        self.additionalFleet = fleet
+        self.additionalFleet = additionalFleet
         self.userCatalogPath = userCatalogPath
     }
 
