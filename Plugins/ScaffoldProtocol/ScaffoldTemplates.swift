@@ -14,19 +14,19 @@ enum ScaffoldTemplates {
                     /// TODO: the vendor's characteristic(s).
                     public static let control = CharacteristicID(service: service, characteristic: GATTUUID("0000fff1-0000-1000-8000-00805f9b34fb")!)
 
-                    /// The registry entry: `--protocol \(lower)`.
+                    /// The registry entry: `--protocol \(lower)`. Registering it brings its catalog family
+                    /// and its demo device. TODO: declare parameters as `ProtocolParameter`s and list their
+                    /// specs here; the descriptor refuses any other name.
                     public static let descriptor = ProtocolDescriptor(
                         name: "\(lower)",
                         summary: "TODO: one line about \(name)",
                         parameters: [],
-                        makeClient: { (parameters) throws(OTAError) in
-                            try parameters.validate(known: [], protocolName: "\(lower)")
-                            return \(name)Client()
-                        },
-                        makeDeviceModel: { (parameters) throws(OTAError) in
-                            try parameters.validate(known: [], protocolName: "\(lower)")
-                            return \(name)DeviceModel()
-                        }
+                        makeClient: { (_) throws(OTAError) in \(name)Client() },
+                        makeDeviceModel: { (_) throws(OTAError) in \(name)DeviceModel() },
+                        defaultFamily: .init(name: "\(lower)-ota", summary: "TODO: devices with \(name) firmware", match: .init(services: [service])),
+                        demoDevices: [
+                            .init(name: "\(lower)-demo", hardwareProfile: "esp32s3-mtu244-2m", advertisedName: "\(name)-Demo", rssi: -60)
+                        ]
                     )
                 }
 

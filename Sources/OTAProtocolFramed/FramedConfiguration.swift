@@ -1,36 +1,52 @@
 import OTACore
 
-/// The framed protocol's settings, read from protocol parameters.
+/// The framed protocol's settings, read from protocol parameters. Each parameter is declared
+/// once below; the declaration gives the stored property its default, checks values, and is what
+/// `ota protocols` lists.
 public struct FramedConfiguration: Sendable, Hashable {
+    /// `batch`: chunks per acknowledgement.
+    public static let batchParameter = ProtocolParameter.integer(
+        "batch", summary: "chunks per acknowledgement the app asks for", default: 16, in: 1...1024
+    )
+    /// `window`: batches in flight.
+    public static let windowParameter = ProtocolParameter.integer("window", summary: "batches in flight", default: 3, in: 2...64)
+    /// `ack-timeout-ms`: silence before rewinding.
+    public static let ackTimeoutParameter = ProtocolParameter.duration(
+        "ack-timeout-ms", summary: "silence before resending from the last ACK", default: .seconds(2), milliseconds: 50...60_000
+    )
+    /// `image-version`: the version in the session identity.
+    public static let imageVersionParameter = ProtocolParameter<UInt32>.integer(
+        "image-version", summary: "version number in the session identity", default: 0, in: 0...UInt32.max
+    )
+    /// Every parameter the framed protocol reads, in the order `ota protocols` lists them: its
+    /// own, then its GATT profile's.
+    public static let parameters =
+        [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec] + FramedGATTProfile.parameters
+
     /// The GATT layout.
     public var profile = FramedGATTProfile()
     /// Chunks per ACK the app asks for; the device may grant fewer. Default 16.
-    public var batch = 16
+    public var batch = Self.batchParameter.defaultValue
     /// Batches in flight (at least 2). Default 3.
-    public var windowBatches = 3
+    public var windowBatches = Self.windowParameter.defaultValue
     /// Silence with data in flight before rewinding to the last ACK. Default 2 s.
-    public var ackTimeout: Duration = .seconds(2)
+    public var ackTimeout = Self.ackTimeoutParameter.defaultValue
     /// The image version in the session identity. Default 0.
-    public var imageVersion: UInt32 = 0
+    public var imageVersion = Self.imageVersionParameter.defaultValue
 
     /// The defaults.
     public init() {}
 
-    static let parameterNames = ["service-uuid", "data-uuid", "control-uuid", "status-uuid", "batch", "window", "ack-timeout-ms", "image-version"]
-
-    /// Reads the parameters `service-uuid`, `data-uuid`, `control-uuid`, `status-uuid`, `batch`
-    /// (1…1024), `window` (2…64 batches), `ack-timeout-ms` (50…60000) and `image-version`.
+    /// Reads ``parameters``: `batch`, `window`, `ack-timeout-ms`, `image-version` and the
+    /// profile's UUIDs.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value out of range.
     public init(parameters: ProtocolParameters) throws(OTAError) {
-        try parameters.validate(known: Self.parameterNames, protocolName: FramedProtocol.name)
-        profile = FramedGATTProfile(
-            service: try parameters.uuid("service-uuid", default: FramedGATTProfile.defaultService),
-            dataCharacteristic: try parameters.uuid("data-uuid", default: FramedGATTProfile.defaultData),
-            controlCharacteristic: try parameters.uuid("control-uuid", default: FramedGATTProfile.defaultControl),
-            statusCharacteristic: try parameters.uuid("status-uuid", default: FramedGATTProfile.defaultStatus)
-        )
-        batch = try parameters.integer("batch", default: 16, in: 1...1024)
-        windowBatches = try parameters.integer("window", default: 3, in: 2...64)
-        ackTimeout = .milliseconds(try parameters.integer("ack-timeout-ms", default: 2000, in: 50...60_000))
-        imageVersion = UInt32(try parameters.integer("image-version", default: 0, in: 0...Int(UInt32.max)))
+        let reader = try parameters.reader(declared: Self.parameters, protocolName: FramedProtocol.name)
+        profile = try FramedGATTProfile(reading: reader)
+        batch = try reader.value(Self.batchParameter)
+        windowBatches = try reader.value(Self.windowParameter)
+        ackTimeout = try reader.value(Self.ackTimeoutParameter)
+        imageVersion = try reader.value(Self.imageVersionParameter)
     }
 }

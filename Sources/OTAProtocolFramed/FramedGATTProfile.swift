@@ -33,6 +33,28 @@ public struct FramedGATTProfile: Sendable, Hashable {
         self.statusCharacteristic = statusCharacteristic
     }
 
+    /// `service-uuid`: the service.
+    public static let serviceParameter = ProtocolParameter.uuid("service-uuid", summary: "service UUID", default: defaultService)
+    /// `data-uuid`: the Data characteristic.
+    public static let dataParameter = ProtocolParameter.uuid("data-uuid", summary: "Data characteristic", default: defaultData)
+    /// `control-uuid`: the Control characteristic.
+    public static let controlParameter = ProtocolParameter.uuid("control-uuid", summary: "Control characteristic", default: defaultControl)
+    /// `status-uuid`: the Status characteristic.
+    public static let statusParameter = ProtocolParameter.uuid("status-uuid", summary: "Status characteristic", default: defaultStatus)
+    /// The parameters the profile reads, in the order `ota protocols` lists them.
+    public static let parameters = [serviceParameter.spec, dataParameter.spec, controlParameter.spec, statusParameter.spec]
+
+    /// Reads the profile's parameters from `reader`, which must have been made with
+    /// ``parameters`` among its declarations.
+    public init(reading reader: ProtocolParameterReader) throws(OTAError) {
+        self.init(
+            service: try reader.value(Self.serviceParameter),
+            dataCharacteristic: try reader.value(Self.dataParameter),
+            controlCharacteristic: try reader.value(Self.controlParameter),
+            statusCharacteristic: try reader.value(Self.statusParameter)
+        )
+    }
+
     /// Data as an identifier.
     public var data: CharacteristicID { CharacteristicID(service: service, characteristic: dataCharacteristic) }
     /// Control as an identifier.

@@ -1,3 +1,4 @@
+import Foundation
 import OTACore
 
 /// The framed resumable protocol: per-chunk offset and CRC-32, per-batch ACKs, resume after any
@@ -10,21 +11,32 @@ public enum FramedProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Framed chunks (offset + CRC-32), per-batch ACKs, resumes after any disconnect or reboot",
-        parameters: [
-            ("batch", "chunks per acknowledgement the app asks for, 1...1024 (default 16)"),
-            ("window", "batches in flight, 2...64 (default 3)"),
-            ("ack-timeout-ms", "silence before resending from the last ACK, 50...60000 (default 2000)"),
-            ("image-version", "version number in the session identity (default 0)"),
-            ("service-uuid", "service UUID (default \(FramedGATTProfile.defaultService))"),
-            ("data-uuid", "Data characteristic (default \(FramedGATTProfile.defaultData))"),
-            ("control-uuid", "Control characteristic (default \(FramedGATTProfile.defaultControl))"),
-            ("status-uuid", "Status characteristic (default \(FramedGATTProfile.defaultStatus))"),
-        ],
+        parameters: FramedConfiguration.parameters,
         makeClient: { (parameters) throws(OTAError) in
             FramedProtocolClient(configuration: try FramedConfiguration(parameters: parameters))
         },
         makeDeviceModel: { (parameters) throws(OTAError) in
             FramedDeviceModel(profile: try FramedConfiguration(parameters: parameters).profile)
-        }
+        },
+        defaultFamily: .init(
+            name: "framed-ota",
+            summary: "Firmware with the framed resumable OTA service",
+            match: .init(services: [FramedGATTProfile.defaultService]),
+            parameters: [FramedConfiguration.batchParameter.spec.name: "16", FramedConfiguration.windowParameter.spec.name: "3"],
+            configuration: resumingFiveTimes
+        ),
+        demoDevices: [
+            .init(
+                name: "bolt-lock", hardwareProfile: "esp32s3-mtu244-1m", advertisedName: "BoltLock 7F21",
+                manufacturerData: [0x02E5: Data([0x42, 0x4C, 0x01])], rssi: -67
+            )
+        ]
     )
+
+    /// The default family's engine settings: up to five resume attempts.
+    private static var resumingFiveTimes: UpdateConfiguration {
+        var configuration = UpdateConfiguration()
+        configuration.resume.maximumAttempts = 5
+        return configuration
+    }
 }

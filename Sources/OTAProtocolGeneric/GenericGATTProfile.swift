@@ -31,17 +31,35 @@ public struct GenericGATTProfile: Sendable, Hashable {
         self.controlCharacteristic = controlCharacteristic
     }
 
+    /// `service-uuid`: the OTA service.
+    public static let serviceParameter = ProtocolParameter.uuid("service-uuid", summary: "OTA service UUID", default: defaultService)
+    /// `data-uuid`: the OTA Data characteristic.
+    public static let dataParameter = ProtocolParameter.uuid(
+        "data-uuid", summary: "OTA Data characteristic, write without response", default: defaultData
+    )
+    /// `control-uuid`: the OTA Control characteristic.
+    public static let controlParameter = ProtocolParameter.uuid(
+        "control-uuid", summary: "OTA Control characteristic, write + notify", default: defaultControl
+    )
+    /// The parameters the profile reads, in the order `ota protocols` lists them.
+    public static let parameters = [serviceParameter.spec, dataParameter.spec, controlParameter.spec]
+
     /// Reads `service-uuid`, `data-uuid` and `control-uuid` from `parameters`.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value that is not a UUID.
     public init(parameters: ProtocolParameters) throws(OTAError) {
-        try parameters.validate(known: Self.parameterNames, protocolName: GenericProtocol.name)
-        self.init(
-            service: try parameters.uuid("service-uuid", default: Self.defaultService),
-            dataCharacteristic: try parameters.uuid("data-uuid", default: Self.defaultData),
-            controlCharacteristic: try parameters.uuid("control-uuid", default: Self.defaultControl)
-        )
+        try self.init(reading: try parameters.reader(declared: Self.parameters, protocolName: GenericProtocol.name))
     }
 
-    static let parameterNames = ["service-uuid", "data-uuid", "control-uuid"]
+    /// Reads the profile's parameters from `reader`, which must have been made with
+    /// ``parameters`` among its declarations.
+    public init(reading reader: ProtocolParameterReader) throws(OTAError) {
+        self.init(
+            service: try reader.value(Self.serviceParameter),
+            dataCharacteristic: try reader.value(Self.dataParameter),
+            controlCharacteristic: try reader.value(Self.controlParameter)
+        )
+    }
 
     /// OTA Data as a characteristic identifier.
     public var data: CharacteristicID { CharacteristicID(service: service, characteristic: dataCharacteristic) }

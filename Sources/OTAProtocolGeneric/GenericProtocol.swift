@@ -12,16 +12,20 @@ public enum GenericProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Two characteristics (Data + Control), START/COMMIT/ABORT with CRC-32; restarts after a disconnect",
-        parameters: [
-            ("service-uuid", "OTA service UUID (default \(GenericGATTProfile.defaultService))"),
-            ("data-uuid", "OTA Data characteristic, write without response (default \(GenericGATTProfile.defaultData))"),
-            ("control-uuid", "OTA Control characteristic, write + notify (default \(GenericGATTProfile.defaultControl))"),
-        ],
+        parameters: GenericGATTProfile.parameters,
         makeClient: { (parameters) throws(OTAError) in
             GenericProtocolClient(profile: try GenericGATTProfile(parameters: parameters))
         },
         makeDeviceModel: { (parameters) throws(OTAError) in
             GenericDeviceModel(profile: try GenericGATTProfile(parameters: parameters))
-        }
+        },
+        defaultFamily: .init(
+            name: "generic-ota",
+            summary: "Firmware with the generic OTA service (seed ESP-IDF example)",
+            match: .init(services: [GenericGATTProfile.defaultService])
+        ),
+        demoDevices: [
+            .init(name: "acme-sensor", hardwareProfile: "esp32s3-mtu244-2m", advertisedName: "ACME-Sensor-01A4", rssi: -52)
+        ]
     )
 }

@@ -11,11 +11,7 @@ public enum NordicDFUProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Nordic Secure DFU (nRF5 SDK bootloaders): init packet, 4 KiB data objects, receipt notifications, resume; DFU .zip packages",
-        parameters: [
-            ("prn", "packet receipt notification interval, 0...65535; 0 disables (default 12)"),
-            ("object-delay-ms", "pause after creating the first data object, 0...5000 (default 400)"),
-            ("object-attempts", "sends of an object whose checksum fails before giving up, 1...10 (default 3)"),
-        ],
+        parameters: NordicDFUConfiguration.parameters,
         makeClient: { (parameters) throws(OTAError) in
             NordicDFUClient(configuration: try NordicDFUConfiguration(parameters: parameters))
         },
@@ -23,30 +19,29 @@ public enum NordicDFUProtocol {
             _ = try NordicDFUConfiguration(parameters: parameters)
             return NordicBootloaderModel()
         },
-        loadFirmware: { (url) throws(OTAError) in
-            guard let package = try package(at: url) else { return nil }
-            return package.images
-        },
-        inspectFirmware: { (url) throws(OTAError) in
-            switch url.pathExtension.lowercased() {
-            case "zip":
-                return try DFUPackage.inspect(contentsOf: url).firmwareInspection
-            case "bin":
-                let initPacket = url.deletingPathExtension().appendingPathExtension("dat")
-                guard FileManager.default.fileExists(atPath: initPacket.path) else { return nil }
-                return try DFUPackage.inspect(binary: url, initPacket: initPacket).firmwareInspection
-            default:
-                return nil
-            }
-        },
-        prepareRawImage: { (image) throws(OTAError) in
-            try FirmwareImage(
-                bytes: image.bytes, name: image.name,
-                attachments: [NordicDFUClient.initPacketKey: InitPacketBuilder.unsignedApplication(for: image.bytes)]
-            )
-        },
-        benchmarkVariants: [["prn": "0"], ["prn": "12"]]
+        containerFormat: DFUPackageFormat(),
+        rawImagePreparation: UnsignedInitPacketPreparation(),
+        parameterVariants: [[prn: "0"], [prn: "12"]],
+        defaultFamily: .init(
+            name: "nordic-secure-dfu",
+            summary: "nRF5 SDK secure bootloader (or an application with buttonless DFU)",
+            match: .init(services: [DFUGATTProfile.service]),
+            parameters: [prn: "12"],
+            configuration: verifyingForAMinute
+        ),
+        demoDevices: [
+            .init(name: "nrf-tracker", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58)
+        ]
     )
+
+    private static let prn = NordicDFUConfiguration.packetReceiptParameter.spec.name
+
+    /// The default family's engine settings: a minute for the bootloader to verify and activate.
+    private static var verifyingForAMinute: UpdateConfiguration {
+        var configuration = UpdateConfiguration()
+        configuration.verifyTimeout = .seconds(60)
+        return configuration
+    }
 
     /// A DFU `.zip`, or a `.bin` with the `.dat` of the same name beside it; `nil` for anything else.
     static func package(at url: URL) throws(OTAError) -> DFUPackage? {
@@ -54,11 +49,55 @@ public enum NordicDFUProtocol {
         case "zip":
             return try DFUPackage(contentsOf: url)
         case "bin":
-            let initPacket = url.deletingPathExtension().appendingPathExtension("dat")
-            guard FileManager.default.fileExists(atPath: initPacket.path) else { return nil }
+            guard let initPacket = initPacket(beside: url) else { return nil }
             return try DFUPackage(binary: url, initPacket: initPacket)
         default:
             return nil
         }
+    }
+
+    /// The `.dat` of the same name beside a `.bin`, when it exists.
+    static func initPacket(beside binary: URL) -> URL? {
+        let initPacket = binary.deletingPathExtension().appendingPathExtension("dat")
+        return FileManager.default.fileExists(atPath: initPacket.path) ? initPacket : nil
+    }
+}
+
+/// Nordic's firmware containers: a DFU `.zip`, or a `.bin` with its `.dat` init packet beside it.
+public struct DFUPackageFormat: FirmwareContainerFormat {
+    /// Creates the format.
+    public init() {}
+
+    /// The package's images in transfer order, each with its init packet attached.
+    public func load(_ url: URL) throws(OTAError) -> [FirmwareImage]? {
+        try NordicDFUProtocol.package(at: url)?.images
+    }
+
+    /// The package's parts, manifest and init packets, with what does not fit together.
+    public func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection? {
+        switch url.pathExtension.lowercased() {
+        case "zip":
+            return try DFUPackage.inspect(contentsOf: url).firmwareInspection
+        case "bin":
+            guard let initPacket = NordicDFUProtocol.initPacket(beside: url) else { return nil }
+            return try DFUPackage.inspect(binary: url, initPacket: initPacket).firmwareInspection
+        default:
+            return nil
+        }
+    }
+}
+
+/// Attaches an unsigned application init packet to a raw image, as `nrfutil pkg generate` does
+/// without a key.
+public struct UnsignedInitPacketPreparation: RawImagePreparation {
+    /// Creates the preparation.
+    public init() {}
+
+    /// The image with ``NordicDFUClient/initPacketKey`` attached.
+    public func prepare(_ image: FirmwareImage) throws(OTAError) -> FirmwareImage {
+        try FirmwareImage(
+            bytes: image.bytes, name: image.name,
+            attachments: [NordicDFUClient.initPacketKey: InitPacketBuilder.unsignedApplication(for: image.bytes)]
+        )
     }
 }

@@ -2,14 +2,15 @@ import Foundation
 import OTACore
 import Testing
 
+private let batch = ProtocolParameter.integer("batch", summary: "", default: 1, in: 1...64)
+
 /// A registry with two stand-in protocols that accept only the parameter "batch" (1...64).
 private func registry() -> ProtocolRegistry {
     ProtocolRegistry(["alpha", "beta"].map { name in
         ProtocolDescriptor(
-            name: name, summary: name, parameters: [("batch", "")],
+            name: name, summary: name, parameters: [batch.spec],
             makeClient: { (parameters) throws(OTAError) in
-                try parameters.validate(known: ["batch"], protocolName: name)
-                _ = try parameters.integer("batch", default: 1, in: 1...64)
+                _ = try parameters.reader(declared: [batch.spec], protocolName: name).value(batch)
                 return StubProtocol()
             },
             makeDeviceModel: { (_) throws(OTAError) in StubDevice() }

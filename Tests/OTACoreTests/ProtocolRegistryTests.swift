@@ -38,18 +38,27 @@ private final class NullDevice: DeviceModel {
     }
 
     @Test func parametersRejectUnknownNamesAndBadValues() throws {
+        let dataUUID = ProtocolParameter.uuid("data-uuid", summary: "data", default: GATTUUID("180F")!)
         let parameters: ProtocolParameters = ["data-uuid": "not-a-uuid", "typo": "1"]
         let unknown = try #require(throws: OTAError.self) {
-            try parameters.validate(known: ["data-uuid"], protocolName: "generic")
+            try parameters.reader(declared: [dataUUID.spec], protocolName: "generic")
         }
         #expect(unknown.message == "protocol 'generic' has no parameter 'typo' (known: data-uuid)")
         let bad = try #require(throws: OTAError.self) {
-            try parameters.uuid("data-uuid", default: GATTUUID("180F")!)
+            try (["data-uuid": "not-a-uuid"] as ProtocolParameters).reader(declared: [dataUUID.spec], protocolName: "generic")
         }
         #expect(bad.code == .invalidParameter)
         #expect(bad.message == "parameter 'data-uuid': 'not-a-uuid' is not a Bluetooth UUID")
+        let batch = ProtocolParameter.integer("batch", summary: "batch", default: 8, in: 1...64)
+        let other = ProtocolParameter.integer("other", summary: "other", default: 8, in: 1...64)
         let count: ProtocolParameters = ["batch": "0"]
-        #expect(throws: OTAError.self) { try count.integer("batch", default: 8, in: 1...64) }
-        #expect(try count.integer("other", default: 8, in: 1...64) == 8)
+        #expect(throws: OTAError.self) { try count.reader(declared: [batch.spec, other.spec], protocolName: "test") }
+        #expect(try ([:] as ProtocolParameters).reader(declared: [batch.spec, other.spec], protocolName: "test").value(other) == 8)
+    }
+
+    @Test func registrationOrderIsKept() {
+        let registry = ProtocolRegistry([Self.descriptor("b"), Self.descriptor("a"), Self.descriptor("c")])
+        #expect(registry.inRegistrationOrder.map(\.name) == ["b", "a", "c"])
+        #expect(registry.all.map(\.name) == ["a", "b", "c"])
     }
 }

@@ -23,7 +23,7 @@ import Testing
 
     /// A raw image of `size` bytes with an unsigned init packet, as the benchmark makes them.
     private func rawImage(size: Int, seed: UInt64 = 3) throws -> FirmwareImage {
-        try NordicDFUProtocol.descriptor.prepareRawImage!(try UpdateHarness.image(size: size, seed: seed))
+        try NordicDFUProtocol.descriptor.rawImagePreparation!.prepare(try UpdateHarness.image(size: size, seed: seed))
     }
 
     @Test(arguments: [
@@ -31,7 +31,7 @@ import Testing
         ("app-boot-ecdsa", 0x0100), ("app-deflated", 0x0100), ("sd-bl-app", 0x0101), ("bootloader", 0x0101),
     ])
     func everyNrfutilFixtureUpdatesTheBootloaderByteIdentically(fixture: String, softDevice: UInt16) async throws {
-        let parts = try #require(try NordicDFUProtocol.descriptor.loadFirmware!(try Fixture.url(fixture, "zip")))
+        let parts = try #require(try NordicDFUProtocol.descriptor.containerFormat!.load(try Fixture.url(fixture, "zip")))
         let (harness, model) = harness(softDevice: softDevice)
         for part in parts {
             let outcome = try await harness.update(part, using: client())
@@ -171,7 +171,7 @@ import Testing
     @Test func anApplicationIsSwitchedToItsBootloaderThenUpdated() async throws {
         let device = NordicApplicationModel(applicationName: "Tracker-9A")
         let harness = UpdateHarness(profile: .nrf52840, model: device)
-        let image = try NordicDFUProtocol.descriptor.prepareRawImage!(try UpdateHarness.image(size: 9_000))
+        let image = try NordicDFUProtocol.descriptor.rawImagePreparation!.prepare(try UpdateHarness.image(size: 9_000))
         let outcome = try await harness.update(image, using: NordicDFUClient())
         let report = try outcome.result.get()
         // The jump is a requested reconnect, not a lost link: no resume attempt, no pause.

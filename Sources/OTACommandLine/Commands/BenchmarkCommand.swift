@@ -85,7 +85,7 @@ enum BenchmarkCommand: Command {
         }
         var failed = false
         for descriptor in descriptors {
-            for variant in descriptor.benchmarkVariants {
+            for variant in descriptor.parameterVariants {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
                         if !json { streams.out(row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
@@ -119,7 +119,7 @@ enum BenchmarkCommand: Command {
         let simulation = Simulation(seed: seed)
         let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel([:]), simulation: simulation)
         let client = try descriptor.makeClient(variant)
-        let image = try descriptor.prepareRawImage?(raw) ?? raw
+        let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)
         let connector = SimulatedConnector(device: device)
         let cpuBefore = processCPUTime()

@@ -33,7 +33,7 @@ enum InspectCommand: Command {
                 descriptors = environment.registry.all
             }
             for descriptor in descriptors {
-                guard let inspect = descriptor.inspectFirmware, let inspection = try inspect(url) else { continue }
+                guard let inspection = try descriptor.containerFormat?.inspect(url) else { continue }
                 streams.out(inspection.report.hasSuffix("\n") ? inspection.report : inspection.report + "\n")
                 if inspection.problems.isEmpty {
                     streams.out("consistent: ready for --protocol \(descriptor.name)\n")

@@ -114,7 +114,7 @@ struct UpdatePlan: Sendable {
     /// the raw file.
     static func loadImages(input: URL, package: FirmwarePackage?, descriptor: ProtocolDescriptor) throws(OTAError) -> [FirmwareImage] {
         let file = try package?.singleImageURL() ?? input
-        if let loader = descriptor.loadFirmware, let images = try loader(file) {
+        if let images = try descriptor.containerFormat?.load(file) {
             return images
         }
         return [try FirmwareImage(contentsOf: file)]

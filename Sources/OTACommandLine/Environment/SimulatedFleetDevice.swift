@@ -39,19 +39,23 @@ public struct SimulatedFleetDevice: Sendable {
         self.rssi = rssi
     }
 
-    /// The simulated devices `ota` offers.
-    public static let standardFleet: [SimulatedFleetDevice] = [
-        SimulatedFleetDevice(
-            name: "acme-sensor", profile: .esp32S3MTU244TwoM, firmwareProtocol: "generic",
-            advertisedName: "ACME-Sensor-01A4", rssi: -52
-        ),
-        SimulatedFleetDevice(
-            name: "bolt-lock", profile: .esp32S3MTU244OneM, firmwareProtocol: "framed",
-            advertisedName: "BoltLock 7F21", manufacturerData: [0x02E5: Data([0x42, 0x4C, 0x01])], rssi: -67
-        ),
-        SimulatedFleetDevice(
-            name: "nrf-tracker", profile: .nrf52840, firmwareProtocol: "nordic-dfu",
-            advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58
-        ),
-    ]
+    /// The fleet device a protocol's descriptor offers as a demonstration, on the simulated
+    /// hardware profile it names.
+    ///
+    /// - Throws: ``OTAError/Code/connectionFailed`` when no built-in profile has that name.
+    public init(_ demo: ProtocolDescriptor.DemoDevice, firmwareProtocol: String) throws(OTAError) {
+        self.init(
+            name: demo.name, profile: try DeviceProfile.named(demo.hardwareProfile), firmwareProtocol: firmwareProtocol,
+            firmwareParameters: demo.parameters, advertisedName: demo.advertisedName, manufacturerData: demo.manufacturerData,
+            rssi: demo.rssi
+        )
+    }
+
+    /// The demo devices of every protocol in `registry`, in registration order; a demo device on
+    /// a hardware profile this build does not model is left out.
+    public static func demoFleet(of registry: ProtocolRegistry) -> [SimulatedFleetDevice] {
+        registry.inRegistrationOrder.flatMap { descriptor in
+            descriptor.demoDevices.compactMap { try? SimulatedFleetDevice($0, firmwareProtocol: descriptor.name) }
+        }
+    }
 }

@@ -2,28 +2,35 @@ import Foundation
 import OTACore
 
 /// What a build of the tool knows: the protocols it links, the catalogs it ships, and the
-/// simulated devices it offers. `ota` uses ``standard``; an app that adds a vendor protocol makes
-/// its own and runs the same commands with it, without touching OTACore.
+/// simulated devices it offers. `ota` uses ``standard``; an app that adds a vendor protocol
+/// registers its descriptor and runs the same commands with it, without touching OTACore. The
+/// built-in catalog and the simulated fleet start from the registered descriptors' default
+/// families and demo devices.
 public struct ToolEnvironment: Sendable {
     /// The linked protocols.
     public var registry: ProtocolRegistry
-    /// Catalogs built into the tool, as (source name, JSON text).
+    /// Catalogs built into the tool beyond the registered protocols' default families, as
+    /// (source name, JSON text).
     public var builtInCatalogs: [(source: String, json: String)]
-    /// The simulated devices `ota scan` finds and `--device sim:NAME` reaches.
-    public var fleet: [SimulatedFleetDevice]
+    /// Simulated devices beyond the registered protocols' demo devices.
+    public var additionalFleet: [SimulatedFleetDevice]
+    /// The simulated devices `ota scan` finds and `--device sim:NAME` reaches: the registered
+    /// protocols' demo devices, then ``additionalFleet``.
+    public var fleet: [SimulatedFleetDevice] { SimulatedFleetDevice.demoFleet(of: registry) + additionalFleet }
     /// Where a user's own catalog lives when present (loaded after the built-in ones).
     public var userCatalogPath: URL?
 
-    /// Creates an environment.
+    /// Creates an environment; `builtInCatalogs` and `additionalFleet` add to what `registry`'s
+    /// descriptors bring.
     public init(
         registry: ProtocolRegistry,
-        builtInCatalogs: [(source: String, json: String)],
-        fleet: [SimulatedFleetDevice],
+        builtInCatalogs: [(source: String, json: String)] = [],
+        additionalFleet: [SimulatedFleetDevice] = [],
         userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath
     ) {
         self.registry = registry
         self.builtInCatalogs = builtInCatalogs
-        self.fleet = fleet
+        self.additionalFleet = additionalFleet
         self.userCatalogPath = userCatalogPath
     }
 
@@ -39,16 +46,13 @@ public struct ToolEnvironment: Sendable {
 
     /// The protocols, catalog and simulated fleet of the `ota` tool.
     public static var standard: ToolEnvironment {
-        ToolEnvironment(
-            registry: BuiltInProtocols.registry,
-            builtInCatalogs: [(BuiltInCatalog.source, BuiltInCatalog.json)],
-            fleet: SimulatedFleetDevice.standardFleet
-        )
+        ToolEnvironment(registry: BuiltInProtocols.registry)
     }
 
-    /// The built-in catalogs, the user's catalog if present, then `extra` files, merged.
+    /// The registered protocols' default families, the other built-in catalogs, the user's
+    /// catalog if present, then `extra` files, merged.
     func catalog(adding extra: [String]) throws(OTAError) -> DeviceCatalog {
-        var catalog = DeviceCatalog()
+        var catalog = try BuiltInCatalog.catalog(for: registry)
         for (source, json) in builtInCatalogs {
             catalog = try catalog.merging(try DeviceCatalog.parse(Data(json.utf8), source: source, registry: registry))
         }

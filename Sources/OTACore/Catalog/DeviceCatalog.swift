@@ -14,6 +14,25 @@ public struct DeviceCatalog: Sendable {
         self.families = families
     }
 
+    /// The default family of every protocol in `registry` that declares one, in registration
+    /// order, as defined in `source`: an app's built-in catalog, with no protocol named twice.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when a default family's parameters do not
+    ///   suit its protocol, or two protocols declare families of the same name.
+    public init(defaultsOf registry: ProtocolRegistry, source: String) throws(OTAError) {
+        var catalog = DeviceCatalog()
+        for descriptor in registry.inRegistrationOrder {
+            guard let family = descriptor.defaultDeviceFamily(source: source) else { continue }
+            do {
+                _ = try descriptor.makeClient(family.parameters)
+            } catch {
+                throw OTAError(.invalidManifest, "\(source): family '\(family.name)' of protocol '\(descriptor.name)': \(error.message)")
+            }
+            catalog = try catalog.merging(DeviceCatalog(families: [family]))
+        }
+        self = catalog
+    }
+
     /// Parses a catalog file's contents, checking every family's protocol and parameters against
     /// `registry`.
     ///

@@ -2,17 +2,17 @@ import Foundation
 
 /// Reads a JSON manifest with errors that name the file and the field ("catalog.json:
 /// families[1].protocol: expected a string"), and refuses unknown fields so typos are caught.
-public struct ManifestReader: Sendable {
+struct ManifestReader: Sendable {
     /// The file name used in messages.
-    public let source: String
+    let source: String
 
     /// A JSON value with the path that led to it.
-    public struct Node: @unchecked Sendable {
+    struct Node: @unchecked Sendable {
         // @unchecked: wraps values produced by JSONSerialization (immutable Foundation types),
         // read only.
         let value: Any
         /// The path of this node ("families[1].match").
-        public let path: String
+        let path: String
         let source: String
 
         func error(_ problem: String) -> OTAError {
@@ -22,20 +22,20 @@ public struct ManifestReader: Sendable {
         private func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
         /// The member `key`, or `nil` when absent (or JSON null).
-        public func optional(_ key: String) throws(OTAError) -> Node? {
+        func optional(_ key: String) throws(OTAError) -> Node? {
             guard let object = value as? [String: Any] else { throw error("expected an object") }
             guard let member = object[key], !(member is NSNull) else { return nil }
             return Node(value: member, path: child(key), source: source)
         }
 
         /// The member `key`.
-        public func required(_ key: String) throws(OTAError) -> Node {
+        func required(_ key: String) throws(OTAError) -> Node {
             guard let node = try optional(key) else { throw OTAError(.invalidManifest, "\(source): \(child(key)): missing") }
             return node
         }
 
         /// Fails when the object has members other than `known`.
-        public func allowOnly(_ known: [String]) throws(OTAError) {
+        func allowOnly(_ known: [String]) throws(OTAError) {
             guard let object = value as? [String: Any] else { throw error("expected an object") }
             if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw OTAError(.invalidManifest, "\(source): \(child(unknown)): unknown field (known: \(known.joined(separator: ", ")))")
@@ -43,20 +43,20 @@ public struct ManifestReader: Sendable {
         }
 
         /// The value as a string.
-        public func string() throws(OTAError) -> String {
+        func string() throws(OTAError) -> String {
             guard let text = value as? String else { throw error("expected a string") }
             return text
         }
 
         /// The value as a non-empty string.
-        public func nonEmptyString() throws(OTAError) -> String {
+        func nonEmptyString() throws(OTAError) -> String {
             let text = try string()
             guard !text.isEmpty else { throw error("must not be empty") }
             return text
         }
 
         /// The value as an integer in `range`.
-        public func integer(in range: ClosedRange<Int>) throws(OTAError) -> Int {
+        func integer(in range: ClosedRange<Int>) throws(OTAError) -> Int {
             guard let number = value as? NSNumber, !Self.isBool(number), let integer = Int(exactly: number.doubleValue), range.contains(integer) else {
                 throw error("expected an integer in \(range.lowerBound)...\(range.upperBound)")
             }
@@ -64,7 +64,7 @@ public struct ManifestReader: Sendable {
         }
 
         /// The value as a positive number of seconds.
-        public func seconds() throws(OTAError) -> Duration {
+        func seconds() throws(OTAError) -> Duration {
             guard let number = value as? NSNumber, !Self.isBool(number), number.doubleValue > 0, number.doubleValue.isFinite else {
                 throw error("expected a positive number of seconds")
             }
@@ -72,19 +72,19 @@ public struct ManifestReader: Sendable {
         }
 
         /// The value as a list.
-        public func array() throws(OTAError) -> [Node] {
+        func array() throws(OTAError) -> [Node] {
             guard let list = value as? [Any] else { throw error("expected a list") }
             return list.enumerated().map { Node(value: $1, path: "\(path)[\($0)]", source: source) }
         }
 
         /// The value as an object's members, sorted by key.
-        public func members() throws(OTAError) -> [(key: String, node: Node)] {
+        func members() throws(OTAError) -> [(key: String, node: Node)] {
             guard let object = value as? [String: Any] else { throw error("expected an object") }
             return object.keys.sorted().map { ($0, Node(value: object[$0]!, path: child($0), source: source)) }
         }
 
         /// A scalar (string, number, boolean) as text, for protocol parameters.
-        public func scalarText() throws(OTAError) -> String {
+        func scalarText() throws(OTAError) -> String {
             switch value {
             case let text as String: return text
             case let number as NSNumber where Self.isBool(number): return number.boolValue ? "true" : "false"
@@ -96,14 +96,14 @@ public struct ManifestReader: Sendable {
         }
 
         /// The value as a Bluetooth UUID.
-        public func uuid() throws(OTAError) -> GATTUUID {
+        func uuid() throws(OTAError) -> GATTUUID {
             let text = try string()
             guard let uuid = GATTUUID(text) else { throw error("'\(text)' is not a Bluetooth UUID") }
             return uuid
         }
 
         /// The value as hexadecimal bytes ("0102ab", optional "0x").
-        public func hexBytes() throws(OTAError) -> Data {
+        func hexBytes() throws(OTAError) -> Data {
             var text = try string()
             if text.hasPrefix("0x") || text.hasPrefix("0X") { text.removeFirst(2) }
             guard text.count % 2 == 0, text.allSatisfy(\.isHexDigit) else { throw error("'\(try string())' is not hexadecimal bytes") }
@@ -124,10 +124,10 @@ public struct ManifestReader: Sendable {
     }
 
     /// Creates a reader for messages that name `source`.
-    public init(source: String) { self.source = source }
+    init(source: String) { self.source = source }
 
     /// Parses `data` as JSON and returns its root object.
-    public func root(_ data: Data) throws(OTAError) -> Node {
+    func root(_ data: Data) throws(OTAError) -> Node {
         let value: Any
         do {
             value = try JSONSerialization.jsonObject(with: data, options: [])

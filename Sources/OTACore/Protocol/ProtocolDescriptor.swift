@@ -1,56 +1,154 @@
 import Foundation
 
-/// Everything the app needs to offer one protocol: its name, what it is, and how to make its
-/// client and its device model.
+/// Everything an app needs to offer one protocol: its name, what it is, the parameters it
+/// reads, how to make its client and its device model, what it can do beyond updating (its
+/// capabilities), and the defaults it brings (a catalog family, a demo device).
 ///
 /// A protocol target exposes one descriptor (for example `GenericProtocol.descriptor`); the app
-/// registers the descriptors of the protocols it links in a ``ProtocolRegistry``.
+/// registers the descriptors of the protocols it links in a ``ProtocolRegistry`` and derives its
+/// built-in catalog and demo devices from them, so nothing else in the app names the protocol.
 public struct ProtocolDescriptor: Sendable {
     /// The name users pass to `--protocol`: lowercase, no spaces.
     public let name: String
     /// One line describing the protocol, for `ota protocols`.
     public let summary: String
-    /// The parameter names the protocol reads, with a line each.
-    public let parameters: [(name: String, summary: String)]
-    /// Makes the client side from parameters.
+    /// Every parameter the protocol reads, declared once, in the order they are listed.
+    public let parameters: [ProtocolParameterSpec]
+    /// Makes the client side from parameters, after checking them against ``parameters``.
     public let makeClient: @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol
     /// Makes a fresh device side (the peripheral half), for the simulator and for test
-    /// peripherals.
+    /// peripherals, after checking the parameters against ``parameters``.
     public let makeDeviceModel: @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
-    /// Reads the protocol's own firmware container (a Nordic DFU `.zip`) into the images to send,
-    /// in transfer order, each with its attachments; `nil` for protocols that send raw images.
-    /// It returns `nil` for a file that is not such a container.
-    public let loadFirmware: (@Sendable (URL) throws(OTAError) -> [FirmwareImage]?)?
-    /// Describes a firmware container for `ota inspect`: what is inside and whether it is
-    /// consistent; `nil` when the protocol has no container format or the file is not one.
-    public let inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)?
-    /// Turns a raw image into what the protocol sends, the way the vendor's tooling would (Nordic:
-    /// adds an unsigned init packet); used by the benchmark and tests. `nil`: raw images as they are.
-    public let prepareRawImage: (@Sendable (FirmwareImage) throws(OTAError) -> FirmwareImage)?
-    /// Parameter sets the benchmark measures separately (Nordic: PRN 0 and PRN 12); by default one
-    /// run with the defaults.
-    public let benchmarkVariants: [ProtocolParameters]
+    /// The protocol's own firmware container, if it has one.
+    public let containerFormat: (any FirmwareContainerFormat)?
+    /// How a raw image becomes what the protocol sends, if it needs more than the bytes.
+    public let rawImagePreparation: (any RawImagePreparation)?
+    /// Parameter sets whose performance differs enough to be measured and compared separately
+    /// (Nordic: PRN 0 and PRN 12); by default one set, the defaults.
+    public let parameterVariants: [ProtocolParameters]
+    /// The catalog family a device running this protocol's firmware belongs to unless a catalog
+    /// says otherwise; `nil` when its devices cannot be recognised from the protocol alone.
+    public let defaultFamily: DefaultFamily?
+    /// Devices running this protocol's firmware that an app can offer for trying it without
+    /// hardware (the `ota` tool's simulated fleet).
+    public let demoDevices: [DemoDevice]
 
     /// Creates a descriptor.
+    ///
+    /// `makeClient` and `makeDeviceModel` are called only with parameters whose names are among
+    /// `parameters` and whose values are of the declared kinds.
     public init(
         name: String,
         summary: String,
-        parameters: [(name: String, summary: String)],
+        parameters: [ProtocolParameterSpec],
         makeClient: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any UpdateProtocol,
         makeDeviceModel: @escaping @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel,
-        loadFirmware: (@Sendable (URL) throws(OTAError) -> [FirmwareImage]?)? = nil,
-        inspectFirmware: (@Sendable (URL) throws(OTAError) -> FirmwareInspection?)? = nil,
-        prepareRawImage: (@Sendable (FirmwareImage) throws(OTAError) -> FirmwareImage)? = nil,
-        benchmarkVariants: [ProtocolParameters] = [[:]]
+        containerFormat: (any FirmwareContainerFormat)? = nil,
+        rawImagePreparation: (any RawImagePreparation)? = nil,
+        parameterVariants: [ProtocolParameters] = [[:]],
+        defaultFamily: DefaultFamily? = nil,
+        demoDevices: [DemoDevice] = []
     ) {
+        precondition(Set(parameters.map(\.name)).count == parameters.count, "protocol '\(name)' declares a parameter twice")
         self.name = name
         self.summary = summary
         self.parameters = parameters
-        self.makeClient = makeClient
-        self.makeDeviceModel = makeDeviceModel
-        self.loadFirmware = loadFirmware
-        self.inspectFirmware = inspectFirmware
-        self.prepareRawImage = prepareRawImage
-        self.benchmarkVariants = benchmarkVariants
+        self.makeClient = { (values) throws(OTAError) in
+            _ = try values.reader(declared: parameters, protocolName: name)
+            return try makeClient(values)
+        }
+        self.makeDeviceModel = { (values) throws(OTAError) in
+            _ = try values.reader(declared: parameters, protocolName: name)
+            return try makeDeviceModel(values)
+        }
+        self.containerFormat = containerFormat
+        self.rawImagePreparation = rawImagePreparation
+        self.parameterVariants = parameterVariants
+        self.defaultFamily = defaultFamily
+        self.demoDevices = demoDevices
+    }
+
+    /// Checks `values` against the declared parameters.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value out of range.
+    public func validate(_ values: ProtocolParameters) throws(OTAError) {
+        _ = try values.reader(declared: parameters, protocolName: name)
+    }
+}
+
+extension ProtocolDescriptor {
+    /// How to recognise a device running the protocol's firmware, and how to update it: the
+    /// family an app's built-in catalog holds for the protocol.
+    public struct DefaultFamily: Sendable, Hashable {
+        /// The family's name ("framed-ota").
+        public var name: String
+        /// A line about the family.
+        public var summary: String?
+        /// How to recognise it: usually the service of the protocol's GATT profile.
+        public var match: DeviceFamily.Match
+        /// The protocol's parameters for the family.
+        public var parameters: ProtocolParameters
+        /// Engine settings (timeouts, resume policy); `nil` leaves the defaults.
+        public var configuration: UpdateConfiguration?
+
+        /// Creates a default family.
+        public init(
+            name: String,
+            summary: String? = nil,
+            match: DeviceFamily.Match,
+            parameters: ProtocolParameters = [:],
+            configuration: UpdateConfiguration? = nil
+        ) {
+            self.name = name
+            self.summary = summary
+            self.match = match
+            self.parameters = parameters
+            self.configuration = configuration
+        }
+    }
+
+    /// A device with the protocol's firmware, as an app offers it for a demonstration: what it
+    /// is called, the hardware it models, and what it advertises.
+    public struct DemoDevice: Sendable, Hashable {
+        /// The device's name in the app ("bolt-lock", reached as `sim:bolt-lock`).
+        public var name: String
+        /// The name of the hardware profile it runs on ("esp32s3-mtu244-1m"); the app resolves
+        /// it, so a protocol need not depend on a simulator.
+        public var hardwareProfile: String
+        /// Parameters of its firmware (UUIDs…).
+        public var parameters: ProtocolParameters
+        /// The name it advertises.
+        public var advertisedName: String
+        /// Manufacturer data it advertises, by company identifier.
+        public var manufacturerData: [UInt16: Data]
+        /// How strongly it is heard, in dBm.
+        public var rssi: Int
+
+        /// Creates a demo device.
+        public init(
+            name: String,
+            hardwareProfile: String,
+            parameters: ProtocolParameters = [:],
+            advertisedName: String,
+            manufacturerData: [UInt16: Data] = [:],
+            rssi: Int
+        ) {
+            self.name = name
+            self.hardwareProfile = hardwareProfile
+            self.parameters = parameters
+            self.advertisedName = advertisedName
+            self.manufacturerData = manufacturerData
+            self.rssi = rssi
+        }
+    }
+
+    /// The default family as a catalog entry defined in `source`.
+    public func defaultDeviceFamily(source: String) -> DeviceFamily? {
+        defaultFamily.map {
+            DeviceFamily(
+                name: $0.name, summary: $0.summary, match: $0.match, protocolName: name, parameters: $0.parameters,
+                configuration: $0.configuration, source: source
+            )
+        }
     }
 }

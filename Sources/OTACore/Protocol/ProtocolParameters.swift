@@ -1,5 +1,6 @@
 /// Named settings for a protocol, as text: from `--param key=value` on the command line or from a
-/// catalog manifest. Each protocol documents the names it reads.
+/// catalog manifest. Each protocol declares the names it reads as ``ProtocolParameterSpec``s and
+/// reads them through a ``ProtocolParameterReader``.
 public struct ProtocolParameters: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     /// The raw values by name.
     public private(set) var values: [String: String]
@@ -17,35 +18,39 @@ public struct ProtocolParameters: Sendable, Hashable, ExpressibleByDictionaryLit
         set { values[name] = newValue }
     }
 
-    /// Fails when a name is not one of `known`, so a typo does not go unnoticed.
-    public func validate(known: [String], protocolName: String) throws(OTAError) {
+    /// Checks every value against `declared` — names first, so a typo does not go unnoticed,
+    /// then each value against its kind — and returns a reader of the declared parameters.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter``: "protocol 'framed' has no parameter 'bach'
+    ///   (known: …)" or "parameter 'batch': '0' is not an integer in 1...1024".
+    public func reader(declared: [ProtocolParameterSpec], protocolName: String) throws(OTAError) -> ProtocolParameterReader {
+        let known = declared.map(\.name)
         for name in values.keys.sorted() where !known.contains(name) {
             let list = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
-            throw OTAError(
-                .invalidParameter,
-                "protocol '\(protocolName)' has no parameter '\(name)' (known: \(list))"
-            )
+            throw OTAError(.invalidParameter, "protocol '\(protocolName)' has no parameter '\(name)' (known: \(list))")
         }
+        for spec in declared {
+            if let text = values[spec.name] { try spec.check(text) }
+        }
+        return ProtocolParameterReader(parameters: self, declared: declared)
     }
+}
 
-    /// The UUID named `name`, or `defaultValue` when absent.
-    public func uuid(_ name: String, default defaultValue: GATTUUID) throws(OTAError) -> GATTUUID {
-        guard let text = values[name] else { return defaultValue }
-        guard let uuid = GATTUUID(text) else {
-            throw OTAError(.invalidParameter, "parameter '\(name)': '\(text)' is not a Bluetooth UUID")
-        }
-        return uuid
-    }
+/// Parameters already checked against a protocol's declarations, read as typed values.
+public struct ProtocolParameterReader: Sendable {
+    /// The parameters as given.
+    public let parameters: ProtocolParameters
+    /// The declarations they were checked against.
+    public let declared: [ProtocolParameterSpec]
 
-    /// The integer named `name` within `range`, or `defaultValue` when absent.
-    public func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(OTAError) -> Int {
-        guard let text = values[name] else { return defaultValue }
-        guard let value = Int(text), range.contains(value) else {
-            throw OTAError(
-                .invalidParameter,
-                "parameter '\(name)': '\(text)' is not an integer in \(range.lowerBound)...\(range.upperBound)"
-            )
-        }
-        return value
+    /// The value of `parameter`, or its default when it was not given.
+    ///
+    /// - Precondition: `parameter` is one of the declarations the reader was made with, so a
+    ///   parameter read but not declared (missing from `ota protocols` and the typo check) fails
+    ///   the first test that reads it.
+    public func value<Value>(_ parameter: ProtocolParameter<Value>) throws(OTAError) -> Value {
+        precondition(declared.contains(parameter.spec), "parameter '\(parameter.spec.name)' is read but not declared")
+        guard let text = parameters[parameter.spec.name] else { return parameter.defaultValue }
+        return try parameter.parse(text)
     }
 }

@@ -4,6 +4,7 @@
 /// ``ProtocolDescriptor`` and the app registers the ones it wants.
 public struct ProtocolRegistry: Sendable {
     private var descriptors: [String: ProtocolDescriptor] = [:]
+    private var order: [String] = []
 
     /// Creates a registry holding `descriptors`.
     ///
@@ -17,11 +18,18 @@ public struct ProtocolRegistry: Sendable {
     public mutating func register(_ descriptor: ProtocolDescriptor) {
         precondition(descriptors[descriptor.name] == nil, "protocol '\(descriptor.name)' registered twice")
         descriptors[descriptor.name] = descriptor
+        order.append(descriptor.name)
     }
 
     /// All registered protocols, sorted by name.
     public var all: [ProtocolDescriptor] {
         descriptors.values.sorted { $0.name < $1.name }
+    }
+
+    /// All registered protocols, in the order they were registered: the order of the families
+    /// and demo devices derived from them.
+    public var inRegistrationOrder: [ProtocolDescriptor] {
+        order.compactMap { descriptors[$0] }
     }
 
     /// The protocol named `name`.

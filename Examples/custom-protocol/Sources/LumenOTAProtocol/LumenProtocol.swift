@@ -8,18 +8,29 @@ public enum LumenProtocol {
     /// The one characteristic, write with response + notify.
     public static let characteristic = CharacteristicID(service: service, characteristic: GATTUUID("4c554d01-6c75-6d65-6e00-000000000001")!)
 
-    /// The registry entry; Lumen has no parameters.
+    /// The registry entry; Lumen has no parameters. Registering it is all an app does: the
+    /// catalog family and the demo bulb below come with it.
     public static let descriptor = ProtocolDescriptor(
         name: "lumen",
         summary: "Lumen smart bulbs: one characteristic, stop-and-wait writes with response, CRC-32 at the end",
         parameters: [],
-        makeClient: { (parameters) throws(OTAError) in
-            try parameters.validate(known: [], protocolName: "lumen")
-            return LumenClient()
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            try parameters.validate(known: [], protocolName: "lumen")
-            return LumenDeviceModel()
-        }
+        makeClient: { (_) throws(OTAError) in LumenClient() },
+        makeDeviceModel: { (_) throws(OTAError) in LumenDeviceModel() },
+        defaultFamily: .init(
+            name: "lumen-bulb",
+            summary: "Lumen smart bulbs",
+            match: .init(namePattern: GlobPattern("Lumen-*"), services: [service]),
+            configuration: answeringWithinFiveSeconds
+        ),
+        demoDevices: [
+            .init(name: "lumen-bulb", hardwareProfile: "esp32-mtu185-1m", advertisedName: "Lumen-A19-3C", rssi: -60)
+        ]
     )
+
+    /// The bulbs answer each write within five seconds.
+    private static var answeringWithinFiveSeconds: UpdateConfiguration {
+        var configuration = UpdateConfiguration()
+        configuration.responseTimeout = .seconds(5)
+        return configuration
+    }
 }
