@@ -4,7 +4,7 @@ import Testing
 
 private struct InertProtocol: UpdateProtocol {
     var requirements: [CharacteristicRequirement] { [] }
-    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) {}
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome { .accepted }
 }
 
 private final class InertDevice: DeviceModel {
