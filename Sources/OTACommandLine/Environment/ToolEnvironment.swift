@@ -1,8 +1,12 @@
 import Foundation
 import OTACore
 
-/// What a build of the tool knows: the protocols it links, the catalogs it ships, and the
-/// simulated devices it offers. `ota` uses ``standard``; an app that adds a vendor protocol makes
+#if canImport(OTATransportBlueZ)
+    import OTATransportBlueZ
+#endif
+
+/// What a build of the tool knows: the protocols it links, the catalogs it ships, the
+/// simulated devices it offers and the transports that reach devices. `ota` uses ``standard``; an app that adds a vendor protocol makes
 /// its own and runs the same commands with it, without touching OTACore.
 public struct ToolEnvironment: Sendable {
     /// The linked protocols.
@@ -13,18 +17,43 @@ public struct ToolEnvironment: Sendable {
     public var fleet: [SimulatedFleetDevice]
     /// Where a user's own catalog lives when present (loaded after the built-in ones).
     public var userCatalogPath: URL?
+    /// The transports: `--device ADDRESS` goes to the first that recognises the address.
+    public var transports: TransportRegistry
+    /// The device `update` and `abort` use when `--device` is not given; `scan` lists its
+    /// transport's devices unless `--transport` says otherwise.
+    public var defaultDevice: String
 
     /// Creates an environment.
+    ///
+    /// - Parameter transports: the transports; default ``standardTransports(registry:fleet:)``.
     public init(
         registry: ProtocolRegistry,
         builtInCatalogs: [(source: String, json: String)],
         fleet: [SimulatedFleetDevice],
-        userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath
+        userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath,
+        transports: TransportRegistry? = nil,
+        defaultDevice: String = ToolEnvironment.standardDefaultDevice
     ) {
         self.registry = registry
         self.builtInCatalogs = builtInCatalogs
         self.fleet = fleet
         self.userCatalogPath = userCatalogPath
+        self.transports = transports ?? Self.standardTransports(registry: registry, fleet: fleet)
+        self.defaultDevice = defaultDevice
+    }
+
+    /// `sim:esp32s3-mtu244-2m`, a bare simulated profile.
+    public static var standardDefaultDevice: String { SimulatedTarget.defaultAddress }
+
+    /// The transports `ota` registers: BlueZ where the build has it, and the simulator serving
+    /// `fleet` with the device models of `registry`. The one place the tool names transports.
+    public static func standardTransports(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) -> TransportRegistry {
+        var providers: [any TransportProvider] = []
+        #if canImport(OTATransportBlueZ)
+            providers.append(BlueZTransportProvider())
+        #endif
+        providers.append(SimulatorTransportProvider(registry: registry, fleet: fleet))
+        return TransportRegistry(providers)
     }
 
     /// `$XDG_CONFIG_HOME/ota/catalog.json`, or `~/.config/ota/catalog.json`.
@@ -44,6 +73,19 @@ public struct ToolEnvironment: Sendable {
             builtInCatalogs: [(BuiltInCatalog.source, BuiltInCatalog.json)],
             fleet: SimulatedFleetDevice.standardFleet
         )
+    }
+
+    /// The device at `address`, through the transport that recognises it, with the transport
+    /// options of the command line. A bad address or option is a usage error of `command`.
+    func device(_ address: String, arguments: ParsedArguments, interactive: Bool, command: String) async throws -> any TransportDevice {
+        let options = TransportOptions(arguments.values, isInteractive: interactive)
+        do throws(OTAError) {
+            return try await transports.provider(for: address).device(at: address, options: options)
+        } catch {
+            guard error.code == .invalidParameter else { throw error }
+            let usage = error.underlying as? UsageError
+            throw UsageError(usage?.message ?? error.message, command: usage?.command ?? command)
+        }
     }
 
     /// The built-in catalogs, the user's catalog if present, then `extra` files, merged.

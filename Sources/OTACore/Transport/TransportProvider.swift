@@ -9,7 +9,7 @@
 /// ```swift
 /// let provider = try #require(providers.first { $0.recognises(address) })
 /// let device = try await provider.device(at: address, options: options)
-/// try await device.withSession(protocolName: "framed", imageSize: 0) { session throws(OTAError) in
+/// try await device.withSession(SessionRequest(protocolName: "framed")) { session throws(OTAError) in
 ///     try await session.run { () async throws(OTAError) in
 ///         try await UpdateEngine(clock: session.clock).abort(using: client, connector: session.connector)
 ///     }
@@ -89,19 +89,34 @@ public protocol TransportDevice: Sendable {
     /// Opens what an update or an abort needs (a connector, a clock, the world it runs in), runs
     /// `body`, and closes it (a simulated device saves its state).
     ///
-    /// - Parameters:
-    ///   - protocolName: the protocol the update speaks (a simulated device without firmware of
-    ///     its own runs it).
-    ///   - imageSize: the total size of what will be sent (fault injection by percentage).
+    /// - Important: When `body` throws, the session is left as it is (nothing is saved).
     /// - Throws: ``OTAError`` when the session cannot be opened or closed, or what `body` throws.
     func withSession<R>(
-        protocolName: String,
-        imageSize: Int,
+        _ request: SessionRequest,
         _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R
 }
 
-/// What an update or an abort runs with, from ``TransportDevice/withSession(protocolName:imageSize:_:)``.
+/// What a session is opened for: ``TransportDevice/withSession(_:_:)``.
+public struct SessionRequest: Sendable, Hashable {
+    /// The protocol the update speaks (a simulated device without firmware of its own runs it).
+    public var protocolName: String
+    /// The total size of what will be sent, in bytes (0 for an abort); fault injection by
+    /// percentage uses it.
+    public var imageSize: Int
+    /// The ATT MTU to offer, where the central chooses it (the simulator); a stack that
+    /// negotiates its own (BlueZ, CoreBluetooth) ignores it.
+    public var offeredMTU: Int
+
+    /// Creates a request.
+    public init(protocolName: String, imageSize: Int = 0, offeredMTU: Int = 517) {
+        self.protocolName = protocolName
+        self.imageSize = imageSize
+        self.offeredMTU = offeredMTU
+    }
+}
+
+/// What an update or an abort runs with, from ``TransportDevice/withSession(_:_:)``.
 public protocol TransportSession: Sendable {
     /// Opens the link; the engine reconnects through it.
     var connector: any Connector { get }

@@ -148,8 +148,7 @@ struct BlueZDevice: TransportDevice {
     func check(_ images: [FirmwareImage]) {}
 
     func withSession<R>(
-        protocolName: String,
-        imageSize: Int,
+        _ request: SessionRequest,
         _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
         try await body(Session(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
