@@ -62,7 +62,7 @@ extension DeviceScanner {
     ///
     /// - Throws: ``OTAError`` when listening cannot start or fails.
     public func advertisement(of address: String, within window: Duration) async throws(OTAError) -> Advertisement? {
-        try await listen(for: window) { $0.address == address }.first?.advertisement
+        try await listen(for: window) { $0.address == address }.first { $0.address == address }?.advertisement
     }
 }
 
