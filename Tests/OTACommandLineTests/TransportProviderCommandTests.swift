@@ -87,7 +87,7 @@ import Testing
     static func environment(_ journal: Journal) -> ToolEnvironment {
         var environment = ToolEnvironment.standard
         let simulator = SimulatorTransportProvider(registry: environment.registry, fleet: environment.fleet)
-        environment.transports.providers.insert(FakeProvider(simulator: simulator, journal: journal), at: 0)
+        environment.addedTransports.append(FakeProvider(simulator: simulator, journal: journal))
         return environment
     }
 
@@ -152,6 +152,21 @@ import Testing
         #expect(objects.map { $0["address"] as? String } == ["fake:acme-sensor", "fake:bolt-lock", "fake:nrf-tracker"])
         #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu"])
         #expect(journal.all == ["scanner"])
+    }
+
+    /// The standard transports follow the environment: a fleet device an app adds after
+    /// ``ToolEnvironment/standard`` (as lumen-ota does) is reachable.
+    @Test func theSimulatorServesTheFleetAsTheAppLeftIt() async throws {
+        let image = try temporaryImage(size: 1000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        var environment = ToolEnvironment.standard
+        var extra = try #require(environment.fleet.first)
+        extra.name = "extra-sensor"
+        environment.fleet.append(extra)
+        let streams = CapturedStreams()
+        let code = await CommandLineTool.run(["update", image.path, "--device", "sim:extra-sensor", "--dry-run"], streams: streams, environment: environment)
+        #expect(code == 0, "\(streams.standardError)")
+        #expect(streams.standardOutput.contains("protocol: generic"))
     }
 
     @Test(arguments: [

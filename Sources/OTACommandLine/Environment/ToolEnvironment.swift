@@ -17,33 +17,41 @@ public struct ToolEnvironment: Sendable {
     public var fleet: [SimulatedFleetDevice]
     /// Where a user's own catalog lives when present (loaded after the built-in ones).
     public var userCatalogPath: URL?
-    /// The transports: `--device ADDRESS` goes to the first that recognises the address.
-    public var transports: TransportRegistry
+    /// Transports an app adds, asked before the standard ones (so one of them may also take
+    /// over an address form of a standard one, such as a BlueZ provider with its own settings).
+    public var addedTransports: [any TransportProvider]
     /// The device `update` and `abort` use when `--device` is not given; `scan` lists its
     /// transport's devices unless `--transport` says otherwise.
     public var defaultDevice: String
 
     /// Creates an environment.
     ///
-    /// - Parameter transports: the transports; default ``standardTransports(registry:fleet:)``.
+    /// - Parameter addedTransports: transports asked before ``standardTransports(registry:fleet:)``.
     public init(
         registry: ProtocolRegistry,
         builtInCatalogs: [(source: String, json: String)],
         fleet: [SimulatedFleetDevice],
         userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath,
-        transports: TransportRegistry? = nil,
+        addedTransports: [any TransportProvider] = [],
         defaultDevice: String = ToolEnvironment.standardDefaultDevice
     ) {
         self.registry = registry
         self.builtInCatalogs = builtInCatalogs
         self.fleet = fleet
         self.userCatalogPath = userCatalogPath
-        self.transports = transports ?? Self.standardTransports(registry: registry, fleet: fleet)
+        self.addedTransports = addedTransports
         self.defaultDevice = defaultDevice
     }
 
     /// `sim:esp32s3-mtu244-2m`, a bare simulated profile.
     public static var standardDefaultDevice: String { SimulatedTarget.defaultAddress }
+
+    /// The transports: `--device ADDRESS` goes to the first that recognises the address. The
+    /// added ones, then the standard ones for this environment's protocols and fleet as they are
+    /// now (an app may still change ``registry`` and ``fleet`` after ``standard``).
+    public var transports: TransportRegistry {
+        TransportRegistry(addedTransports + Self.standardTransports(registry: registry, fleet: fleet).providers)
+    }
 
     /// The transports `ota` registers: BlueZ where the build has it, and the simulator serving
     /// `fleet` with the device models of `registry`. The one place the tool names transports.
