@@ -184,6 +184,17 @@ import Testing
         #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
     }
 
+    /// A dry run on a Bluetooth address with a chosen protocol goes to BlueZ and listens to nothing.
+    @Test func dryRunOnABluetoothAddressNeedsNoRadio() async throws {
+        let image = try temporaryImage(size: 1000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--device", "00:aa:01:01:00:01", "--adapter", "hci1", "--dry-run"])
+        #expect(code == 0, "\(streams.standardError)")
+        #expect(streams.outputLines.first == "would update 00:AA:01:01:00:01 through BlueZ (hci1)")
+        #expect(streams.standardOutput.contains("protocol: generic"))
+        #expect(streams.standardError.isEmpty)
+    }
+
     /// `ota abort` on a Bluetooth address goes to BlueZ like `ota update` does (here no bluetoothd
     /// answers for it): one line, "device unavailable", not "not supported".
     @Test func abortReachesARealDeviceThroughBlueZ() async throws {
