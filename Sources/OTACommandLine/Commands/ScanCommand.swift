@@ -7,7 +7,8 @@ enum ScanCommand: Command {
         name: "scan",
         summary: "List devices (the simulated fleet, or real ones with --bluez) with the family and protocol each would get.",
         options: [
-            .init(name: "--bluez", help: "scan real devices through BlueZ instead of listing the simulated fleet"),
+            .init(name: "--transport", valueName: "NAME", help: "the transport to scan with (sim, bluez); default the default device's (sim)"),
+            .init(name: "--bluez", help: "scan real devices through BlueZ instead of listing the simulated fleet (--transport bluez)"),
             .init(name: "--adapter", valueName: "NAME", help: "with --bluez: the adapter, e.g. hci0; default the first powered one"),
             .init(name: "--duration", valueName: "SECONDS", help: "with --bluez: how long to listen, 1...60; default 5"),
             .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable", repeatable: true),
@@ -22,26 +23,21 @@ enum ScanCommand: Command {
         } catch {
             return UpdateCommand.fail(error, streams: streams)
         }
-        var heard: [(address: String, advertisement: Advertisement)] = []
-        if arguments.flag("--bluez") {
-            do {
-                let seconds = try UpdatePlan.integer(arguments.value("--duration") ?? "5", option: "--duration", in: 1...60, command: "scan")
-                heard = try await BluetoothDiscovery.scan(adapter: arguments.value("--adapter"), duration: .seconds(seconds)).map {
-                    ($0.address, $0.advertisement)
-                }
+        let heard: [DiscoveredDevice]
+        do {
+            let seconds = try UpdatePlan.integer(arguments.value("--duration") ?? "5", option: "--duration", in: 1...60, command: "scan")
+            let provider = try scanProvider(arguments, environment: environment)
+            let scanner: any DeviceScanner
+            do throws(OTAError) {
+                scanner = try provider.scanner(options: TransportOptions(arguments.values))
             } catch {
-                return UpdateCommand.fail(error, streams: streams)
+                throw UsageError(error.message, command: "scan")
             }
-        } else {
-            for device in environment.fleet {
-                let target = SimulatedTarget(address: "sim:\(device.name)", profile: device.profile, fleetDevice: device)
-                guard let model = try? environment.registry.descriptor(named: device.firmwareProtocol).makeDeviceModel(device.firmwareParameters) else {
-                    continue  // firmware of a protocol this build does not link
-                }
-                heard.append((target.address, target.advertisement(running: model)))
-            }
+            heard = try await scanner.listen(for: .seconds(seconds))
+        } catch {
+            return UpdateCommand.fail(error, streams: streams)
         }
-        for (address, advertisement) in heard {
+        for (address, advertisement) in heard.map({ ($0.address, $0.advertisement) }) {
             let verdict: (family: String?, protocolName: String?, why: String)
             do {
                 if let family = try catalog.family(for: advertisement, device: address) {
@@ -69,5 +65,17 @@ enum ScanCommand: Command {
             }
         }
         return .success
+    }
+
+    /// The transport `--transport` (or `--bluez`) names, else the default device's.
+    private static func scanProvider(_ arguments: ParsedArguments, environment: ToolEnvironment) throws(UsageError) -> any TransportProvider {
+        do throws(OTAError) {
+            if let name = arguments.value("--transport") ?? (arguments.flag("--bluez") ? "bluez" : nil) {
+                return try environment.transports.provider(named: name)
+            }
+            return try environment.transports.provider(for: environment.defaultDevice)
+        } catch {
+            throw UsageError(error.message, command: "scan")
+        }
     }
 }

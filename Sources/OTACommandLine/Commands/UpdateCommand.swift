@@ -1,7 +1,5 @@
 import Foundation
 import OTACore
-import OTATransportBlueZ
-import OTATransportSimulator
 
 /// `ota update FIRMWARE`: send an image or a firmware package to a device.
 enum UpdateCommand: Command {
@@ -40,10 +38,9 @@ enum UpdateCommand: Command {
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         let plan: UpdatePlan
-        let simulator: SimulatorOptions
         do {
-            plan = try await UpdatePlan.make(arguments, environment: environment, command: "update")
-            simulator = try SimulatorOptions.parse(arguments, command: "update", interactive: streams.errorIsTerminal && !arguments.flag("--json"))
+            let interactive = streams.errorIsTerminal && !arguments.flag("--json")
+            plan = try await UpdatePlan.make(arguments, environment: environment, command: "update", interactive: interactive)
         } catch {
             return fail(error, streams: streams)
         }
@@ -51,7 +48,7 @@ enum UpdateCommand: Command {
             for line in plan.explanation { streams.out(line + "\n") }
             return .success
         }
-        return await execute(plan, simulator: simulator, json: arguments.flag("--json"), streams: streams)
+        return await execute(plan, json: arguments.flag("--json"), streams: streams)
     }
 
     static func fail(_ error: any Error, streams: any OutputStreams) -> ExitCode {
@@ -68,60 +65,36 @@ enum UpdateCommand: Command {
         }
     }
 
-    static func execute(_ plan: UpdatePlan, simulator: SimulatorOptions, json: Bool, streams: any OutputStreams) async -> ExitCode {
-        switch plan.target {
-        case .simulated(let target):
-            return await executeSimulated(plan, target: target, simulator: simulator, json: json, streams: streams)
-        case .bluetooth(let address, let adapter):
-            var settings = BlueZConnector.Configuration()
-            settings.usesAcquireWrite = plan.usesAcquireWrite
-            let connector = BlueZConnector(address: address, adapter: adapter, configuration: settings)
-            let engine = UpdateEngine(configuration: plan.configuration)
-            return await sendParts(plan, json: json, streams: streams) { image, renderer in
-                await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: nil)
-            } between: {
-                // The device restarts into what it just received before taking the next part.
-                try await Task.sleep(for: .seconds(2))
-            }
-        }
-    }
-
-    private static func executeSimulated(
-        _ plan: UpdatePlan,
-        target: SimulatedTarget,
-        simulator: SimulatorOptions,
-        json: Bool,
-        streams: any OutputStreams
-    ) async -> ExitCode {
-        let simulation = Simulation(seed: simulator.seed, pace: simulator.pace)
-        let device: SimulatedDevice
-        do {
-            guard let firmware = plan.firmware else { throw OTAError(.internal, "a simulated device without firmware") }
-            let model = try firmware.descriptor.makeDeviceModel(firmware.parameters)
-            let total = plan.images.reduce(0) { $0 + $1.count }
-            device = try simulator.makeDevice(profile: target.profile, model: model, simulation: simulation, imageSize: total)
-        } catch {
-            return fail(error, streams: streams)
-        }
-        let connector = SimulatedConnector(device: device, centralMTU: plan.mtu)
-        let engine = UpdateEngine(configuration: plan.configuration, clock: simulation.clock)
-        let code = await sendParts(plan, json: json, streams: streams) { image, renderer in
-            do {
-                return try await simulation.run {
-                    await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: simulation.executor)
+    /// Sends the plan's images through a session of its device's transport.
+    static func execute(_ plan: UpdatePlan, json: Bool, streams: any OutputStreams) async -> ExitCode {
+        let request = SessionRequest(
+            protocolName: plan.selection.protocolName, imageSize: plan.images.reduce(0) { $0 + $1.count }, offeredMTU: plan.mtu
+        )
+        var code: ExitCode?
+        do throws(OTAError) {
+            try await plan.device.withSession(request) { session in
+                let engine = UpdateEngine(configuration: plan.configuration, clock: session.clock)
+                code = await sendParts(plan, json: json, streams: streams) { image, renderer in
+                    do throws(OTAError) {
+                        return try await session.run { () async throws(OTAError) in
+                            await update(image, plan: plan, engine: engine, connector: session.connector, renderer: renderer, executor: session.executor)
+                        }
+                    } catch {
+                        return .failure(error)
+                    }
+                } between: {
+                    // The device restarts into what it just received before taking the next part.
+                    try await session.waitForRestart()
                 }
-            } catch {
-                return .failure(OTAError(.internal, "simulation failed: \(error)"))
             }
-        } between: {
-            try await simulation.run { try await simulation.clock.sleep(for: .seconds(1)) }
-        }
-        do {
-            try simulator.save(device)
         } catch {
+            // Failing to open the session is the error; failing to close it (saving a simulated
+            // device) is reported after the update's own outcome.
+            guard let code else { return fail(error, streams: streams) }
             streams.err("ota: error: \(error.message)\n")
+            return code
         }
-        return code
+        return code ?? .internalError
     }
 
     /// Sends each part in turn with its own progress display; stops at the first failure.
@@ -181,7 +154,7 @@ enum UpdateCommand: Command {
         json: Bool,
         streams: any OutputStreams
     ) -> ExitCode {
-        let device = plan.target.address
+        let device = plan.device.address
         switch result {
         case .success(let report):
             if json {

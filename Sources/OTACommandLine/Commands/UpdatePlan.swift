@@ -1,11 +1,11 @@
 import Foundation
 import OTACore
-import OTATransportSimulator
 
 /// Everything `ota update` decides before connecting: the firmware (raw image or verified
 /// package), the device, the protocol and why, its parameters and the engine's settings.
 struct UpdatePlan: Sendable {
-    var target: DeviceTarget
+    /// The device, through the transport that reaches it.
+    var device: any TransportDevice
     var descriptor: ProtocolDescriptor
     var client: any UpdateProtocol
     var selection: ProtocolSelection
@@ -13,23 +13,21 @@ struct UpdatePlan: Sendable {
     /// (Nordic SoftDevice + bootloader, then application).
     var images: [FirmwareImage]
     var package: FirmwarePackage?
-    /// A simulated device's firmware: its protocol and parameters (`nil` for a real device).
-    var firmware: (descriptor: ProtocolDescriptor, parameters: ProtocolParameters)?
     var configuration: UpdateConfiguration
     var mtu: Int
-    /// Real devices: write without response through AcquireWrite (or one WriteValue per packet).
-    var usesAcquireWrite = true
 
     /// Builds the plan from the command line; every refusal is a one-line error.
-    static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String) async throws -> UpdatePlan {
+    ///
+    /// - Parameter interactive: whether a person watches the output (the simulator paces itself).
+    static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String, interactive: Bool = false) async throws -> UpdatePlan {
         let registry = environment.registry
         let explicitParameters = try parameters(arguments, command: command)
         let explicitProtocol = arguments.value("--protocol")
         if let explicitProtocol {
             do { _ = try registry.descriptor(named: explicitProtocol) } catch { throw UsageError(error.message, command: "protocols") }
         }
-        let target = try DeviceTarget.resolve(
-            arguments.value("--device") ?? SimulatedTarget.defaultAddress, adapter: arguments.value("--adapter"), in: environment, command: command
+        let device = try await environment.device(
+            arguments.value("--device") ?? environment.defaultDevice, arguments: arguments, interactive: interactive, command: command
         )
         let catalog = try environment.catalog(adding: arguments.values["--catalog"] ?? [])
 
@@ -45,34 +43,12 @@ struct UpdatePlan: Sendable {
         }
 
         // What the device advertises decides which family matches.
-        var firmware: (descriptor: ProtocolDescriptor, parameters: ProtocolParameters)?
-        let advertisement: Advertisement?
-        switch target {
-        case .simulated(let simulated):
-            guard let running = simulated.firmware(chosen: explicitProtocol ?? package?.protocolName) else {
-                throw OTAError(
-                    .selectionFailed,
-                    "\(simulated.address) is a bare hardware profile that runs whatever protocol is chosen: pass --protocol NAME, use a package that names one, or pick a device from 'ota scan'"
-                )
-            }
-            let descriptor: ProtocolDescriptor
-            do {
-                descriptor = try registry.descriptor(named: running.protocolName)
-            } catch {
-                throw OTAError(.internal, "\(simulated.address) runs protocol '\(running.protocolName)', which this build does not link")
-            }
-            firmware = (descriptor, running.parameters)
-            advertisement = simulated.advertisement(running: try descriptor.makeDeviceModel(running.parameters))
-        case .bluetooth(let address, let adapter):
-            // Only listen when the catalog must decide; --protocol needs no advertisement.
-            advertisement = explicitProtocol == nil && package?.protocolName == nil
-                ? try await BluetoothDiscovery.advertisement(of: address, adapter: adapter, duration: .seconds(5)) : nil
-        }
-        let family = try advertisement.flatMap { advertisement throws(OTAError) in try catalog.family(for: advertisement, device: target.address) }
+        let advertisement = try await device.advertisement(chosenProtocol: explicitProtocol ?? package?.protocolName)
+        let family = try advertisement.flatMap { advertisement throws(OTAError) in try catalog.family(for: advertisement, device: device.address) }
         let selection = try ProtocolSelection.decide(
-            explicitProtocol: explicitProtocol, explicitParameters: explicitParameters, package: package, family: family, device: target.address
+            explicitProtocol: explicitProtocol, explicitParameters: explicitParameters, package: package, family: family, device: device.address
         )
-        try package?.checkCompatibility(with: family, device: target.address)
+        try package?.checkCompatibility(with: family, device: device.address)
         let descriptor: ProtocolDescriptor
         let client: any UpdateProtocol
         do {
@@ -83,14 +59,7 @@ struct UpdatePlan: Sendable {
         }
 
         let images = try loadImages(input: input, package: package, descriptor: descriptor)
-        if case .simulated(let simulated) = target {
-            for image in images where image.count > simulated.profile.slotSize {
-                throw OTAError(
-                    .imageTooLarge,
-                    "\(image.name) is \(image.count) bytes, larger than the \(simulated.profile.slotSize)-byte update slot of \(simulated.address)"
-                )
-            }
-        }
+        try device.check(images)
         var configuration = family?.configuration ?? UpdateConfiguration()
         if let attempts = arguments.value("--resume-attempts") {
             configuration.resume.maximumAttempts = try integer(attempts, option: "--resume-attempts", in: 0...100, command: command)
@@ -100,13 +69,9 @@ struct UpdatePlan: Sendable {
         }
         let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
-        let writePath = arguments.value("--write-path") ?? "acquire"
-        guard ["acquire", "writevalue"].contains(writePath) else {
-            throw UsageError("--write-path '\(writePath)' is not 'acquire' or 'writevalue'", command: command)
-        }
         return UpdatePlan(
-            target: target, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
-            firmware: firmware, configuration: configuration, mtu: mtu, usesAcquireWrite: writePath == "acquire"
+            device: device, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
+            configuration: configuration, mtu: mtu
         )
     }
 
@@ -141,11 +106,7 @@ struct UpdatePlan: Sendable {
 
     /// The decision in words, for `--dry-run`.
     var explanation: [String] {
-        var lines: [String]
-        switch target {
-        case .simulated(let simulated): lines = ["would update \(simulated.address) (\(simulated.profile.summary))"]
-        case .bluetooth(let address, let adapter): lines = ["would update \(address) through BlueZ (\(adapter ?? "first powered adapter"))"]
-        }
+        var lines = ["would update \(device.summary)"]
         if let package {
             lines.append("firmware: package \(package.name ?? package.source) \(package.version ?? "") — \(package.images.count) image(s) verified (size and SHA-256)")
         }

@@ -4,40 +4,43 @@ import OTATransportSimulator
 
 /// The device `--device` names, resolved: a fleet device with fixed firmware, or a bare profile
 /// that runs whichever protocol is chosen.
-struct SimulatedTarget: Sendable {
+struct SimulatedTarget: TransportDevice {
     /// "sim:NAME".
     var address: String
     /// The hardware.
     var profile: DeviceProfile
     /// The fleet entry, when the address names one.
     var fleetDevice: SimulatedFleetDevice?
+    /// The protocols whose device models it can run.
+    var registry: ProtocolRegistry
+    /// The `--sim-*` settings of this run.
+    var options = SimulatorOptions()
 
     /// The device used when `--device` is not given.
     static let defaultAddress = "sim:\(DeviceProfile.esp32S3MTU244TwoM.name)"
 
-    static func resolve(_ text: String, in environment: ToolEnvironment, command: String) throws(UsageError) -> SimulatedTarget {
-        guard text.hasPrefix("sim:") else {
-            throw UsageError(
-                "device '\(text)' needs a Bluetooth transport, and this build has only the simulator; use sim:NAME (see 'ota scan' and 'ota devices')",
-                command: command
-            )
-        }
+    static func resolve(
+        _ text: String,
+        fleet: [SimulatedFleetDevice],
+        registry: ProtocolRegistry,
+        options: SimulatorOptions
+    ) throws(UsageError) -> SimulatedTarget {
         let name = String(text.dropFirst(4))
-        if let device = environment.fleet.first(where: { $0.name == name }) {
-            return SimulatedTarget(address: text, profile: device.profile, fleetDevice: device)
+        if let device = fleet.first(where: { $0.name == name }) {
+            return SimulatedTarget(address: text, profile: device.profile, fleetDevice: device, registry: registry, options: options)
         }
         if let profile = DeviceProfile.builtIn.first(where: { $0.name == name }) {
-            return SimulatedTarget(address: text, profile: profile, fleetDevice: nil)
+            return SimulatedTarget(address: text, profile: profile, fleetDevice: nil, registry: registry, options: options)
         }
         // A unique prefix names a profile too: sim:nrf52840 is sim:nrf52840-mtu244-2m.
         let candidates = DeviceProfile.builtIn.filter { $0.name.hasPrefix(name + "-") }
         if candidates.count == 1, let profile = candidates.first {
-            return SimulatedTarget(address: "sim:\(profile.name)", profile: profile, fleetDevice: nil)
+            return SimulatedTarget(address: "sim:\(profile.name)", profile: profile, fleetDevice: nil, registry: registry, options: options)
         }
         if candidates.count > 1 {
             throw UsageError("'\(name)' could be \(candidates.map { "sim:\($0.name)" }.joined(separator: " or ")); give the whole name", command: "devices")
         }
-        let known = environment.fleet.map(\.name) + DeviceProfile.builtIn.map(\.name)
+        let known = fleet.map(\.name) + DeviceProfile.builtIn.map(\.name)
         throw UsageError("no simulated device or profile '\(name)' (available: \(known.joined(separator: ", ")))", command: "scan")
     }
 
@@ -55,5 +58,81 @@ struct SimulatedTarget: Sendable {
             manufacturerData: fleetDevice?.manufacturerData ?? [:],
             rssi: fleetDevice?.rssi
         )
+    }
+
+    // MARK: - TransportDevice
+
+    var summary: String { "\(address) (\(profile.summary))" }
+
+    var firmwareProtocol: String? { fleetDevice?.firmwareProtocol }
+
+    func advertisement(chosenProtocol: String?) throws(OTAError) -> Advertisement? {
+        let (_, model) = try deviceModel(chosen: chosenProtocol)
+        return advertisement(running: model)
+    }
+
+    func check(_ images: [FirmwareImage]) throws(OTAError) {
+        for image in images where image.count > profile.slotSize {
+            throw OTAError(
+                .imageTooLarge,
+                "\(image.name) is \(image.count) bytes, larger than the \(profile.slotSize)-byte update slot of \(address)"
+            )
+        }
+    }
+
+    /// Runs `body` in a fresh simulation of the device (its flash restored from `--sim-state`),
+    /// then saves the device when `body` returns.
+    func withSession<R>(
+        _ request: SessionRequest,
+        _ body: (any TransportSession) async throws(OTAError) -> R
+    ) async throws(OTAError) -> R {
+        let simulation = Simulation(seed: options.seed, pace: options.pace)
+        let (_, model) = try deviceModel(chosen: request.protocolName)
+        let device = try options.makeDevice(profile: profile, model: model, simulation: simulation, imageSize: request.imageSize)
+        let result = try await body(
+            SimulatedSession(connector: SimulatedConnector(device: device, centralMTU: request.offeredMTU), simulation: simulation)
+        )
+        try options.save(device)
+        return result
+    }
+
+    /// The device model of the firmware it runs.
+    private func deviceModel(chosen: String?) throws(OTAError) -> (ProtocolDescriptor, any DeviceModel) {
+        guard let running = firmware(chosen: chosen) else {
+            throw OTAError(
+                .selectionFailed,
+                "\(address) is a bare hardware profile that runs whatever protocol is chosen: pass --protocol NAME, use a package that names one, or pick a device from 'ota scan'"
+            )
+        }
+        let descriptor: ProtocolDescriptor
+        do {
+            descriptor = try registry.descriptor(named: running.protocolName)
+        } catch {
+            throw OTAError(.internal, "\(address) runs protocol '\(running.protocolName)', which this build does not link")
+        }
+        return (descriptor, try descriptor.makeDeviceModel(running.parameters))
+    }
+}
+
+/// An update or an abort of a simulated device: inside its simulation, in virtual time.
+struct SimulatedSession: TransportSession {
+    let connector: any Connector
+    let simulation: Simulation
+
+    var clock: any Clock<Duration> { simulation.clock }
+    var executor: (any TaskExecutor)? { simulation.executor }
+    /// A simulated device restarts in a second of virtual time.
+    var restartDelay: Duration { .seconds(1) }
+
+    func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+        let result: Result<R, OTAError>
+        do {
+            result = try await simulation.run { () async -> Result<R, OTAError> in
+                do throws(OTAError) { return .success(try await body()) } catch { return .failure(error) }
+            }
+        } catch {
+            throw OTAError(.internal, "simulation failed: \(error)")
+        }
+        return try result.get()
     }
 }

@@ -37,6 +37,12 @@ struct SimulatorOptions: Sendable {
     ]
 
     static func parse(_ arguments: ParsedArguments, command: String, interactive: Bool) throws(UsageError) -> SimulatorOptions {
+        try parse(arguments.values, command: command, interactive: interactive)
+    }
+
+    /// Parses the options from their values by name (`"--seed": ["7"]`).
+    static func parse(_ values: [String: [String]], command: String?, interactive: Bool) throws(UsageError) -> SimulatorOptions {
+        let arguments = ParsedArguments(values: values)
         var options = SimulatorOptions()
         switch arguments.value("--sim-speed") {
         case nil: options.pace = interactive ? 1 : nil
@@ -63,7 +69,7 @@ struct SimulatorOptions: Sendable {
         return options
     }
 
-    private static func threshold(_ text: String, option: String, command: String) throws(UsageError) -> Threshold {
+    private static func threshold(_ text: String, option: String, command: String?) throws(UsageError) -> Threshold {
         if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent > 0, percent < 100 {
             return .percent(percent)
         }

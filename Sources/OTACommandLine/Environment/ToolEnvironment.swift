@@ -1,11 +1,15 @@
 import Foundation
 import OTACore
 
-/// What a build of the tool knows: the protocols it links, the catalogs it ships, and the
-/// simulated devices it offers. `ota` uses ``standard``; an app that adds a vendor protocol
-/// registers its descriptor and runs the same commands with it, without touching OTACore. The
-/// built-in catalog and the simulated fleet start from the registered descriptors' default
-/// families and demo devices.
+#if canImport(OTATransportBlueZ)
+    import OTATransportBlueZ
+#endif
+
+/// What a build of the tool knows: the protocols it links, the catalogs it ships, the
+/// simulated devices it offers and the transports that reach devices. `ota` uses ``standard``;
+/// an app that adds a vendor protocol registers its descriptor and runs the same commands with
+/// it, without touching OTACore. The built-in catalog and the simulated fleet start from the
+/// registered descriptors' default families and demo devices.
 public struct ToolEnvironment: Sendable {
     /// The linked protocols.
     public var registry: ProtocolRegistry
@@ -19,19 +23,52 @@ public struct ToolEnvironment: Sendable {
     public var fleet: [SimulatedFleetDevice] { SimulatedFleetDevice.demoFleet(of: registry) + additionalFleet }
     /// Where a user's own catalog lives when present (loaded after the built-in ones).
     public var userCatalogPath: URL?
+    /// Transports an app adds, asked before the standard ones (so one of them may also take
+    /// over an address form of a standard one, such as a BlueZ provider with its own settings).
+    public var addedTransports: [any TransportProvider]
+    /// The device `update` and `abort` use when `--device` is not given; `scan` lists its
+    /// transport's devices unless `--transport` says otherwise.
+    public var defaultDevice: String
 
     /// Creates an environment; `builtInCatalogs` and `additionalFleet` add to what `registry`'s
     /// descriptors bring.
+    ///
+    /// - Parameter addedTransports: transports asked before ``standardTransports(registry:fleet:)``.
     public init(
         registry: ProtocolRegistry,
         builtInCatalogs: [(source: String, json: String)] = [],
         additionalFleet: [SimulatedFleetDevice] = [],
-        userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath
+        userCatalogPath: URL? = ToolEnvironment.conventionalCatalogPath,
+        addedTransports: [any TransportProvider] = [],
+        defaultDevice: String = ToolEnvironment.standardDefaultDevice
     ) {
         self.registry = registry
         self.builtInCatalogs = builtInCatalogs
         self.additionalFleet = additionalFleet
         self.userCatalogPath = userCatalogPath
+        self.addedTransports = addedTransports
+        self.defaultDevice = defaultDevice
+    }
+
+    /// `sim:esp32s3-mtu244-2m`, a bare simulated profile.
+    public static var standardDefaultDevice: String { SimulatedTarget.defaultAddress }
+
+    /// The transports: `--device ADDRESS` goes to the first that recognises the address. The
+    /// added ones, then the standard ones for this environment's protocols and fleet as they are
+    /// now (an app may still change ``registry`` and ``fleet`` after ``standard``).
+    public var transports: TransportRegistry {
+        TransportRegistry(addedTransports + Self.standardTransports(registry: registry, fleet: fleet).providers)
+    }
+
+    /// The transports `ota` registers: BlueZ where the build has it, and the simulator serving
+    /// `fleet` with the device models of `registry`. The one place the tool names transports.
+    public static func standardTransports(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) -> TransportRegistry {
+        var providers: [any TransportProvider] = []
+        #if canImport(OTATransportBlueZ)
+            providers.append(BlueZTransportProvider())
+        #endif
+        providers.append(SimulatorTransportProvider(registry: registry, fleet: fleet))
+        return TransportRegistry(providers)
     }
 
     /// `$XDG_CONFIG_HOME/ota/catalog.json`, or `~/.config/ota/catalog.json`.
@@ -47,6 +84,19 @@ public struct ToolEnvironment: Sendable {
     /// The protocols, catalog and simulated fleet of the `ota` tool.
     public static var standard: ToolEnvironment {
         ToolEnvironment(registry: BuiltInProtocols.registry)
+    }
+
+    /// The device at `address`, through the transport that recognises it, with the transport
+    /// options of the command line. A bad address or option is a usage error of `command`.
+    func device(_ address: String, arguments: ParsedArguments, interactive: Bool, command: String) async throws -> any TransportDevice {
+        let options = TransportOptions(arguments.values, isInteractive: interactive)
+        do throws(OTAError) {
+            return try await transports.provider(for: address).device(at: address, options: options)
+        } catch {
+            guard error.code == .invalidParameter else { throw error }
+            let usage = error.underlying as? UsageError
+            throw UsageError(usage?.message ?? error.message, command: usage?.command ?? command)
+        }
     }
 
     /// The registered protocols' default families, the other built-in catalogs, the user's

@@ -203,8 +203,11 @@ public struct BlueZConnector: Connector {
             if let known = try await session.objectTree().device(address: address, adapter: adapter.path) {
                 found = known
             } else {
+                // Running out of time (or being cancelled) leaves it not found.
                 found =
-                    await Self.withTimeLimit(configuration.discoveryTimeout, clock: clock) {
+                    try? await withTimeout(
+                        configuration.discoveryTimeout, clock: clock, timeoutError: OTAError(.timeout, "scanning")
+                    ) { () -> BlueZObjectTree.Device? in
                         for await signal in added {
                             guard let (path, interfaces) = BlueZSignals.added(signal),
                                 adapter.path.isAncestor(of: path),
@@ -215,7 +218,7 @@ public struct BlueZConnector: Connector {
                             return device
                         }
                         return nil
-                    } ?? nil
+                    }
             }
         } catch {
             await session.callDetached(
@@ -252,24 +255,33 @@ public struct BlueZConnector: Connector {
         if properties["ServicesResolved"]?.bool == true { return reply.serial }
         let path = device.path
         let address = address
-        enum Outcome: Sendable { case resolved(UInt32), disconnected }
-        let outcome = await Self.withTimeLimit(configuration.servicesResolvedTimeout, clock: clock) { () -> Outcome? in
-            for await signal in signals where signal.path == path {
-                guard let (interface, changed, _) = BlueZSignals.changed(signal), interface == BlueZ.Interface.device
-                else { continue }
-                if changed["ServicesResolved"]?.bool == true { return .resolved(max(signal.serial, reply.serial)) }
-                if changed["Connected"]?.bool == false, signal.serial > reply.serial { return .disconnected }
+        enum Outcome: Sendable { case resolved(UInt32), disconnected, signalsEnded }
+        let outcome: Outcome?
+        do {
+            outcome = try await withTimeout(
+                configuration.servicesResolvedTimeout, clock: clock,
+                timeoutError: OTAError(.timeout, "resolving services")
+            ) { () -> Outcome in
+                for await signal in signals where signal.path == path {
+                    guard let (interface, changed, _) = BlueZSignals.changed(signal),
+                        interface == BlueZ.Interface.device
+                    else { continue }
+                    if changed["ServicesResolved"]?.bool == true { return .resolved(max(signal.serial, reply.serial)) }
+                    if changed["Connected"]?.bool == false, signal.serial > reply.serial { return .disconnected }
+                }
+                return .signalsEnded
             }
-            return nil
+        } catch {
+            outcome = nil  // the time ran out, or the task was cancelled
         }
         switch outcome {
-        case .some(.some(.resolved(let serial))):
+        case .resolved(let serial):
             return serial
-        case .some(.some(.disconnected)):
+        case .disconnected:
             throw TransportError(
                 .connectionFailed,
                 "\(address) disconnected while its services were being discovered: move it closer and try again")
-        case .some(.none):
+        case .signalsEnded:
             throw TransportError(
                 .connectionFailed, "connecting to \(address): the D-Bus connection to bluetoothd was lost")
         case .none:
@@ -360,24 +372,5 @@ public struct BlueZConnector: Connector {
         let socket = try BlueZWriteSocket(
             taking: descriptor.take(), mtu: Int(mtu), label: id.characteristic.description)
         return (.acquiredSocket(mtu: Int(mtu)), socket)
-    }
-
-    // MARK: - Time limits
-
-    /// Runs `body` for at most `limit`; `nil` when the time ran out (or the task was cancelled).
-    private static func withTimeLimit<T: Sendable>(
-        _ limit: Duration,
-        clock: any Clock<Duration>,
-        _ body: @escaping @Sendable () async -> T
-    ) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await body() }
-            group.addTask {
-                try? await clock.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? nil
-        }
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+
+/// The simulator as a ``TransportProvider``: `sim:NAME` reaches a device of the simulated fleet
+/// or a bare hardware profile, in a deterministic simulation on a virtual clock.
+///
+/// It lives in the tool rather than in OTATransportSimulator because what it serves are the
+/// tool's notions: the named fleet (``SimulatedFleetDevice``), the `--sim-*` options, and device
+/// models built from the linked protocols.
+///
+/// Options it reads from ``TransportOptions``: `--seed`, `--sim-speed`, `--sim-disconnect-at`,
+/// `--sim-reboot-at`, `--sim-state` (see `ota update --help`).
+public struct SimulatorTransportProvider: TransportProvider {
+    /// The protocols whose device models simulated devices run.
+    public var registry: ProtocolRegistry
+    /// The named devices `ota scan` lists and `sim:NAME` reaches (besides bare profiles).
+    public var fleet: [SimulatedFleetDevice]
+
+    /// Creates the provider.
+    public init(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) {
+        self.registry = registry
+        self.fleet = fleet
+    }
+
+    /// `sim`.
+    public var name: String { "sim" }
+
+    /// "a simulated device (sim:NAME; see 'ota scan' and 'ota devices')".
+    public var addressForm: String { "a simulated device (sim:NAME; see 'ota scan' and 'ota devices')" }
+
+    /// Whether `address` starts with `sim:`.
+    public func recognises(_ address: String) -> Bool {
+        address.hasPrefix("sim:")
+    }
+
+    /// The fleet device or profile `address` names, with this run's `--sim-*` settings.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a bad option; its
+    ///   ``OTAError/underlying`` is the usage error with the help to point at.
+    public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
+        do throws(UsageError) {
+            let settings = try SimulatorOptions.parse(options.values, command: nil, interactive: options.isInteractive)
+            return try SimulatedTarget.resolve(address, fleet: fleet, registry: registry, options: settings)
+        } catch {
+            throw OTAError(.invalidParameter, error.message, underlying: error)
+        }
+    }
+
+    /// Lists the fleet, each device with what its firmware advertises.
+    public func scanner(options: TransportOptions) -> any DeviceScanner {
+        SimulatedFleetScanner(provider: self)
+    }
+}
+
+/// The simulated fleet, "heard" all at once: the stream yields every device and finishes.
+struct SimulatedFleetScanner: DeviceScanner {
+    let provider: SimulatorTransportProvider
+
+    /// Nothing waits on it: the stream finishes before any listening window closes.
+    var clock: any Clock<Duration> { ContinuousClock() }
+
+    func discoveries() -> AsyncThrowingStream<DiscoveredDevice, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveredDevice.self, throwing: (any Error).self)
+        for device in provider.fleet {
+            let target = SimulatedTarget(address: "sim:\(device.name)", profile: device.profile, fleetDevice: device, registry: provider.registry)
+            guard let advertisement = try? target.advertisement(chosenProtocol: nil) else {
+                continue  // firmware of a protocol this build does not link
+            }
+            continuation.yield(DiscoveredDevice(address: target.address, advertisement: advertisement))
+        }
+        continuation.finish()
+        return stream
+    }
+}

@@ -1,0 +1,168 @@
+import OTACore
+
+/// BlueZ as a ``TransportProvider``: Bluetooth addresses (`AA:BB:CC:DD:EE:FF`), reached with a
+/// ``BlueZConnector`` and found with a ``BlueZScanner``.
+///
+/// ```swift
+/// let transports = TransportRegistry([BlueZTransportProvider(), simulator])
+/// let device = try await transports.provider(for: "00:AA:01:01:00:01")
+///     .device(at: "00:AA:01:01:00:01", options: TransportOptions(["--adapter": ["hci1"]]))
+/// ```
+///
+/// Options it reads from ``TransportOptions``:
+/// - `--adapter NAME`: the adapter (`hci0`, or its address); default the first powered one.
+/// - `--write-path acquire|writevalue`: writes without response through `AcquireWrite` sockets
+///   (default), or one `WriteValue` call per packet (``BlueZConnector/Configuration/usesAcquireWrite``).
+///
+/// - Note: Every wait (listening for an advertisement, the pause while a device restarts between
+///   two parts, the connector's timeouts) runs on ``clock``.
+public struct BlueZTransportProvider: TransportProvider {
+    /// How connectors behave; `--write-path` overrides ``BlueZConnector/Configuration/usesAcquireWrite``.
+    public var configuration: BlueZConnector.Configuration
+    /// The clock every wait runs on.
+    public var clock: any Clock<Duration>
+    /// How long to listen for a device's advertisement when the catalog must pick its protocol.
+    public var advertisementWindow: Duration
+    /// How long a device takes to restart into a part it received before it takes the next.
+    public var restartDelay: Duration
+    /// Where bluetoothd is: the system bus, or a test bus.
+    let bus: DBusConnection.Bus
+
+    /// Creates the provider for the system's bluetoothd.
+    ///
+    /// - Parameters:
+    ///   - configuration: timeouts and write limits of the connectors it makes.
+    ///   - clock: the clock every wait runs on.
+    ///   - advertisementWindow: how long to listen for a device's advertisement; default 5 s.
+    ///   - restartDelay: the pause between two parts of a multi-part update; default 2 s.
+    public init(
+        configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        advertisementWindow: Duration = .seconds(5),
+        restartDelay: Duration = .seconds(2)
+    ) {
+        self.init(
+            bus: .system, configuration: configuration, clock: clock, advertisementWindow: advertisementWindow,
+            restartDelay: restartDelay)
+    }
+
+    /// Creates the provider for bluetoothd on `bus` (tests).
+    init(
+        bus: DBusConnection.Bus,
+        configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        advertisementWindow: Duration = .seconds(5),
+        restartDelay: Duration = .seconds(2)
+    ) {
+        self.bus = bus
+        self.configuration = configuration
+        self.clock = clock
+        self.advertisementWindow = advertisementWindow
+        self.restartDelay = restartDelay
+    }
+
+    /// `bluez`.
+    public var name: String { "bluez" }
+
+    /// "a Bluetooth address (AA:BB:CC:DD:EE:FF)".
+    public var addressForm: String { "a Bluetooth address (AA:BB:CC:DD:EE:FF)" }
+
+    /// Whether `address` is six hex bytes separated by colons.
+    public func recognises(_ address: String) -> Bool {
+        BlueZ.isValidAddress(address)
+    }
+
+    /// The device at `address`, through `--adapter` with `--write-path`.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `acquire` or
+    ///   `writevalue`.
+    public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
+        var configuration = configuration
+        switch options.value("--write-path") ?? "acquire" {
+        case "acquire": configuration.usesAcquireWrite = true
+        case "writevalue": configuration.usesAcquireWrite = false
+        case let other: throw OTAError(.invalidParameter, "--write-path '\(other)' is not 'acquire' or 'writevalue'")
+        }
+        let adapter = options.value("--adapter")
+        return BlueZDevice(
+            connector: BlueZConnector(
+                address: address, adapter: adapter, bus: bus, configuration: configuration, clock: clock),
+            scanner: BlueZDeviceScanner(scanner: BlueZScanner(adapter: adapter, bus: bus), clock: clock),
+            advertisementWindow: advertisementWindow, restartDelay: restartDelay)
+    }
+
+    /// A scanner on `--adapter`.
+    public func scanner(options: TransportOptions) -> any DeviceScanner {
+        BlueZDeviceScanner(scanner: BlueZScanner(adapter: options.value("--adapter"), bus: bus), clock: clock)
+    }
+}
+
+/// A ``BlueZScanner`` as OTACore's ``DeviceScanner``.
+struct BlueZDeviceScanner: DeviceScanner {
+    let scanner: BlueZScanner
+    let clock: any Clock<Duration>
+
+    func discoveries() async throws(OTAError) -> AsyncThrowingStream<DiscoveredDevice, any Error> {
+        let heard: AsyncThrowingStream<BlueZScanner.Discovery, any Error>
+        do {
+            heard = try await scanner.discoveries()
+        } catch {
+            throw OTAError(error.otaCode, error.message, underlying: error)
+        }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveredDevice.self, throwing: (any Error).self)
+        let relay = Task {
+            do {
+                for try await discovery in heard {
+                    continuation.yield(DiscoveredDevice(address: discovery.address, advertisement: discovery.advertisement))
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        // Dropping the stream drops BlueZ's, which stops discovery.
+        continuation.onTermination = { _ in relay.cancel() }
+        return stream
+    }
+}
+
+/// A Bluetooth device reached through BlueZ.
+struct BlueZDevice: TransportDevice {
+    let connector: BlueZConnector
+    let scanner: BlueZDeviceScanner
+    let advertisementWindow: Duration
+    let restartDelay: Duration
+
+    var address: String { connector.address }
+
+    var summary: String { "\(connector.address) through BlueZ (\(connector.adapter ?? "first powered adapter"))" }
+
+    var firmwareProtocol: String? { nil }
+
+    /// Listens for the device, unless a protocol is chosen already (the catalog need not decide).
+    func advertisement(chosenProtocol: String?) async throws(OTAError) -> Advertisement? {
+        guard chosenProtocol == nil else { return nil }
+        return try await scanner.advertisement(of: connector.address, within: advertisementWindow)
+    }
+
+    func check(_ images: [FirmwareImage]) {}
+
+    func withSession<R>(
+        _ request: SessionRequest,
+        _ body: (any TransportSession) async throws(OTAError) -> R
+    ) async throws(OTAError) -> R {
+        try await body(Session(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
+    }
+
+    /// Nothing to set up around a radio: the update runs where it is called.
+    struct Session: TransportSession {
+        let connector: any Connector
+        let clock: any Clock<Duration>
+        var executor: (any TaskExecutor)? { nil }
+        let restartDelay: Duration
+
+        func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+            try await body()
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import OTACore
+import Testing
+
+@testable import OTATransportBlueZ
+
+/// The BlueZ provider through a scripted org.bluez: what `ota update`, `abort`, `scan` and
+/// `--dry-run` reach for a Bluetooth address.
+@Suite struct BlueZTransportProviderTests {
+    /// A protocol whose abort writes one command to the fake's CONTROL characteristic.
+    struct ControlAbort: AbortableUpdateProtocol {
+        var requirements: [CharacteristicRequirement] {
+            [CharacteristicRequirement("control", FakeBlueZ.control, properties: .write)]
+        }
+
+        func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+            throw OTAError(.internal, "not used")
+        }
+
+        func abort(context: UpdateContext) async throws(OTAError) {
+            try await context.write(Data([0xA5]), to: FakeBlueZ.control, kind: .withResponse, purpose: "ABORT")
+        }
+    }
+
+    /// The provider as the tool sees it: any provider.
+    static func provider(on bus: PrivateBus) -> any TransportProvider {
+        var configuration = BlueZConnector.Configuration()
+        configuration.discoveryTimeout = .seconds(2)
+        configuration.servicesResolvedTimeout = .seconds(5)
+        configuration.callTimeout = .seconds(5)
+        return BlueZTransportProvider(bus: .address(bus.address), configuration: configuration)
+    }
+
+    @Test func recognisesBluetoothAddressesOnly() {
+        let provider = BlueZTransportProvider()
+        #expect(provider.name == "bluez")
+        #expect(provider.recognises("00:aa:01:01:00:01"))
+        #expect(!provider.recognises("sim:bolt-lock"))
+        #expect(!provider.recognises("AA:BB:CC:DD"))
+    }
+
+    @Test func abortReachesTheDeviceThroughTheProvider() async throws {
+        try await FakeBlueZ.with { bus, fake in
+            let device = try await Self.provider(on: bus)
+                .device(at: FakeBlueZ.address, options: TransportOptions(["--adapter": ["hci0"]]))
+            #expect(device.summary == "00:AA:01:01:00:01 through BlueZ (hci0)")
+            #expect(device.firmwareProtocol == nil)
+            let reached = try await device.withSession(SessionRequest(protocolName: "control-abort")) {
+                session throws(OTAError) in
+                #expect(session.executor == nil)
+                try await session.run { () async throws(OTAError) in
+                    try await UpdateEngine(clock: session.clock).abort(using: ControlAbort(), connector: session.connector)
+                }
+                return session.connector.deviceDescription
+            }
+            #expect(reached == "00:AA:01:01:00:01 via hci0")
+            #expect(fake.writes.contains(FakeBlueZ.Write(path: FakeBlueZ.controlPath, value: [0xA5], type: "request")))
+            #expect(fake.calls.first == "Device1.Connect")
+            #expect(await eventually { fake.calls.last == "Device1.Disconnect" })
+        }
+    }
+
+    @Test func writePathOptionChoosesWriteValue() async throws {
+        try await FakeBlueZ.with { bus, _ in
+            let provider = Self.provider(on: bus)
+            do throws(OTAError) {
+                _ = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--write-path": ["fast"]]))
+                Issue.record("a bad --write-path was accepted")
+            } catch {
+                #expect(error.code == .invalidParameter)
+                #expect(error.message == "--write-path 'fast' is not 'acquire' or 'writevalue'")
+            }
+            let device = try await provider.device(
+                at: FakeBlueZ.address, options: TransportOptions(["--write-path": ["writevalue"]]))
+            let connector = try #require(device as? BlueZDevice).connector
+            let transport = try await connector.connectTransport()
+            #expect(
+                transport.writePaths == [
+                    FakeBlueZ.data: .writeValueCommand(reason: "AcquireWrite is turned off in the configuration")
+                ])
+            await transport.disconnect()
+        }
+    }
+
+    @Test func listensForTheAdvertisementOnlyWhenTheCatalogMustDecide() async throws {
+        try await FakeBlueZ.with { bus, fake in
+            let device = try await Self.provider(on: bus).device(at: FakeBlueZ.address, options: TransportOptions())
+            #expect(try await device.advertisement(chosenProtocol: "framed") == nil)
+            #expect(fake.calls.isEmpty)
+            let advertisement = try await device.advertisement(chosenProtocol: nil)
+            #expect(advertisement?.name == "ota-lamp")
+            #expect(advertisement?.serviceUUIDs == [FakeBlueZ.serviceUUID])
+            #expect(fake.calls.contains("Adapter1.StartDiscovery"))
+        }
+    }
+
+    @Test func scannerReportsDiscoveredDevicesForTheCatalog() async throws {
+        var script = FakeBlueZ.Script()
+        script.deviceKnown = false
+        try await FakeBlueZ.with(script) { bus, fake in
+            let scanner = try Self.provider(on: bus).scanner(options: TransportOptions(["--adapter": ["hci0"]]))
+            let heard = try await scanner.listen(for: .seconds(30)) { $0.address == FakeBlueZ.address }
+            #expect(heard.map(\.address) == [FakeBlueZ.address])
+            #expect(heard.first?.advertisement.rssi == -52)
+            #expect(await eventually { fake.calls.last == "Adapter1.StopDiscovery" })
+        }
+    }
+}
