@@ -28,7 +28,7 @@ let image = try FirmwareImage(bytes: Data((0..<64_000).map { UInt8(truncatingIfN
 let engine = UpdateEngine(clock: simulation.clock)
 let report = try await simulation.run {
     let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
-    async let update = engine.update(image, using: GenericProtocolClient(), connector: SimulatedConnector(device: device), events: sink)
+    async let update = engine.update(image, using: GenericClient(), connector: SimulatedConnector(device: device), events: sink)
     for await event in events {
         switch event {
         case .state(let state, let detail, let time):

@@ -13,7 +13,7 @@ public enum FramedProtocol {
         summary: "Framed chunks (offset + CRC-32), per-batch ACKs, resumes after any disconnect or reboot",
         parameters: FramedConfiguration.parameters,
         makeClient: { (parameters) throws(OTAError) in
-            FramedProtocolClient(configuration: try FramedConfiguration(parameters: parameters))
+            FramedClient(configuration: try FramedConfiguration(parameters: parameters))
         },
         makeDeviceModel: { (parameters) throws(OTAError) in
             FramedDeviceModel(profile: try FramedConfiguration(parameters: parameters).profile)

@@ -14,7 +14,7 @@ public enum GenericProtocol {
         summary: "Two characteristics (Data + Control), START/COMMIT/ABORT with CRC-32; restarts after a disconnect",
         parameters: GenericGATTProfile.parameters,
         makeClient: { (parameters) throws(OTAError) in
-            GenericProtocolClient(profile: try GenericGATTProfile(parameters: parameters))
+            GenericClient(profile: try GenericGATTProfile(parameters: parameters))
         },
         makeDeviceModel: { (parameters) throws(OTAError) in
             GenericDeviceModel(profile: try GenericGATTProfile(parameters: parameters))

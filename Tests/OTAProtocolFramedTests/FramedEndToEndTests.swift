@@ -6,7 +6,7 @@ import OTATransportSimulator
 import Testing
 
 @Suite struct FramedEndToEndTests {
-    static let client = FramedProtocolClient()
+    static let client = FramedClient()
 
     static let sizeCases: [(FramedDeviceKind, DeviceProfile, Int)] = FramedDeviceKind.allCases.flatMap { kind in
         [(DeviceProfile.esp32MTU23, [1, 11, 12, 13, 20, 23, 24, 50_000]), (.esp32S3MTU244TwoM, [1, 235, 236, 237, 246, 247, 248, 200_000, 1_000_000])]
@@ -86,7 +86,7 @@ import Testing
         let first = try await harness.update(image, using: Self.client)
         #expect(try first.failure().code == .disconnected)
         // A fresh engine and client: only the device knows where things stand.
-        let second = try await harness.update(image, using: FramedProtocolClient())
+        let second = try await harness.update(image, using: FramedClient())
         let report = try second.result.get()
         #expect(harness.flashContents(image.count) == image.bytes)
         #expect(report.bytesSent < 60_000)

@@ -33,7 +33,7 @@ import Testing
             faults.rebootAtBytes = reboots.sorted()
             harness.device.faults = faults
             let image = try UpdateHarness.image(size: size, seed: UInt64(run))
-            let outcome = try await harness.update(image, using: FramedProtocolClient())
+            let outcome = try await harness.update(image, using: FramedClient())
             let report = try #require(try? outcome.result.get(), "run \(run) failed: \(String(describing: try? outcome.failure()))")
             #expect(harness.flashContents(size) == image.bytes, "run \(run): image differs")
             let window = 3 * 16 * report.chunkSize

@@ -129,7 +129,7 @@ private final class StatusReadCounter: DeviceModel {
         let counter = StatusReadCounter()
         let harness = UpdateHarness(profile: .esp32S3MTU244TwoM, model: counter)
         let image = try UpdateHarness.image(size: 50_000)
-        _ = try await harness.update(image, using: FramedProtocolClient()).result.get()
+        _ = try await harness.update(image, using: FramedClient()).result.get()
         #expect(counter.reads.withLock { $0 } == 1)
     }
 
@@ -140,7 +140,7 @@ private final class StatusReadCounter: DeviceModel {
         faults.disconnectAtBytes = [60_000]
         harness.device.faults = faults
         let image = try UpdateHarness.image(size: 200_000)
-        let outcome = try await harness.update(image, using: FramedProtocolClient())
+        let outcome = try await harness.update(image, using: FramedClient())
         let report = try outcome.result.get()
         #expect(harness.flashContents(image.count) == image.bytes)
         #expect(report.resumes == 1)

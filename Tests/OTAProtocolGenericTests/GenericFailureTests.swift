@@ -137,7 +137,7 @@ private struct NaiveConnector: Connector {
         let image = try GenericHarness.image(size: 100)
         let error = try await simulation.run { () -> OTAError? in
             do throws(OTAError) {
-                _ = try await engine.update(image, using: GenericProtocolClient(), connector: SimulatedConnector(device: device))
+                _ = try await engine.update(image, using: GenericClient(), connector: SimulatedConnector(device: device))
                 return nil
             } catch {
                 return error
@@ -180,7 +180,7 @@ private struct NaiveConnector: Connector {
             let failure = try await withThrowingTaskGroup(of: OTAError?.self) { group in
                 group.addTask {
                     do throws(OTAError) {
-                        _ = try await engine.update(image, using: GenericProtocolClient(), connector: connector, events: sink)
+                        _ = try await engine.update(image, using: GenericClient(), connector: connector, events: sink)
                         return nil
                     } catch {
                         return error

@@ -28,6 +28,6 @@ struct GenericHarness {
     }
 
     func update(_ image: FirmwareImage, connector: (any Connector)? = nil) async throws -> Outcome {
-        try await base.update(image, using: GenericProtocolClient(), connector: connector)
+        try await base.update(image, using: GenericClient(), connector: connector)
     }
 }

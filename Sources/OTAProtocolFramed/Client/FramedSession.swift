@@ -4,7 +4,7 @@ import OTACore
 /// The client's side of a framed session around the transfer, as a value-type state machine:
 /// BEGIN (with the Status read alongside it), the device's answer, where to continue, COMMIT and
 /// its verdict. One method per input, each returning what to do next; no I/O.
-/// ``FramedProtocolClient`` performs the actions; the transfer itself is a
+/// ``FramedClient`` performs the actions; the transfer itself is a
 /// ``FramedTransferWindow``.
 ///
 /// ```

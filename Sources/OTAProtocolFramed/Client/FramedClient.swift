@@ -5,7 +5,7 @@ import OTACore
 /// batches checked by ACKs, COMMIT. Resumable and abortable.
 ///
 /// A thin driver: the handshake is a ``FramedSession``, the transfer a ``FramedTransferWindow``.
-public struct FramedProtocolClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
+public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
     /// Settings.
     public var configuration: FramedConfiguration
 

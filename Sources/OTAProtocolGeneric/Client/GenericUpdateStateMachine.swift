@@ -2,7 +2,7 @@ import Foundation
 import OTACore
 
 /// The client's side of the generic protocol as a value-type state machine: one method per
-/// input, each returning what to do next. No I/O; ``GenericProtocolClient`` performs the actions.
+/// input, each returning what to do next. No I/O; ``GenericClient`` performs the actions.
 ///
 /// ```
 /// idle ──start()──▶ awaitingStart ──0x81 00──▶ streaming ──streamFinished()──▶ awaitingCommit ──0x82 00──▶ done

@@ -6,7 +6,7 @@ import OTACore
 /// Drives a ``GenericUpdateStateMachine`` over an ``UpdateContext``. The protocol cannot resume:
 /// an interrupted update starts again from the beginning on the next run (START resets the
 /// device).
-public struct GenericProtocolClient: UpdateProtocol {
+public struct GenericClient: UpdateProtocol {
     /// The GATT layout.
     public var profile: GenericGATTProfile
 
