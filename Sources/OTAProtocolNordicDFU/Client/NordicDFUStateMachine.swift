@@ -1,0 +1,482 @@
+import Foundation
+import OTACore
+
+/// The client's side of Nordic Secure DFU as a value-type state machine: one method per input,
+/// each returning what to do next. No I/O; ``NordicDFUClient`` performs the actions.
+///
+/// ```
+/// start ─▶ Select(command) ─┬─ none held ─────▶ Create(command) ─▶ PRN 0 ─▶ write .dat ─▶ Checksum ─┐
+///                           ├─ a prefix held ─────────────────────▶ PRN 0 ─▶ write rest ─▶ Checksum ─┤
+///                           └─ all held ─────────────────────────────────────────────────────────────┤
+///                                                                                        Execute ◀───┘
+///   ┌────────────────────────────────────────────────────────────────────────────────────────┘
+///   ▼
+/// PRN n ─▶ Select(data) (skipped with a checkpoint) ─┬─ object held, maybe not executed ─▶ Execute ─┐
+///                                                    ├─ part of an object held ─▶ stream the rest ──┤
+///                                                    └─ nothing (or bytes that differ) ─────────────┤
+///   ┌───────────────────────────────────────────────────────────────────────────────────────────────┘
+///   ▼  per object
+/// Create(data) ─▶ [first object: sleep] ─▶ stream (receipt every n packets) ─▶ Checksum ─▶ Execute ─▶ next
+///        ▲                                        │ receipt or checksum differs                 │ last
+///        └──────────── again, up to objectAttempts ┘                                            ▼ finished
+/// ```
+///
+/// Inputs: ``start()``, ``received(_:)-(Data)`` (every Control Point notification), ``streamed()``
+/// (the bytes of a ``Action/writeInitPacket(_:)`` or ``Action/stream(_:receipt:)`` without receipt
+/// are written), ``delayElapsed()`` and ``proceed()`` (after an action that expects no answer).
+public struct NordicDFUStateMachine: Sendable {
+    /// How long the driver waits for an answer.
+    public enum Wait: Sendable, Hashable {
+        /// The engine's response timeout.
+        case response
+        /// The engine's verify timeout: the bootloader validates the whole image before it answers.
+        case verification
+    }
+
+    /// What the driver must do next.
+    public enum Action: Sendable, Equatable {
+        /// Write the request to the Control Point with response, wait (as `wait` says) for a
+        /// notification and pass it to ``received(_:)-(Data)``.
+        case send(DFURequest, wait: Wait = .response)
+        /// The last notification was a stray packet receipt: wait (as `wait` says) for the next
+        /// one and pass it to ``received(_:)-(Data)``. `purpose` names what is awaited.
+        case listen(purpose: String, wait: Wait)
+        /// Write these bytes of the init packet to DFU Packet without response (not image
+        /// data: no progress), then call ``streamed()``.
+        case writeInitPacket(Range<Int>)
+        /// Write these bytes of the image to DFU Packet as data. With `receipt`, the bootloader
+        /// sends a packet receipt notification after the last one: wait for it and pass it to
+        /// ``received(_:)-(Data)``; without, call ``streamed()``.
+        case stream(Range<Int>, receipt: Bool)
+        /// Wait this long on the engine clock, then call ``delayElapsed()``.
+        case sleep(Duration, purpose: String)
+        /// Report a phase change, then call ``proceed()``.
+        case enter(UpdateState)
+        /// The bootloader holds the first this many bytes of the image durably; report it, then
+        /// call ``proceed()``.
+        case acknowledged(Int)
+        /// Add a line to the log, then call ``proceed()``.
+        case note(String)
+        /// The bootloader accepted the image (and restarts into it).
+        case finished
+        /// The update failed.
+        case fail(OTAError)
+
+        /// Errors compare by code and message.
+        public static func == (lhs: Action, rhs: Action) -> Bool {
+            switch (lhs, rhs) {
+            case (.send(let a, let x), .send(let b, let y)): a == b && x == y
+            case (.listen(let a, let x), .listen(let b, let y)): a == b && x == y
+            case (.writeInitPacket(let a), .writeInitPacket(let b)): a == b
+            case (.stream(let a, let x), .stream(let b, let y)): a == b && x == y
+            case (.sleep(let a, let x), .sleep(let b, let y)): a == b && x == y
+            case (.enter(let a), .enter(let b)): a == b
+            case (.acknowledged(let a), .acknowledged(let b)): a == b
+            case (.note(let a), .note(let b)): a == b
+            case (.finished, .finished): true
+            case (.fail(let a), .fail(let b)): a.code == b.code && a.message == b.message
+            default: false
+            }
+        }
+    }
+
+    /// The request whose answer is awaited, and what it is for.
+    private enum Step: Sendable, Hashable {
+        case selectCommand, createCommand, disableReceipts, checkInitPacket, executeInitPacket
+        case enableReceipts, selectData, executeHeldObject, createObject, checkObject, executeObject
+    }
+
+    private enum Phase: Sendable, Hashable {
+        case idle
+        case awaiting(Step, DFURequest, Wait)
+        case writingInitPacket
+        case streaming(Range<Int>, receipt: Bool)
+        case delaying
+        case done
+        case failed
+    }
+
+    // Inputs fixed at the start.
+    private let image: FirmwareImage
+    private let initPacket: Data
+    private let payloadSize: Int
+    private let receiptInterval: Int
+    private let firstObjectDelay: Duration
+    private let objectAttempts: Int
+    private let checkpoint: DFUObjectSelection?
+
+    private var phase = Phase.idle
+    private var pending: [Action] = []
+
+    // Init packet stage.
+    private var initPacketFrom = 0
+    private var createdCommandObject = false
+    private var skippedInitPacket = false
+
+    // Data stage: the current object is `objectStart..<objectEnd`; `position` is the next byte to
+    // write and the running CRCs cover the image up to `objectStart` and up to `position`.
+    private var objectSize = 0
+    private var objectStart = 0
+    private var objectEnd = 0
+    private var position = 0
+    private var crcAtObjectStart = CRC32()
+    private var crcAtPosition = CRC32()
+    private var attempt = 1
+    private var firstObject = true
+
+    /// Objects sent again because their bytes did not all arrive.
+    public private(set) var objectsResent = 0
+
+    /// Prepares an update of `image`.
+    ///
+    /// - Parameters:
+    ///   - payloadSize: bytes per packet (the engine's chunk plan); packet receipts are counted in
+    ///     packets of this size from the first byte of each stream.
+    ///   - configuration: packet receipt interval, first-object delay, attempts per object.
+    ///   - checkpoint: what Select(data) reported while the engine looked for the resume point;
+    ///     used instead of selecting again, unless the init packet had to be created anew (which
+    ///     resets the bootloader's data).
+    /// - Throws: ``OTAError/Code/invalidImage`` when the image has no init packet.
+    public init(
+        image: FirmwareImage,
+        payloadSize: Int,
+        configuration: NordicDFUConfiguration,
+        resumingFrom checkpoint: DFUObjectSelection? = nil
+    ) throws(OTAError) {
+        guard let initPacket = image.attachments[NordicDFUClient.initPacketKey], !initPacket.isEmpty else {
+            throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
+        }
+        precondition(payloadSize > 0, "payload size must be positive")
+        self.image = image
+        self.initPacket = initPacket
+        self.payloadSize = payloadSize
+        receiptInterval = max(0, configuration.packetReceiptInterval)
+        firstObjectDelay = configuration.dataObjectDelay
+        objectAttempts = max(1, configuration.objectAttempts)
+        self.checkpoint = checkpoint
+    }
+
+    // MARK: - Inputs
+
+    /// Begins: Select the command object, or, when the checkpoint shows the bootloader holding
+    /// a prefix of this image, go straight to the data objects.
+    ///
+    /// The bootloader keeps data only under an executed init packet, and Select(data) was the
+    /// last request, so the data object is current: an Execute or the rest of a partial object
+    /// applies to it. Touching the command object first would make it current instead, and the
+    /// data would have to be selected again.
+    public mutating func start() -> Action {
+        precondition(phase == .idle, "start() called twice")
+        if let checkpoint, holdsPrefixOfImage(checkpoint) {
+            skippedInitPacket = true
+            return emit(
+                [.note("the bootloader holds \(checkpoint.offset) bytes of this image under an executed init packet; continuing without sending it again")]
+                    + ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+            )
+        }
+        return emit(ask(.selectCommand, .select(.command)))
+    }
+
+    /// The bootloader notified `notification` on the Control Point.
+    public mutating func received(_ notification: Data) -> Action {
+        precondition(pending.isEmpty, "received(_:) while actions are pending; call proceed()")
+        switch phase {
+        case .awaiting(let step, let request, let wait):
+            switch DFUAnswer(notification, to: request) {
+            case .malformed(let error): return fail(error)
+            case .lateReceipt: return .listen(purpose: "response to \(request)", wait: wait)
+            case .response(let response): return emit(answer(response, to: step, request: request))
+            }
+        case .streaming(let segment, receipt: true):
+            guard let response = DFUResponse(decoding: notification) else {
+                return fail(OTAError(.malformedResponse, "malformed notification on the DFU Control Point: \(notification.count) bytes"))
+            }
+            guard response.opCode == DFUOpCode.calculateChecksum.rawValue, response.result == .success else {
+                return .listen(purpose: "packet receipt notification", wait: .response)
+            }
+            return emit(receipt(offset: Int(response.values[0]), crc: response.values[1], after: segment))
+        default:
+            return fail(OTAError(.malformedResponse, "unexpected notification on the DFU Control Point (\(notification.count) bytes) while \(activity)"))
+        }
+    }
+
+    /// The bootloader notified `response` on the Control Point.
+    public mutating func received(_ response: DFUResponse) -> Action {
+        received(response.encoded)
+    }
+
+    /// The bytes of the last ``Action/writeInitPacket(_:)``, or of a ``Action/stream(_:receipt:)``
+    /// without receipt, are written.
+    public mutating func streamed() -> Action {
+        precondition(pending.isEmpty, "streamed() while actions are pending; call proceed()")
+        switch phase {
+        case .writingInitPacket:
+            return emit(ask(.checkInitPacket, .calculateChecksum))
+        case .streaming(let segment, receipt: false):
+            advance(to: segment.upperBound)
+            return emit(position < objectEnd ? nextSegment() : ask(.checkObject, .calculateChecksum))
+        default:
+            preconditionFailure("streamed() while \(activity)")
+        }
+    }
+
+    /// The ``Action/sleep(_:purpose:)`` is over.
+    public mutating func delayElapsed() -> Action {
+        precondition(phase == .delaying && pending.isEmpty, "delayElapsed() while \(activity)")
+        return emit(nextSegment())
+    }
+
+    /// The last ``Action/enter(_:)``, ``Action/acknowledged(_:)`` or ``Action/note(_:)`` is done.
+    public mutating func proceed() -> Action {
+        precondition(!pending.isEmpty, "proceed() with no action pending")
+        return pending.removeFirst()
+    }
+
+    // MARK: - Answers
+
+    private mutating func answer(_ response: DFUResponse, to step: Step, request: DFURequest) -> [Action] {
+        let executes: Set<Step> = [.executeInitPacket, .executeHeldObject, .executeObject]
+        if !executes.contains(step), response.result != .success {
+            return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
+        }
+        switch step {
+        case .selectCommand:
+            guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
+            return initPacketStage(selection)
+        case .createCommand:
+            return ask(.disableReceipts, .setPRN(0))
+        case .disableReceipts:
+            phase = .writingInitPacket
+            return [.writeInitPacket(initPacketFrom..<initPacket.count)]
+        case .checkInitPacket:
+            let (offset, crc) = (response.values[0], response.values[1])
+            guard Int(offset) == initPacket.count, crc == CRC32.checksum(initPacket) else {
+                return failing(
+                    .verificationFailed,
+                    "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 0x\(String(crc, radix: 16, uppercase: true)); run the update again"
+                )
+            }
+            return ask(.executeInitPacket, .execute)
+        case .executeInitPacket:
+            guard response.result == .success else {
+                return failing(.deviceRejected, "bootloader rejected the init packet: \(response.failureDescription(for: "Execute"))")
+            }
+            return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+        case .enableReceipts:
+            // Creating the command object reset the bootloader's data: the checkpoint is stale.
+            // Otherwise it still holds, and what it leads to here starts with Create(data),
+            // which makes the data object current.
+            if let checkpoint, skippedInitPacket || !createdCommandObject { return dataStage(checkpoint) }
+            return ask(.selectData, .select(.data))
+        case .selectData:
+            guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
+            return dataStage(selection)
+        case .executeHeldObject:
+            // SDK 15–17 answer 0x08 when the object was already executed: that is fine.
+            guard response.result == .success || response.result == .operationNotPermitted else {
+                let code: OTAError.Code = objectStart == image.count ? .verificationFailed : .deviceRejected
+                return failing(code, "bootloader rejected \(response.failureDescription(for: "Execute"))")
+            }
+            let note = Action.note("the bootloader already holds \(objectStart) bytes; continuing")
+            if objectStart == image.count { return finish([note]) }
+            return [note, .enter(.transferring)] + createObject()
+        case .createObject:
+            if firstObject, firstObjectDelay > .zero {
+                firstObject = false
+                phase = .delaying
+                return [.sleep(firstObjectDelay, purpose: "waiting for the bootloader to prepare the first object")]
+            }
+            firstObject = false
+            return nextSegment()
+        case .checkObject:
+            let (offset, crc) = (Int(response.values[0]), response.values[1])
+            guard offset == objectEnd, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
+            return executeObject()
+        case .executeObject:
+            let isLast = objectEnd == image.count
+            guard response.result == .success else {
+                return failing(
+                    isLast ? .verificationFailed : .deviceRejected,
+                    "bootloader rejected \(response.failureDescription(for: "Execute of the object at byte \(objectStart)"))"
+                )
+            }
+            if isLast { return finish([.acknowledged(objectEnd)]) }
+            objectStart = objectEnd
+            crcAtObjectStart = crcAtPosition
+            attempt = 1
+            return [.acknowledged(objectStart)] + createObject()
+        }
+    }
+
+    /// A packet receipt after `segment`: the bootloader's offset and CRC must match what was sent.
+    private mutating func receipt(offset: Int, crc: UInt32, after segment: Range<Int>) -> [Action] {
+        advance(to: segment.upperBound)
+        guard offset == position, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
+        // A receipt at the object's end says what Calculate Checksum would: execute at once.
+        return position < objectEnd ? nextSegment() : executeObject()
+    }
+
+    // MARK: - Init packet
+
+    private mutating func initPacketStage(_ selection: DFUObjectSelection) -> [Action] {
+        guard initPacket.count <= selection.maximumSize else {
+            return failing(.invalidImage, "the init packet is \(initPacket.count) bytes; this bootloader accepts at most \(selection.maximumSize)")
+        }
+        switch DFUResumePlan.forInitPacket(initPacket, offset: selection.offset, crc: selection.crc) {
+        case .executeInitPacket:
+            return [.note("the bootloader already holds this init packet")] + ask(.executeInitPacket, .execute)
+        case .sendRestOfInitPacket(let offset):
+            initPacketFrom = offset
+            return [.note("resuming the init packet at byte \(offset)")] + ask(.disableReceipts, .setPRN(0))
+        case .sendWholeInitPacket:
+            initPacketFrom = 0
+            createdCommandObject = true
+            return ask(.createCommand, .create(.command, size: UInt32(initPacket.count)))
+        }
+    }
+
+    // MARK: - Data objects
+
+    /// Where the data stage starts, from what Select(data) reported (nordic-secure-dfu.md §7).
+    private mutating func dataStage(_ selection: DFUObjectSelection) -> [Action] {
+        guard selection.maximumSize > 0, selection.maximumSize % 4 == 0 else {
+            return failing(.malformedResponse, "bootloader reported a data object size of \(selection.maximumSize) bytes")
+        }
+        objectSize = selection.maximumSize
+        let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: objectSize, offset: selection.offset, crc: selection.crc)
+        let durable = start.offset - (start.continuePartialObject ? start.offset % objectSize : 0)
+        var actions: [Action] = [.acknowledged(durable)]
+        if selection.offset > 0, start.offset < selection.offset {
+            actions.append(.note("the bootloader's \(selection.offset) bytes differ from this image; sending again from byte \(start.offset)"))
+        }
+        if start.executeFirst, start.offset > 0 {
+            // The object ending at the offset may not have been executed: Execute it first.
+            objectStart = start.offset
+            crcAtObjectStart = Self.crc(of: image, upTo: objectStart)
+            if objectStart == image.count {
+                return actions + [.enter(.verifying)] + ask(.executeHeldObject, .execute, wait: .verification)
+            }
+            return actions + ask(.executeHeldObject, .execute)
+        }
+        actions.append(.enter(.transferring))
+        objectStart = start.offset - start.offset % objectSize
+        crcAtObjectStart = Self.crc(of: image, upTo: objectStart)
+        guard start.continuePartialObject else { return actions + createObject() }
+        // Part of this object arrived: no Create (it would rewind), stream the rest.
+        objectEnd = min(objectStart + objectSize, image.count)
+        position = objectStart
+        crcAtPosition = crcAtObjectStart
+        advance(to: start.offset)
+        firstObject = false
+        return actions + [.note("continuing object at byte \(objectStart) from byte \(start.offset)")] + nextSegment()
+    }
+
+    /// Create the current object (again, after a failed attempt) and stream it from its start.
+    private mutating func createObject() -> [Action] {
+        objectEnd = min(objectStart + objectSize, image.count)
+        position = objectStart
+        crcAtPosition = crcAtObjectStart
+        return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
+    }
+
+    /// The next run of packets up to a receipt (or to the object's end).
+    private mutating func nextSegment() -> [Action] {
+        let end: Int
+        let receipt: Bool
+        if receiptInterval > 0 {
+            end = min(position + receiptInterval * payloadSize, objectEnd)
+            // A receipt follows every n-th packet, the last one short or not.
+            receipt = objectEnd > position + (receiptInterval - 1) * payloadSize
+        } else {
+            end = objectEnd
+            receipt = false
+        }
+        phase = .streaming(position..<end, receipt: receipt)
+        return [.stream(position..<end, receipt: receipt)]
+    }
+
+    private mutating func executeObject() -> [Action] {
+        guard objectEnd == image.count else { return ask(.executeObject, .execute) }
+        return [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
+    }
+
+    /// The bootloader holds other bytes than were sent for the current object: send it again,
+    /// up to `objectAttempts` times in all.
+    ///
+    /// This is the one place that decides about an object that arrived wrong; pacing retries on
+    /// the clock, or handing a dying link to the engine first, belongs here.
+    private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
+        guard attempt < objectAttempts else {
+            return failing(
+                .verificationFailed,
+                "object at byte \(objectStart) failed its checksum \(attempt) times (bootloader has \(offset) bytes); the link or the bootloader drops packets, try a packet receipt interval (--param prn=12)"
+            )
+        }
+        attempt += 1
+        objectsResent += 1
+        return [.note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again (attempt \(attempt))")]
+            + createObject()
+    }
+
+    private mutating func finish(_ actions: [Action]) -> [Action] {
+        phase = .done
+        return actions + [.finished]
+    }
+
+    // MARK: - Helpers
+
+    private mutating func advance(to end: Int) {
+        guard end > position else { return }
+        crcAtPosition.update(image[position..<end])
+        position = end
+    }
+
+    private mutating func ask(_ step: Step, _ request: DFURequest, wait: Wait = .response) -> [Action] {
+        phase = .awaiting(step, request, wait)
+        return [.send(request, wait: wait)]
+    }
+
+    /// Queues `actions` and returns the first.
+    private mutating func emit(_ actions: [Action]) -> Action {
+        precondition(!actions.isEmpty)
+        pending = Array(actions.dropFirst())
+        return actions[0]
+    }
+
+    private mutating func fail(_ error: OTAError) -> Action {
+        phase = .failed
+        pending = []
+        return .fail(error)
+    }
+
+    private mutating func failing(_ code: OTAError.Code, _ message: String) -> [Action] {
+        phase = .failed
+        return [.fail(OTAError(code, message))]
+    }
+
+    /// Whether `selection` shows bytes of this image to keep (an object to execute, or part of
+    /// one to continue).
+    private func holdsPrefixOfImage(_ selection: DFUObjectSelection) -> Bool {
+        guard selection.maximumSize > 0, selection.maximumSize % 4 == 0 else { return false }
+        let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: selection.maximumSize, offset: selection.offset, crc: selection.crc)
+        return start.offset > 0 && (start.executeFirst || start.continuePartialObject)
+    }
+
+    private static func crc(of image: FirmwareImage, upTo end: Int) -> CRC32 {
+        var crc = CRC32()
+        crc.update(image[0..<end])
+        return crc
+    }
+
+    private var activity: String {
+        switch phase {
+        case .idle: "idle"
+        case .awaiting(_, let request, _): "waiting for the response to \(request)"
+        case .writingInitPacket: "writing the init packet"
+        case .streaming: "streaming data"
+        case .delaying: "waiting for the first object"
+        case .done: "done"
+        case .failed: "failed"
+        }
+    }
+}
