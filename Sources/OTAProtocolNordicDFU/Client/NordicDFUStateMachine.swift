@@ -86,12 +86,18 @@ public struct NordicDFUStateMachine: Sendable {
         case enableReceipts, selectData, executeHeldObject, createObject, checkObject, executeObject
     }
 
+    /// What a ``Action/sleep(_:purpose:)`` leads to. Retries paced on the clock add a case here.
+    private enum AfterDelay: Sendable, Hashable {
+        /// Stream the object just created (the first-object delay).
+        case streamObject
+    }
+
     private enum Phase: Sendable, Hashable {
         case idle
         case awaiting(Step, DFURequest, Wait)
         case writingInitPacket
         case streaming(Range<Int>, receipt: Bool)
-        case delaying
+        case delaying(then: AfterDelay)
         case done
         case failed
     }
@@ -222,8 +228,10 @@ public struct NordicDFUStateMachine: Sendable {
 
     /// The ``Action/sleep(_:purpose:)`` is over.
     public mutating func delayElapsed() -> Action {
-        precondition(phase == .delaying && pending.isEmpty, "delayElapsed() while \(activity)")
-        return emit(nextSegment())
+        guard case .delaying(let next) = phase, pending.isEmpty else { preconditionFailure("delayElapsed() while \(activity)") }
+        switch next {
+        case .streamObject: return emit(nextSegment())
+        }
     }
 
     /// The last ``Action/enter(_:)``, ``Action/acknowledged(_:)`` or ``Action/note(_:)`` is done.
@@ -283,7 +291,7 @@ public struct NordicDFUStateMachine: Sendable {
         case .createObject:
             if firstObject, firstObjectDelay > .zero {
                 firstObject = false
-                phase = .delaying
+                phase = .delaying(then: .streamObject)
                 return [.sleep(firstObjectDelay, purpose: "waiting for the bootloader to prepare the first object")]
             }
             firstObject = false
@@ -474,7 +482,7 @@ public struct NordicDFUStateMachine: Sendable {
         case .awaiting(_, let request, _): "waiting for the response to \(request)"
         case .writingInitPacket: "writing the init packet"
         case .streaming: "streaming data"
-        case .delaying: "waiting for the first object"
+        case .delaying: "waiting"
         case .done: "done"
         case .failed: "failed"
         }
