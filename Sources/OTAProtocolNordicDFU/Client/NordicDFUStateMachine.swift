@@ -5,21 +5,24 @@ import OTACore
 /// each returning what to do next. No I/O; ``NordicDFUClient`` performs the actions.
 ///
 /// ```
-/// start ─▶ Select(command) ─┬─ none held ─────▶ Create(command) ─▶ PRN 0 ─▶ write .dat ─▶ Checksum ─┐
-///                           ├─ a prefix held ─────────────────────▶ PRN 0 ─▶ write rest ─▶ Checksum ─┤
-///                           └─ all held ─────────────────────────────────────────────────────────────┤
-///                                                                                        Execute ◀───┘
-///   ┌────────────────────────────────────────────────────────────────────────────────────────┘
+/// start ─┬─ checkpoint shows a prefix of this image ──────────────────────────────────▶ PRN n (below)
+///        └─▶ Select(command) ─┬─ none held ───▶ Create(command) ─▶ PRN 0 ─▶ write .dat ─▶ Checksum ─┐
+///                             ├─ a prefix held ──────────────────▶ PRN 0 ─▶ write rest ─▶ Checksum ─┤
+///                             └─ all held ──────────────────────────────────────────────────────────┤
+///                                                                                      Execute ◀───┘
+///   ┌──────────────────────────────────────────────────────────────────────────────────────┘
 ///   ▼
-/// PRN n ─▶ Select(data) (skipped with a checkpoint) ─┬─ object held, maybe not executed ─▶ Execute ─┐
-///                                                    ├─ part of an object held ─▶ stream the rest ──┤
-///                                                    └─ nothing (or bytes that differ) ─────────────┤
-///   ┌───────────────────────────────────────────────────────────────────────────────────────────────┘
+/// PRN n ─▶ Select(data), or the checkpoint ─┬─ whole objects held, maybe not executed ─▶ Execute ─┐
+///                                           ├─ part of an object held ─▶ stream the rest ─────────┤
+///                                           └─ nothing (or bytes that differ) ────────────────────┤
+///   ┌─────────────────────────────────────────────────────────────────────────────────────────────┘
 ///   ▼  per object
 /// Create(data) ─▶ [first object: sleep] ─▶ stream (receipt every n packets) ─▶ Checksum ─▶ Execute ─▶ next
 ///        ▲                                        │ receipt or checksum differs                 │ last
 ///        └──────────── again, up to objectAttempts ┘                                            ▼ finished
 /// ```
+///
+/// A receipt that lands on the object's end stands for the Checksum.
 ///
 /// Inputs: ``start()``, ``received(_:)-(Data)`` (every Control Point notification), ``streamed()``
 /// (the bytes of a ``Action/writeInitPacket(_:)`` or ``Action/stream(_:receipt:)`` without receipt
