@@ -12,7 +12,7 @@ import Testing
     func aResumeReusesTheCheckpointAndLeavesTheInitPacketAlone(bytes: Int) async throws {
         let model = NordicBootloaderModel()
         let harness = UpdateHarness(profile: .nrf52840, model: model)
-        let image = try NordicDFUProtocol.descriptor.prepareRawImage!(try UpdateHarness.image(size: 20_000, seed: 3))
+        let image = try NordicDFUProtocol.descriptor.rawImagePreparation!.prepare(try UpdateHarness.image(size: 20_000, seed: 3))
         var faults = LinkFaults()
         faults.disconnectAtBytes = [bytes]
         harness.device.faults = faults
