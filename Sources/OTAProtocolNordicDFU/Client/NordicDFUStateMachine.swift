@@ -348,7 +348,7 @@ public struct NordicDFUStateMachine: Sendable {
 
     // MARK: - Data objects
 
-    /// Where the data stage starts, from what Select(data) reported (nordic-secure-dfu.md §7).
+    /// Where the data stage starts, from what Select(data) reported (as Nordic's clients decide).
     private mutating func dataStage(_ selection: DFUObjectSelection) -> [Action] {
         guard selection.maximumSize > 0, selection.maximumSize % 4 == 0 else {
             return failing(.malformedResponse, "bootloader reported a data object size of \(selection.maximumSize) bytes")
