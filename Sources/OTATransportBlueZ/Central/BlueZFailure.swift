@@ -51,6 +51,7 @@ enum BlueZFailure {
     }
 
     static func busUnreachable(_ bus: DBusConnection.Bus, _ error: any Error) -> TransportError {
+        if let missing = error as? DBusLibraryUnavailable { return TransportError(.connectionFailed, missing.description) }
         let cause = (error as? DBusError).map { $0.message.isEmpty ? $0.name.rawValue : $0.message } ?? "\(error)"
         return TransportError(
             .connectionFailed,

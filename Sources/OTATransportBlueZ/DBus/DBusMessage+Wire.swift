@@ -1,7 +1,7 @@
 // Conversion of messages to and from libdbus messages.
 
 extension DBusMessage {
-    private static let typeCodes: [Kind: Int32] = [.methodCall: 1, .methodReturn: 2, .error: 3, .signal: 4]
+    static let typeCodes: [Kind: Int32] = [.methodCall: 1, .methodReturn: 2, .error: 3, .signal: 4]
 
     /// Reads a libdbus message (borrowed, not released) into a value.
     ///

@@ -17,6 +17,8 @@ public struct BlueZPeripheralError: Error, Sendable, Hashable, CustomStringConve
             return try await body()
         } catch let error as DBusError {
             throw BlueZPeripheralError(what, underlying: error)
+        } catch let missing as DBusLibraryUnavailable {
+            throw BlueZPeripheralError(missing.description)
         }
     }
 }

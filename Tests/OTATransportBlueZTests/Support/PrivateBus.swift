@@ -61,10 +61,13 @@ final class PrivateBus: Sendable {
     }
 
     private static func start() throws -> PrivateBus {
+        // Without a daemon (or without libdbus) the test is skipped, saying why, rather than failed:
+        // the README's `swift test` must pass on a machine that has neither.
         guard let daemon = findDaemon() else {
-            throw PrivateBusError(
-                "dbus-daemon was not found: install it with `apt-get install dbus` (the D-Bus tests run a private bus)"
-            )
+            try Test.cancel("dbus-daemon was not found: install it with `apt-get install dbus` to run the private-bus tests")
+        }
+        if case .failure(let missing) = LibDBus.shared {
+            try Test.cancel("\(missing.description) to run the private-bus tests")
         }
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("ota-dbus-\(UUID().uuidString.prefix(8))")
