@@ -9,6 +9,10 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// BlueZ exists only on Linux: its target compiles to nothing elsewhere, and nothing depends on it
+/// there, so the package builds on macOS without D-Bus.
+let blueZ: Target.Dependency = .target(name: "OTATransportBlueZ", condition: .when(platforms: [.linux]))
+
 let package = Package(
     name: "swift-ble-ota",
     platforms: [.macOS(.v15), .iOS(.v18)],
@@ -49,16 +53,16 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator",
-                "OTATransportBlueZ",
+                blueZ,
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(name: "ota", dependencies: ["OTACommandLine"], swiftSettings: strictSettings),
         // Serves a protocol's device model as a real GATT peripheral through BlueZ, for the
-        // real-stack tests and demos.
+        // real-stack tests and demos (Linux only: elsewhere it says so and exits).
         .executableTarget(
             name: "ota-peripheral",
-            dependencies: ["OTACommandLine", "OTACore", "OTATransportBlueZ"],
+            dependencies: ["OTACommandLine", "OTACore", blueZ],
             swiftSettings: strictSettings
         ),
 
@@ -140,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OTATransportBlueZTests",
-            dependencies: ["OTACore", "OTATransportBlueZ"],
+            dependencies: ["OTACore", blueZ],
             swiftSettings: strictSettings
         ),
         .testTarget(

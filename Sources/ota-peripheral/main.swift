@@ -12,6 +12,7 @@
 // Diagnostics and a final `stats ...` line go to standard error.
 //
 // Exit status: 0 after a signal, 1 when serving failed, 2 for bad arguments.
+#if os(Linux)
 import Foundation
 import OTACommandLine
 import OTACore
@@ -197,3 +198,10 @@ if let imageOut = options.imageOut {
     }
 }
 exit(status)
+#else
+// BlueZ is Linux's Bluetooth stack: elsewhere there is nothing to serve through.
+import Foundation
+
+FileHandle.standardError.write(Data("ota-peripheral: error: serving a GATT peripheral needs BlueZ, on Linux\n".utf8))
+exit(1)
+#endif

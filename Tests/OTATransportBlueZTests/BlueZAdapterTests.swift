@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 import Testing
 
@@ -91,3 +92,4 @@ import Testing
         #expect(error?.message.hasSuffix("is dbus running? Check with 'systemctl status dbus'") == true)
     }
 }
+#endif

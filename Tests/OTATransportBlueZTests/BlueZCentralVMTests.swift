@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -110,3 +111,4 @@ struct BlueZCentralVMTests {
         await fallback.disconnect()
     }
 }
+#endif

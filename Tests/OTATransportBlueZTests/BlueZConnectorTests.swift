@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -179,3 +180,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -100,3 +101,4 @@ import Testing
         #expect(version.first?.isNumber == true)
     }
 }
+#endif

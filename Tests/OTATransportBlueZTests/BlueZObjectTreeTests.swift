@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -243,3 +244,4 @@ import Testing
                 == .disconnected(DisconnectReason("the D-Bus connection to bluetoothd was lost")))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -452,3 +453,4 @@ final class PeripheralFakeBlueZ: Sendable {
         }
     }
 }
+#endif

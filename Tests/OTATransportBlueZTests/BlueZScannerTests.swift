@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -83,3 +84,4 @@ import Testing
             ])
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -279,3 +280,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 import Testing
 
@@ -256,3 +257,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 import Testing
 
@@ -35,3 +36,4 @@ import Testing
         #expect(OTAError.wrapping(error.transportError, context: "write").code == .transport)
     }
 }
+#endif

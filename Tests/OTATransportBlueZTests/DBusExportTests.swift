@@ -1,3 +1,4 @@
+#if os(Linux)
 import Synchronization
 import Testing
 
@@ -320,3 +321,4 @@ final class WriteRecorder: Sendable {
 
     var values: [[UInt8]] { state.withLock { $0 } }
 }
+#endif

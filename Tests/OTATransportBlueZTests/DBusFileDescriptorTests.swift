@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import Testing
 
@@ -116,3 +117,4 @@ import Testing
         }
     }
 }
+#endif

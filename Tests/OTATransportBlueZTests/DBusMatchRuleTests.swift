@@ -1,3 +1,4 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
@@ -44,3 +45,4 @@ import Testing
         #expect(!DBusMatchRule(interface: "org.bluez.Device1").matches(signal))
     }
 }
+#endif

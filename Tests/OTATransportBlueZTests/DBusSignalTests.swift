@@ -1,3 +1,4 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
@@ -134,3 +135,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
@@ -52,3 +53,4 @@ import Testing
         #expect(DBusObjectPath.root.isAncestor(of: app))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
@@ -171,3 +172,4 @@ import Testing
         #expect(throws: DBusError.self) { try DBusMessage(marshalled: []) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// A local Bluetooth controller as BlueZ publishes it (`org.bluez.Adapter1` at `/org/bluez/hci0`),
@@ -121,3 +122,4 @@ public struct BlueZAdapter: Sendable, Hashable, CustomStringConvertible {
         return lhsNumber! < rhsNumber!
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -381,3 +382,4 @@ public struct BlueZConnector: Connector {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 import Foundation
 import OTACore
@@ -165,3 +166,4 @@ public struct BlueZDoctor: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// The one-line errors of the BlueZ central, and the translation of BlueZ's D-Bus errors into
@@ -195,3 +196,4 @@ enum BlueZFailure {
         }
     }
 }
+#endif

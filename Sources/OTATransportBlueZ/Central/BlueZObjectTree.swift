@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -255,3 +256,4 @@ public struct BlueZObjectTree: Sendable, Hashable {
         return table
     }
 }
+#endif

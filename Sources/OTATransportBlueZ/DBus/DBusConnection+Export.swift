@@ -1,3 +1,4 @@
+#if os(Linux)
 extension DBusConnection {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"
     private static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
@@ -219,3 +220,4 @@ extension DBusConnection {
         }
     }
 }
+#endif

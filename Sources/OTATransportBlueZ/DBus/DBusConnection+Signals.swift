@@ -1,3 +1,4 @@
+#if os(Linux)
 extension DBusConnection {
     /// One stream of signals and the rule that feeds it.
     struct Subscription {
@@ -59,3 +60,4 @@ extension DBusConnection {
     /// The number of live subscriptions (for tests).
     var subscriptionCount: Int { subscriptions.count }
 }
+#endif

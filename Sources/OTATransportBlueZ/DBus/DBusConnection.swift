@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A connection to a D-Bus message bus: method calls with replies, signals, and objects served to
 /// other peers. Everything BlueZ's central and peripheral roles need, and nothing BlueZ-specific.
 ///
@@ -299,3 +300,4 @@ public actor DBusConnection {
     /// The number of calls waiting for a reply (for tests).
     var pendingCallCount: Int { pendingReplies.count }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// A D-Bus error: a name to branch on (`org.bluez.Error.NotPermitted`) and a message for a person.
@@ -112,3 +113,4 @@ extension DBusError {
         return UInt8(digits, radix: 16)
     }
 }
+#endif

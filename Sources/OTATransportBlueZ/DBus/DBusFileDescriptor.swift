@@ -1,3 +1,4 @@
+#if os(Linux)
 import Synchronization
 
 #if canImport(Glibc)
@@ -76,3 +77,4 @@ func closeDescriptor(_ rawValue: Int32) {
 func duplicateDescriptor(_ rawValue: Int32) -> Int32 {
     fcntl(rawValue, F_DUPFD_CLOEXEC, 0)
 }
+#endif

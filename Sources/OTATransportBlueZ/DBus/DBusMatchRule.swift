@@ -1,3 +1,4 @@
+#if os(Linux)
 /// Which messages a subscription receives: a D-Bus match rule such as
 /// `type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'`.
 ///
@@ -89,3 +90,4 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         return true
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 // Conversion of messages to and from libdbus messages.
 
 extension DBusMessage {
@@ -140,3 +141,4 @@ extension DBusMessage {
         try self.init(decoding: message)
     }
 }
+#endif

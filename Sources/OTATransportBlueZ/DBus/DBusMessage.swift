@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A D-Bus message: a method call, a reply, an error or a signal, with its arguments.
 ///
 /// A message is a plain value. It is turned into a libdbus message when it is sent and read back
@@ -166,3 +167,4 @@ public struct DBusMessage: Hashable, Sendable {
         return (repeat try next(each types))
     }
 }
+#endif

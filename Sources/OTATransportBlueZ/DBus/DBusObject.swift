@@ -1,3 +1,4 @@
+#if os(Linux)
 /// Answers the method calls an exported object receives: returns the reply's arguments, or throws
 /// a ``DBusError`` to send that error as the reply (any other error becomes
 /// `org.freedesktop.DBus.Error.Failed`).
@@ -60,3 +61,4 @@ public struct DBusObject: Sendable {
         self.methodHandler = methodHandler
     }
 }
+#endif

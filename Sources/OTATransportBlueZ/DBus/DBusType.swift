@@ -1,3 +1,4 @@
+#if os(Linux)
 /// The type of a D-Bus value: one complete type of a signature, such as `s`, `ay` or `a{sv}`.
 ///
 /// A dictionary is its own case (`a{kv}`) rather than an array of dictionary entries, because
@@ -173,3 +174,4 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A D-Bus value of any type: what a message's arguments are made of.
 ///
 /// Containers carry their element types, so empty arrays and dictionaries keep their signature:
@@ -171,3 +172,4 @@ extension DBusValue {
         return dictionary
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A Swift type with a fixed D-Bus type, convertible to and from ``DBusValue`` with a type check.
 ///
 /// The standard integer types, `Bool`, `Double`, `String`, ``DBusObjectPath`` and
@@ -184,3 +185,4 @@ extension Dictionary: DBusValueConvertible where Key: DBusValueConvertible, Valu
         }
     }
 }
+#endif

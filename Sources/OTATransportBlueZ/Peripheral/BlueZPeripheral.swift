@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -387,3 +388,4 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 extension BlueZPeripheral {
@@ -78,3 +79,4 @@ extension BlueZPeripheral {
         public init() {}
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// Why ``BlueZPeripheral`` could not serve, or stopped serving.
 public struct BlueZPeripheralError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, for a person.
@@ -22,3 +23,4 @@ public struct BlueZPeripheralError: Error, Sendable, Hashable, CustomStringConve
         }
     }
 }
+#endif

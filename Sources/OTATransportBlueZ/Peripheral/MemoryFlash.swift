@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -80,3 +81,4 @@ public final class MemoryFlash: FlashStorage, Sendable {
         bytes.withLock { Data($0) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import Testing
 
@@ -145,3 +146,4 @@ func eventually(within timeout: Duration = .seconds(30), _ condition: () async -
     }
     return await condition()
 }
+#endif

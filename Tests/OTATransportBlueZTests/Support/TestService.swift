@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTATransportBlueZ
 
 /// A small service that tests export on one connection and call from another.
@@ -131,3 +132,4 @@ enum SampleValues {
         named.first { $0.0 == name }!.1
     }
 }
+#endif
