@@ -115,8 +115,8 @@ func parseOptions(_ arguments: [String]) -> Options {
         }
     }
     guard options.protocolName != nil else { usageError("--protocol is required") }
-    guard options.flashSize > 0, options.flashSize % MemoryFlash.defaultSectorSize == 0 else {
-        usageError("--flash-size must be a positive multiple of \(MemoryFlash.defaultSectorSize)")
+    guard options.flashSize > 0, options.flashSize % NORFlash.defaultSectorSize == 0 else {
+        usageError("--flash-size must be a positive multiple of \(NORFlash.defaultSectorSize)")
     }
     if let imageSize = options.imageSize, imageSize > options.flashSize {
         usageError("--image-size \(imageSize) is larger than the \(options.flashSize)-byte flash")
@@ -131,7 +131,7 @@ do {
 } catch {
     usageError(error.message)
 }
-let flash = MemoryFlash(capacity: options.flashSize)
+let flash = NORFlash(capacity: options.flashSize)
 let configuration = BlueZPeripheral.Configuration(
     adapter: options.adapter,
     localName: options.name,

@@ -192,27 +192,11 @@ import Testing
         }
     }
 
-    // MARK: - MemoryFlash
-
-    @Test func memoryFlashBehavesLikeNOR() throws {
-        let flash = MemoryFlash(capacity: 16384)
-        #expect(flash.sectorSize == 4096)
-        #expect(flash.read(0..<4) == Data([0xFF, 0xFF, 0xFF, 0xFF]))
-        try flash.write(Data([0x0F, 0xF0]), at: 4095)
-        try flash.write(Data([0xF3, 0x3F]), at: 4095)  // programming ANDs
-        #expect(flash.read(4095..<4097) == Data([0x03, 0x30]))
-        try flash.erase(4096..<4097)  // the whole second sector, not the first
-        #expect(flash.read(4095..<4097) == Data([0x03, 0xFF]))
-        #expect(throws: FlashError.self) { try flash.write(Data([0]), at: 16384) }
-        #expect(throws: FlashError.self) { try flash.erase(0..<16385) }
-        #expect(flash.snapshot().count == 16384)
-    }
-
     // MARK: - Helpers
 
     static func configuration(_ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil) -> BlueZPeripheral.Configuration {
         BlueZPeripheral.Configuration(
-            adapter: "hci1", localName: "Unit-Test", flash: MemoryFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
+            adapter: "hci1", localName: "Unit-Test", flash: NORFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
             readvertiseInterval: readvertise, bus: .address(bus.address))
     }
 

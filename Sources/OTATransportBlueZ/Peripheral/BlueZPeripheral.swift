@@ -40,7 +40,7 @@ import Synchronization
 ///   notifies or indicates to every central that enabled the CCCD: BlueZ keeps the subscription
 ///   state that counts, and a notification to a central that did not subscribe goes nowhere.
 ///   ``isSubscribed(to:)`` follows `StartNotify` and `StopNotify`.
-/// - ``flash``: the configured ``FlashStorage`` (a ``MemoryFlash`` by default).
+/// - ``flash``: the configured ``FlashStorage`` (a ``NORFlash`` by default).
 /// - ``reboot(after:)``: after the delay, disconnects the central (`Device1.Disconnect`), reports
 ///   the disconnect, then calls ``DeviceModel/rebooted()``.
 /// - Connections: `Device1.Connected` of devices below the adapter's object (and the `device`
@@ -116,7 +116,7 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
     /// - Parameters:
     ///   - adapter: the adapter that plays the peripheral, such as `hci1`.
     ///   - name: the local name to advertise.
-    ///   - flashSize: bytes of ``MemoryFlash`` (4 KiB sectors) the model gets.
+    ///   - flashSize: bytes of ``NORFlash`` (4 KiB sectors) the model gets.
     ///   - onReady: called once the application and the advertisement are registered.
     public static func serve(
         model: any DeviceModel,
@@ -127,7 +127,7 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
     ) async throws {
         try await serve(
             model: model,
-            configuration: Configuration(adapter: adapter, localName: name, flash: MemoryFlash(capacity: flashSize)),
+            configuration: Configuration(adapter: adapter, localName: name, flash: NORFlash(capacity: flashSize)),
             onReady: onReady)
     }
 

@@ -8,7 +8,7 @@ extension BlueZPeripheral {
         public var adapter: String
         /// The local name advertised (in the scan response); empty for none.
         public var localName: String
-        /// The flash the model sees; by default 1 MiB of ``MemoryFlash`` in 4 KiB sectors.
+        /// The flash the model sees; by default 1 MiB of ``NORFlash`` in 4 KiB sectors.
         public var flash: any FlashStorage
         /// Fault injection: once this many bytes of writes without response (the protocol's data)
         /// have arrived, the peripheral disconnects the central (`Device1.Disconnect`) and discards
@@ -38,7 +38,7 @@ extension BlueZPeripheral {
         public init(
             adapter: String = "hci1",
             localName: String = "OTA-Test",
-            flash: any FlashStorage = MemoryFlash(capacity: 1 << 20),
+            flash: any FlashStorage = NORFlash(capacity: 1 << 20),
             dropLinkAfterDataBytes: Int? = nil,
             readvertiseInterval: Duration? = nil,
             bus: DBusConnection.Bus = .system,
