@@ -62,15 +62,26 @@ import Testing
     }
 
     @Test func advertisesAgainWhileNoCentralIsConnected() async throws {
-        try await withPeripheral(readvertise: .milliseconds(20)) { fake, _, model in
-            #expect(await eventually { fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count >= 3 })
-            #expect(fake.calls.filter { $0.hasPrefix("UnregisterAdvertisement") }.count >= 2)
+        let clock = TestClock()
+        try await withPeripheral(readvertise: .seconds(20), clock: clock) { fake, _, model in
+            func registrations() -> Int { fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count }
+            /// Lets one readvertising interval pass on the peripheral's clock.
+            func oneInterval() async {
+                #expect(await eventually { clock.sleeperCount == 1 })
+                clock.advance(by: .seconds(20))
+            }
+            #expect(registrations() == 1)
+            await oneInterval()
+            #expect(await eventually { registrations() == 2 })
+            await oneInterval()
+            #expect(await eventually { registrations() == 3 })
+            #expect(fake.calls.filter { $0.hasPrefix("UnregisterAdvertisement") }.count == 2)
             try await fake.setConnected(true)
             #expect(await eventually { model.events == ["connected"] })
-            try await Task.sleep(for: .milliseconds(60))  // a round in progress may finish
-            let registrations = fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count == registrations)
+            // Connected: intervals pass without advertising again.
+            for _ in 0..<3 { await oneInterval() }
+            #expect(await eventually { clock.sleeperCount == 1 })
+            #expect(registrations() == 3)
         }
     }
 
@@ -149,12 +160,17 @@ import Testing
     // MARK: - The link
 
     @Test func connectionsAndRebootsReachTheModelInOrder() async throws {
-        try await withPeripheral { fake, peripheral, model in
+        let clock = TestClock()
+        try await withPeripheral(clock: clock) { fake, peripheral, model in
             try await fake.setConnected(true)
             #expect(await eventually { model.events == ["connected"] })
             try await fake.call(Self.controlPath, "StartNotify")
             try await fake.call(Self.controlPath, "WriteValue", [.bytes(Array("reboot".utf8)), PeripheralFakeBlueZ.options])
-            // The reboot disconnects the central through Device1.Disconnect, then restarts the model.
+            // After the model's reboot delay, on the peripheral's clock, the reboot disconnects the
+            // central through Device1.Disconnect, then restarts the model.
+            #expect(await eventually { clock.sleeperCount == 1 })
+            #expect(model.events == ["connected"])
+            clock.advance(by: .milliseconds(10))
             #expect(await eventually { model.events == ["connected", "disconnected", "rebooted"] })
             #expect(fake.calls.contains("Disconnect \(PeripheralFakeBlueZ.devicePath)"))
             #expect(!peripheral.isSubscribed(to: Self.control))
@@ -194,16 +210,19 @@ import Testing
 
     // MARK: - Helpers
 
-    static func configuration(_ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil) -> BlueZPeripheral.Configuration {
+    static func configuration(
+        _ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil, clock: any Clock<Duration> = TestClock()
+    ) -> BlueZPeripheral.Configuration {
         BlueZPeripheral.Configuration(
             adapter: "hci1", localName: "Unit-Test", flash: NORFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
-            readvertiseInterval: readvertise, bus: .address(bus.address))
+            readvertiseInterval: readvertise, clock: clock, bus: .address(bus.address))
     }
 
     /// Serves a ``PeripheralTestModel`` against a fake bluetoothd, runs `body` once it is ready, then stops.
     func withPeripheral(
         dropLinkAfter: Int? = nil,
         readvertise: Duration? = nil,
+        clock: any Clock<Duration> = TestClock(),
         _ body: (PeripheralFakeBlueZ, BlueZPeripheral, PeripheralTestModel) async throws -> Void
     ) async throws {
         try await PrivateBus.with { bus in
@@ -211,7 +230,7 @@ import Testing
             let model = PeripheralTestModel()
             let ready = AsyncStream.makeStream(of: BlueZPeripheral.self)
             let serving = Task {
-                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, readvertise: readvertise)) {
+                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, readvertise: readvertise, clock: clock)) {
                     ready.continuation.yield($0)
                     ready.continuation.finish()
                 }

@@ -210,13 +210,13 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
                     try await self.register()
                     await self.adoptConnectedCentral()
                     try await onReady(self)
-                    // Serve until cancelled.
+                    // Serve until cancelled, advertising again on the configured clock if asked to.
+                    guard let interval = self.configuration.readvertiseInterval else {
+                        await Self.untilCancelled()
+                        return
+                    }
                     while !Task.isCancelled {
-                        guard let interval = self.configuration.readvertiseInterval else {
-                            try? await Task.sleep(for: .seconds(3600))
-                            continue
-                        }
-                        try? await Task.sleep(for: interval)
+                        try? await self.configuration.clock.sleep(for: interval)
                         if !Task.isCancelled, !self.isConnected { await self.readvertise() }
                     }
                 }
@@ -371,8 +371,18 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
 
     public func reboot(after delay: Duration) {
         Task {
-            try? await Task.sleep(for: delay)
+            try? await self.configuration.clock.sleep(for: delay)
             await self.performReboot()
+        }
+    }
+
+    /// Suspends the calling task until it is cancelled, waiting on nothing (no clock, no timer).
+    private static func untilCancelled() async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Never.self)
+        await withTaskCancellationHandler {
+            for await _ in stream {}
+        } onCancel: {
+            continuation.finish()
         }
     }
 

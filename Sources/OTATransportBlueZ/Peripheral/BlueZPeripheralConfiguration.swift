@@ -25,6 +25,10 @@ extension BlueZPeripheral {
         /// that starts scanning can then miss the peripheral for tens of seconds. Advertising
         /// again every few seconds gives it a fresh report each time.
         public var readvertiseInterval: Duration?
+        /// The clock every wait of the peripheral runs on: the model's reboot delays and the
+        /// readvertising interval. A real peripheral uses the continuous clock; tests pass one
+        /// they advance themselves.
+        public var clock: any Clock<Duration>
         /// The bus where `bluetoothd` lives.
         public var bus: DBusConnection.Bus
         /// The path of the GATT application's object manager; the services, characteristics and
@@ -41,6 +45,7 @@ extension BlueZPeripheral {
             flash: any FlashStorage = NORFlash(capacity: 1 << 20),
             dropLinkAfterDataBytes: Int? = nil,
             readvertiseInterval: Duration? = nil,
+            clock: any Clock<Duration> = ContinuousClock(),
             bus: DBusConnection.Bus = .system,
             objectRoot: DBusObjectPath = "/org/swiftbleota/peripheral",
             log: @escaping @Sendable (String) -> Void = { _ in }
@@ -50,6 +55,7 @@ extension BlueZPeripheral {
             self.flash = flash
             self.dropLinkAfterDataBytes = dropLinkAfterDataBytes
             self.readvertiseInterval = readvertiseInterval
+            self.clock = clock
             self.bus = bus
             self.objectRoot = objectRoot
             self.log = log
