@@ -86,7 +86,7 @@ extension DBusError {
     /// | `…ServiceUnknown`, `…NameHasNoOwner`, `…UnknownObject` | `.connectionFailed` |
     /// | `org.bluez.Error.DoesNotExist`, `…NotReady`, `…ConnectionAttemptFailed` | `.connectionFailed` |
     /// | anything else, including timeouts (`…NoReply`) | `.other` |
-    public var transportError: TransportError {
+    var transportError: TransportError {
         let text = "D-Bus error \(description)"
         switch name.rawValue {
         case Name.disconnected.rawValue:

@@ -1,5 +1,5 @@
 #if os(Linux)
-import OTATransportBlueZ
+@testable import OTATransportBlueZ
 
 /// A small service that tests export on one connection and call from another.
 enum TestService {
