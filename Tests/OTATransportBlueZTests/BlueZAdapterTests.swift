@@ -5,7 +5,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Choosing an adapter, and the one-line errors when there is none to use.
-@Suite struct BlueZAdapterTests {
+@Suite(.needsLibDBus) struct BlueZAdapterTests {
     static func adapter(_ name: String, powered: Bool, state: String? = nil) -> BlueZAdapter {
         let number = name.dropFirst(3)
         return BlueZAdapter(

@@ -6,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// What the doctor reports, against a scripted org.bluez and without one.
-@Suite struct BlueZDoctorTests {
+@Suite(.needsLibDBus) struct BlueZDoctorTests {
     static func controllers(_ names: [String]) throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ota-sysfs-\(UUID().uuidString.prefix(8))")

@@ -9,7 +9,7 @@ import Testing
 /// ``BlueZPeripheral`` against a fake `bluetoothd` on a private bus: what it registers, how the
 /// model sees writes, reads, notifications and the link, and what it undoes when cancelled. The
 /// real stack is exercised by Tests/RealStack/run-tests.sh.
-@Suite struct BlueZPeripheralTests {
+@Suite(.needsLibDBus) struct BlueZPeripheralTests {
     static let service = GATTUUID("0000aa00-0000-1000-8000-00805f9b34fb")!
     static let data = CharacteristicID(service: service, characteristic: GATTUUID("0000aa01-0000-1000-8000-00805f9b34fb")!)
     static let control = CharacteristicID(service: service, characteristic: GATTUUID("0000aa02-0000-1000-8000-00805f9b34fb")!)

@@ -6,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Discovery through a scripted org.bluez.
-@Suite struct BlueZScannerTests {
+@Suite(.needsLibDBus) struct BlueZScannerTests {
     @Test func yieldsAdvertisementsFromInterfacesAdded() async throws {
         var script = FakeBlueZ.Script()
         script.deviceKnown = false

@@ -4,7 +4,7 @@ import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusErrorTests {
+@Suite(.needsLibDBus) struct DBusErrorTests {
     @Test func mapsToTransportErrors() {
         func kind(_ name: String, _ message: String = "") -> TransportError.Kind {
             DBusError(name: DBusError.Name(rawValue: name), message: message).transportError.kind

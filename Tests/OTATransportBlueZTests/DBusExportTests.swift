@@ -5,7 +5,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Objects exported by one connection and used from another, shaped like a BlueZ GATT application.
-@Suite struct DBusExportTests {
+@Suite(.needsLibDBus) struct DBusExportTests {
     static let app: DBusObjectPath = "/com/example/app"
     static let service: DBusObjectPath = "/com/example/app/service0"
     static let characteristic: DBusObjectPath = "/com/example/app/service0/char0"

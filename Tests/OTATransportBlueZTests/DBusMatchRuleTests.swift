@@ -3,7 +3,7 @@ import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusMatchRuleTests {
+@Suite(.needsLibDBus) struct DBusMatchRuleTests {
     @Test func printsTheBusSyntax() {
         let rule = DBusMatchRule(
             sender: "org.bluez",

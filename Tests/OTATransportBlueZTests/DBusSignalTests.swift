@@ -4,7 +4,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Signal subscriptions on a private bus.
-@Suite struct DBusSignalTests {
+@Suite(.needsLibDBus) struct DBusSignalTests {
     private static func signal(
         _ member: String,
         interface: String = TestService.interface,

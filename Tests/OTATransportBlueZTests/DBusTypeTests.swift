@@ -3,7 +3,7 @@ import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusTypeTests {
+@Suite(.needsLibDBus) struct DBusTypeTests {
     @Test(arguments: [
         "y", "b", "n", "q", "i", "u", "x", "t", "d", "s", "o", "g", "h", "v", "ay", "as", "aay", "a{sv}",
         "a{oa{sa{sv}}}", "(ia{s(ay)})", "a(sv)", "a{qv}", "((y))",

@@ -4,7 +4,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Marshalling without a bus: values go through libdbus's wire format and its validation.
-@Suite struct DBusValueTests {
+@Suite(.needsLibDBus) struct DBusValueTests {
     private func roundTrip(_ arguments: [DBusValue]) throws -> DBusMessage {
         let message = DBusMessage.signal(
             path: "/test",

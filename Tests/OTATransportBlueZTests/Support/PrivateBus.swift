@@ -147,3 +147,15 @@ func eventually(within timeout: Duration = .seconds(30), _ condition: () async -
     return await condition()
 }
 #endif
+
+#if os(Linux)
+extension Trait where Self == ConditionTrait {
+    /// For suites that call libdbus (through a private bus or by marshalling messages): skipped,
+    /// saying why, where `libdbus-1.so.3` cannot be loaded, instead of stopping the test process.
+    static var needsLibDBus: Self {
+        .enabled(
+            if: (try? LibDBus.shared.get()) != nil,
+            "libdbus-1.so.3 cannot be loaded here (install libdbus-1-3)")
+    }
+}
+#endif
