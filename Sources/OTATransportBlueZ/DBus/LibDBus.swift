@@ -14,6 +14,10 @@ import Glibc
 // This file only declares and loads; the calls themselves stay in DBusCalls.swift.
 
 /// libdbus, loaded at run time: one C function pointer per libdbus function the module calls.
+///
+/// `@unchecked Sendable`: every stored property is an immutable C function pointer (Swift does not
+/// infer `Sendable` for `@convention(c)` types); libdbus's own thread rules are kept by the callers
+/// (decision 0006).
 struct LibDBus: @unchecked Sendable {
     // MARK: - Types
 
