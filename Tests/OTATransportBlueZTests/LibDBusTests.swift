@@ -97,6 +97,87 @@ import Testing
             return (String(parts[0]), String(parts[1]))
         })
         #expect(header == Self.swiftSide)
+
+        // Each function called with arguments of the types LibDBus.swift declares, and its result
+        // stored in a variable of the declared type: a wrong argument count, a pointer where the
+        // header has an integer (or the reverse) or an integer of the wrong width does not compile.
+        let calls = Self.callCheck()
+        try calls.write(to: directory.appendingPathComponent("calls.c"), atomically: true, encoding: .utf8)
+        let compiled = Self.run(
+            "/usr/bin/env",
+            ["cc", "-c", "-Werror", "-Wconversion", "-Wno-sign-conversion"] + flags
+                + [directory.appendingPathComponent("calls.c").path, "-o", directory.appendingPathComponent("calls.o").path])
+        #expect(compiled != nil, "the declared signatures do not match the header:\n\(calls)")
+    }
+
+    /// C that calls every resolved function as LibDBus.swift declares it.
+    static func callCheck() -> String {
+        let library = LibDBus.loaded
+        var lines: [String] = []
+        for child in Mirror(reflecting: library).children {
+            guard let name = child.label, name.hasPrefix("dbus_") else { continue }
+            let (parameters, result) = cSignature(String(describing: type(of: child.value)))
+            let call = "\(name)(\(parameters.joined(separator: ", ")))"
+            lines.append("    " + (result.map { "\($0) = \(call);" } ?? "\(call);"))
+        }
+        return """
+            #include <dbus/dbus.h>
+            void check(void);
+            void check(void) {
+                void *pointer = 0; unsigned int u32 = 0; int i32 = 0;
+                const void *rp; unsigned int ru32; int ri32;
+            \(lines.joined(separator: "\n"))
+                (void)pointer; (void)u32; (void)i32; (void)rp; (void)ru32; (void)ri32;
+            }
+
+            """
+    }
+
+    /// A Swift `@convention(c)` type, as `type(of:)` prints it, as C arguments and a result variable.
+    static func cSignature(_ swiftType: String) -> (parameters: [String], result: String?) {
+        var text = Substring(swiftType)
+        text = text.dropFirst("@convention(c) (".count)
+        var depth = 0
+        var parameters: [String] = []
+        var current = ""
+        var end = text.startIndex
+        for index in text.indices {
+            let character = text[index]
+            let isArrow = character == ">" && index > text.startIndex && text[text.index(before: index)] == "-"
+            if character == "(" || character == "<" { depth += 1 }
+            if character == ")" || (character == ">" && !isArrow) {
+                if depth == 0 {
+                    end = index
+                    break
+                }
+                depth -= 1
+            }
+            if character == ",", depth == 0 {
+                parameters.append(current.trimmingCharacters(in: .whitespaces))
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        if !current.trimmingCharacters(in: .whitespaces).isEmpty { parameters.append(current.trimmingCharacters(in: .whitespaces)) }
+        let result = text[text.index(after: end)...].replacingOccurrences(of: " -> ", with: "")
+        func argument(_ type: String) -> String {
+            if type.contains("@convention") { return "0" }  // a callback: a null function pointer
+            if type.contains("Pointer") { return "pointer" }
+            switch type {
+            case "UInt32": return "u32"
+            case "Int32": return "i32"
+            default: return "/* unmapped \(type) */"
+            }
+        }
+        let variable: String? =
+            switch result {
+            case "()": nil
+            case "UInt32": "ru32"
+            case "Int32": "ri32"
+            default: result.contains("Pointer") ? "rp" : "/* unmapped \(result) */"
+            }
+        return (parameters.map(argument), variable)
     }
 
     /// What LibDBus.swift declares, in the check program's words.
