@@ -337,6 +337,8 @@ final class PeripheralFakeBlueZ: Sendable {
         var advertisement: [String: DBusValue]?
         var calls: [String] = []
         var holdDisconnects = false
+        /// Disconnect calls waiting for `holdDisconnects` to be cleared.
+        var heldDisconnects: [CheckedContinuation<Void, Never>] = []
     }
 
     let connection: DBusConnection
@@ -353,7 +355,26 @@ final class PeripheralFakeBlueZ: Sendable {
     /// While set, Device1.Disconnect does not complete.
     var holdDisconnects: Bool {
         get { state.withLock { $0.holdDisconnects } }
-        set { state.withLock { $0.holdDisconnects = newValue } }
+        set {
+            let released = state.withLock { state in
+                state.holdDisconnects = newValue
+                guard !newValue else { return [CheckedContinuation<Void, Never>]() }
+                defer { state.heldDisconnects = [] }
+                return state.heldDisconnects
+            }
+            for disconnect in released { disconnect.resume() }
+        }
+    }
+
+    /// Returns once `holdDisconnects` is clear, without polling.
+    private func waitWhileDisconnectsAreHeld() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let held = state.withLock { state in
+                if state.holdDisconnects { state.heldDisconnects.append(continuation) }
+                return state.holdDisconnects
+            }
+            if !held { continuation.resume() }
+        }
     }
 
     /// "Member path" of every call to the adapter or the device.
@@ -379,7 +400,7 @@ final class PeripheralFakeBlueZ: Sendable {
             ) { call in
                 fake.state.withLock { $0.calls.append("\(call.member ?? "") \(devicePath)") }
                 if call.member == "Disconnect" {
-                    while fake.holdDisconnects { try await Task.sleep(for: .milliseconds(5)) }
+                    await fake.waitWhileDisconnectsAreHeld()
                     try await fake.setConnected(false)
                 }
                 return []
