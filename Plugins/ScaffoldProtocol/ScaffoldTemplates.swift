@@ -289,7 +289,7 @@ enum ScaffoldTemplates {
                     let code: OTAError.Code = status == .badCRC || status == .badSize ? .verificationFailed : .deviceRejected
                     return fail(code, "device rejected END: \(status); run the update again")
                 default:
-                    return fail(.malformedResponse, "unexpected \(reply) on __Name__ Control while \(state)")
+                    return fail(.malformedResponse, "unexpected \(reply) on __Name__ Control while \(state.activity)")
                 }
             }
 
@@ -303,6 +303,20 @@ enum ScaffoldTemplates {
             private mutating func fail(_ code: OTAError.Code, _ message: String) -> Action {
                 state = .failed
                 return .fail(OTAError(code, message))
+            }
+        }
+
+        extension __Name__UpdateStateMachine.State {
+            /// What the exchange is doing, for messages.
+            var activity: String {
+                switch self {
+                case .idle: "idle"
+                case .awaitingBegin: "waiting for the BEGIN reply"
+                case .streaming: "streaming data"
+                case .awaitingEnd: "waiting for the END reply"
+                case .done: "done"
+                case .failed: "failed"
+                }
             }
         }
 
@@ -649,6 +663,12 @@ enum ScaffoldTemplates {
                 let error = try #require(failure(machine.receive(__Name__Reply.end(status).encoded)))
                 #expect(error.code == code)
                 #expect(error.message.hasPrefix("device rejected END: \(status)"))
+            }
+
+            @Test func outOfTurnReplyNamesWhatWasAwaited() throws {
+                var machine = startedMachine()
+                let error = try #require(failure(machine.receive(__Name__Reply.end(.ok).encoded)))
+                #expect(error.message == "unexpected END reply (status 0, ok) on __Name__ Control while waiting for the BEGIN reply")
             }
 
             @Test(arguments: [[], [0x81], [0x81, 0x00, 0x00], [0x99, 0x00], [0x82, 0x00]])
