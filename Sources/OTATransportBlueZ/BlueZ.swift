@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// Names and limits of BlueZ, the Linux Bluetooth stack, as seen over D-Bus.
@@ -80,3 +81,4 @@ public enum BlueZ {
         return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
     }
 }
+#endif

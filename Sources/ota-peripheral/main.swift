@@ -12,52 +12,50 @@
 // Diagnostics and a final `stats ...` line go to standard error.
 //
 // Exit status: 0 after a signal, 1 when serving failed, 2 for bad arguments.
+#if os(Linux)
 import Foundation
 import OTACommandLine
 import OTACore
 import OTATransportBlueZ
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-let usage = """
-    usage: ota-peripheral --protocol NAME [--param KEY=VALUE]... [--adapter hci1] [--name OTA-Test]
-                          [--flash-size BYTES] [--image-out PATH] [--image-size BYTES]
-                          [--drop-link-after BYTES] [--readvertise SECONDS]
-
-      --protocol NAME          the device model to serve (ota protocols lists them)
-      --param KEY=VALUE        a protocol parameter, as for ota update (repeatable)
-      --adapter NAME           the BlueZ adapter that plays the peripheral (default hci1)
-      --name TEXT              the advertised local name (default OTA-Test)
-      --flash-size BYTES       the device's flash, whole 4 KiB sectors (default 1048576)
-      --image-out PATH         on SIGTERM/SIGINT, write the device's flash to PATH
-      --image-size BYTES       write only the first BYTES bytes of flash to --image-out
-      --drop-link-after BYTES  disconnect the central once BYTES bytes of data (writes without
-                               response) arrived, once, as if the link had been lost
-      --readvertise SECONDS    while no central is connected, advertise again this often: for
-                               emulated controllers (btvirt) that report an advertisement only
-                               when it starts
-
-    Prints "ready <address>" on standard output when advertising; serves until SIGTERM or SIGINT.
-
-    """
+let spec = CommandSpec(
+    name: "",
+    summary: "Serve a protocol's device model as a GATT peripheral through BlueZ, for the real-stack tests.",
+    options: [
+        .init(name: "--protocol", valueName: "NAME", help: "the device model to serve (ota protocols lists them)"),
+        .init(name: "--param", valueName: "KEY=VALUE", help: "a protocol parameter, as for ota update (repeatable)", repeatable: true),
+        .init(name: "--adapter", valueName: "NAME", help: "the BlueZ adapter that plays the peripheral (default hci1)"),
+        .init(name: "--name", valueName: "TEXT", help: "the advertised local name (default OTA-Test)"),
+        .init(name: "--flash-size", valueName: "BYTES", help: "the device's flash, whole 4 KiB sectors (default 1048576)"),
+        .init(name: "--image-out", valueName: "PATH", help: "on SIGTERM/SIGINT, write the device's flash to PATH"),
+        .init(name: "--image-size", valueName: "BYTES", help: "write only the first BYTES bytes of flash to --image-out"),
+        .init(
+            name: "--drop-link-after", valueName: "BYTES",
+            help: "disconnect the central once BYTES bytes of data (writes without response) arrived, once"),
+        .init(
+            name: "--readvertise", valueName: "SECONDS",
+            help: "while no central is connected, advertise again this often (for btvirt)"),
+    ],
+    discussion: """
+        Prints "ready <address>" on standard output when advertising; serves until SIGTERM or SIGINT.
+        Exit status: 0 after a signal, 1 when serving failed, 2 for bad arguments.
+        """,
+    program: "ota-peripheral"
+)
 
 /// Writes to standard error, unbuffered.
 func printError(_ text: String) {
     FileHandle.standardError.write(Data(text.utf8))
 }
 
-/// Exits with status 2 after a usage error.
+/// Exits with status 2 after a usage error, with the help text.
 func usageError(_ message: String) -> Never {
-    printError("ota-peripheral: \(message)\n\(usage)")
+    printError("ota-peripheral: error: \(message)\n\n\(spec.help)\n")
     exit(2)
 }
 
 struct Options {
-    var protocolName: String?
+    var protocolName: String
     var parameters = ProtocolParameters()
     var adapter = "hci1"
     var name = "OTA-Test"
@@ -69,53 +67,41 @@ struct Options {
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
-    var options = Options()
-    var remaining = arguments[...]
-    func integer(_ text: String, _ flag: String) -> Int {
+    let parsed: ParsedArguments
+    do {
+        parsed = try ArgumentParser.parse(arguments, for: spec)
+    } catch {
+        usageError(error.message)
+    }
+    if parsed.wantsHelp {
+        FileHandle.standardOutput.write(Data((spec.help + "\n").utf8))
+        exit(0)
+    }
+    func bytes(_ flag: String) -> Int? {
+        guard let text = parsed.value(flag) else { return nil }
         guard let value = Int(text), value >= 0 else { usageError("\(flag) needs a number of bytes, got '\(text)'") }
         return value
     }
-    while let argument = remaining.popFirst() {
-        if argument == "-h" || argument == "--help" {
-            FileHandle.standardOutput.write(Data(usage.utf8))
-            exit(0)
+    guard let protocolName = parsed.value("--protocol") else { usageError("--protocol is required") }
+    var options = Options(protocolName: protocolName)
+    for pair in parsed.values["--param"] ?? [] {
+        guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+            usageError("--param needs KEY=VALUE, got '\(pair)'")
         }
-        // --flag value, or --flag=value
-        var flag = argument
-        var inlineValue: String?
-        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-            flag = String(argument[..<equals])
-            inlineValue = String(argument[argument.index(after: equals)...])
-        }
-        func value() -> String {
-            if let inlineValue { return inlineValue }
-            guard let next = remaining.popFirst() else { usageError("\(flag) needs a value") }
-            return next
-        }
-        switch flag {
-        case "--protocol": options.protocolName = value()
-        case "--param":
-            let pair = value()
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                usageError("--param needs KEY=VALUE, got '\(pair)'")
-            }
-            options.parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-        case "--adapter": options.adapter = value()
-        case "--name": options.name = value()
-        case "--flash-size": options.flashSize = integer(value(), flag)
-        case "--image-out": options.imageOut = value()
-        case "--image-size": options.imageSize = integer(value(), flag)
-        case "--drop-link-after": options.dropLinkAfter = integer(value(), flag)
-        case "--readvertise":
-            let text = value()
-            guard let seconds = Double(text), seconds > 0 else { usageError("--readvertise needs a number of seconds, got '\(text)'") }
-            options.readvertise = .milliseconds(Int((seconds * 1000).rounded()))
-        default: usageError("unknown argument '\(argument)'")
-        }
+        options.parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
     }
-    guard options.protocolName != nil else { usageError("--protocol is required") }
-    guard options.flashSize > 0, options.flashSize % MemoryFlash.defaultSectorSize == 0 else {
-        usageError("--flash-size must be a positive multiple of \(MemoryFlash.defaultSectorSize)")
+    options.adapter = parsed.value("--adapter") ?? options.adapter
+    options.name = parsed.value("--name") ?? options.name
+    options.flashSize = bytes("--flash-size") ?? options.flashSize
+    options.imageOut = parsed.value("--image-out")
+    options.imageSize = bytes("--image-size")
+    options.dropLinkAfter = bytes("--drop-link-after")
+    if let text = parsed.value("--readvertise") {
+        guard let seconds = Double(text), seconds > 0 else { usageError("--readvertise needs a number of seconds, got '\(text)'") }
+        options.readvertise = .milliseconds(Int((seconds * 1000).rounded()))
+    }
+    guard options.flashSize > 0, options.flashSize % NORFlash.defaultSectorSize == 0 else {
+        usageError("--flash-size must be a positive multiple of \(NORFlash.defaultSectorSize)")
     }
     if let imageSize = options.imageSize, imageSize > options.flashSize {
         usageError("--image-size \(imageSize) is larger than the \(options.flashSize)-byte flash")
@@ -126,11 +112,11 @@ func parseOptions(_ arguments: [String]) -> Options {
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
 let model: any DeviceModel
 do {
-    model = try ToolEnvironment.standard.registry.descriptor(named: options.protocolName!).makeDeviceModel(options.parameters)
+    model = try ToolEnvironment.standard.registry.descriptor(named: options.protocolName).makeDeviceModel(options.parameters)
 } catch {
     usageError(error.message)
 }
-let flash = MemoryFlash(capacity: options.flashSize)
+let flash = NORFlash(capacity: options.flashSize)
 let configuration = BlueZPeripheral.Configuration(
     adapter: options.adapter,
     localName: options.name,
@@ -159,21 +145,15 @@ let serving = Task {
     }
 }
 
-// SIGTERM and SIGINT stop serving; the default action would kill the process before the image is
-// written.
-var signalSources: [any DispatchSourceSignal] = []
-for signalNumber in [SIGTERM, SIGINT] {
-    signal(signalNumber, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-    source.setEventHandler {
-        printError("ota-peripheral: signal \(signalNumber), stopping\n")
-        serving.cancel()
-    }
-    source.resume()
-    signalSources.append(source)
+// SIGTERM and SIGINT stop serving (the tool's own handler); the default action would kill the
+// process before the image is written.
+let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
+    printError("ota-peripheral: signal \(signalNumber), stopping\n")
+    serving.cancel()
 }
 
 let outcome = await serving.result
+interrupt.cancel()
 var status: Int32 = 0
 if case .failure(let error) = outcome {
     printError("ota-peripheral: error: \(error)\n")
@@ -197,3 +177,10 @@ if let imageOut = options.imageOut {
     }
 }
 exit(status)
+#else
+// BlueZ is Linux's Bluetooth stack: elsewhere there is nothing to serve through.
+import Foundation
+
+FileHandle.standardError.write(Data("ota-peripheral: error: serving a GATT peripheral needs BlueZ, on Linux\n".utf8))
+exit(1)
+#endif

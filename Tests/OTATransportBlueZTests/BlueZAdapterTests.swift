@@ -1,10 +1,11 @@
+#if os(Linux)
 import OTACore
 import Testing
 
 @testable import OTATransportBlueZ
 
 /// Choosing an adapter, and the one-line errors when there is none to use.
-@Suite struct BlueZAdapterTests {
+@Suite(.needsLibDBus) struct BlueZAdapterTests {
     static func adapter(_ name: String, powered: Bool, state: String? = nil) -> BlueZAdapter {
         let number = name.dropFirst(3)
         return BlueZAdapter(
@@ -91,3 +92,4 @@ import Testing
         #expect(error?.message.hasSuffix("is dbus running? Check with 'systemctl status dbus'") == true)
     }
 }
+#endif

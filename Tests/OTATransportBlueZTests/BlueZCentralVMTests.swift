@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -15,7 +16,7 @@ import Testing
 /// Tests/RealStack/run-in-vm.sh 'PERIPHERAL hci1 > /tmp/peripheral.log 2>&1 & sleep 3; \
 ///     OTA_BLUEZ_VM_CENTRAL=1 swift test --skip-build --filter BlueZCentralVMTests'
 /// ```
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["OTA_BLUEZ_VM_CENTRAL"] == "1"), .serialized)
+@Suite(.needsLibDBus, .enabled(if: ProcessInfo.processInfo.environment["OTA_BLUEZ_VM_CENTRAL"] == "1"), .serialized)
 struct BlueZCentralVMTests {
     static let service = GATTUUID("6e400001-b5a3-f393-e0a9-e50e24dc0001")!
     static let data = CharacteristicID(
@@ -113,3 +114,4 @@ struct BlueZCentralVMTests {
         await fallback.disconnect()
     }
 }
+#endif

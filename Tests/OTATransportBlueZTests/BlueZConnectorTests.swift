@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -5,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Connecting by address through a scripted org.bluez.
-@Suite struct BlueZConnectorTests {
+@Suite(.needsLibDBus) struct BlueZConnectorTests {
     @Test func connectsAndDiscoversTheCharacteristics() async throws {
         try await FakeBlueZ.with { bus, fake in
             let connector = FakeBlueZ.connector(on: bus, address: "00:aa:01:01:00:01", adapter: "hci0")
@@ -179,3 +180,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -5,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// What the doctor reports, against a scripted org.bluez and without one.
-@Suite struct BlueZDoctorTests {
+@Suite(.needsLibDBus) struct BlueZDoctorTests {
     static func controllers(_ names: [String]) throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ota-sysfs-\(UUID().uuidString.prefix(8))")
@@ -100,3 +101,4 @@ import Testing
         #expect(version.first?.isNumber == true)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -5,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Parsing `GetManagedObjects`, link limits and BlueZ error translation: pure, no bus.
-@Suite struct BlueZObjectTreeTests {
+@Suite(.needsLibDBus) struct BlueZObjectTreeTests {
     static let objects: BlueZObjectTree.ManagedObjects = [
         "/org/bluez": ["org.bluez.AgentManager1": [:]],
         "/org/bluez/hci10": [
@@ -183,7 +184,7 @@ import Testing
 }
 
 /// BlueZ's D-Bus errors as transport errors a person can act on.
-@Suite struct BlueZFailureTests {
+@Suite(.needsLibDBus) struct BlueZFailureTests {
     static let context = BlueZFailure.Context(
         operation: "writing to 6e400003", bus: .system, address: "00:AA:01:01:00:01")
 
@@ -243,3 +244,4 @@ import Testing
                 == .disconnected(DisconnectReason("the D-Bus connection to bluetoothd was lost")))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -8,7 +9,7 @@ import Testing
 /// ``BlueZPeripheral`` against a fake `bluetoothd` on a private bus: what it registers, how the
 /// model sees writes, reads, notifications and the link, and what it undoes when cancelled. The
 /// real stack is exercised by Tests/RealStack/run-tests.sh.
-@Suite struct BlueZPeripheralTests {
+@Suite(.needsLibDBus) struct BlueZPeripheralTests {
     static let service = GATTUUID("0000aa00-0000-1000-8000-00805f9b34fb")!
     static let data = CharacteristicID(service: service, characteristic: GATTUUID("0000aa01-0000-1000-8000-00805f9b34fb")!)
     static let control = CharacteristicID(service: service, characteristic: GATTUUID("0000aa02-0000-1000-8000-00805f9b34fb")!)
@@ -61,15 +62,26 @@ import Testing
     }
 
     @Test func advertisesAgainWhileNoCentralIsConnected() async throws {
-        try await withPeripheral(readvertise: .milliseconds(20)) { fake, _, model in
-            #expect(await eventually { fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count >= 3 })
-            #expect(fake.calls.filter { $0.hasPrefix("UnregisterAdvertisement") }.count >= 2)
+        let clock = TestClock()
+        try await withPeripheral(readvertise: .seconds(20), clock: clock) { fake, _, model in
+            func registrations() -> Int { fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count }
+            /// Lets one readvertising interval pass on the peripheral's clock.
+            func oneInterval() async {
+                #expect(await eventually { clock.sleeperCount == 1 })
+                clock.advance(by: .seconds(20))
+            }
+            #expect(registrations() == 1)
+            await oneInterval()
+            #expect(await eventually { registrations() == 2 })
+            await oneInterval()
+            #expect(await eventually { registrations() == 3 })
+            #expect(fake.calls.filter { $0.hasPrefix("UnregisterAdvertisement") }.count == 2)
             try await fake.setConnected(true)
             #expect(await eventually { model.events == ["connected"] })
-            try await Task.sleep(for: .milliseconds(60))  // a round in progress may finish
-            let registrations = fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(fake.calls.filter { $0.hasPrefix("RegisterAdvertisement") }.count == registrations)
+            // Connected: intervals pass without advertising again.
+            for _ in 0..<3 { await oneInterval() }
+            #expect(await eventually { clock.sleeperCount == 1 })
+            #expect(registrations() == 3)
         }
     }
 
@@ -148,12 +160,17 @@ import Testing
     // MARK: - The link
 
     @Test func connectionsAndRebootsReachTheModelInOrder() async throws {
-        try await withPeripheral { fake, peripheral, model in
+        let clock = TestClock()
+        try await withPeripheral(clock: clock) { fake, peripheral, model in
             try await fake.setConnected(true)
             #expect(await eventually { model.events == ["connected"] })
             try await fake.call(Self.controlPath, "StartNotify")
             try await fake.call(Self.controlPath, "WriteValue", [.bytes(Array("reboot".utf8)), PeripheralFakeBlueZ.options])
-            // The reboot disconnects the central through Device1.Disconnect, then restarts the model.
+            // After the model's reboot delay, on the peripheral's clock, the reboot disconnects the
+            // central through Device1.Disconnect, then restarts the model.
+            #expect(await eventually { clock.sleeperCount == 1 })
+            #expect(model.events == ["connected"])
+            clock.advance(by: .milliseconds(10))
             #expect(await eventually { model.events == ["connected", "disconnected", "rebooted"] })
             #expect(fake.calls.contains("Disconnect \(PeripheralFakeBlueZ.devicePath)"))
             #expect(!peripheral.isSubscribed(to: Self.control))
@@ -191,34 +208,21 @@ import Testing
         }
     }
 
-    // MARK: - MemoryFlash
-
-    @Test func memoryFlashBehavesLikeNOR() throws {
-        let flash = MemoryFlash(capacity: 16384)
-        #expect(flash.sectorSize == 4096)
-        #expect(flash.read(0..<4) == Data([0xFF, 0xFF, 0xFF, 0xFF]))
-        try flash.write(Data([0x0F, 0xF0]), at: 4095)
-        try flash.write(Data([0xF3, 0x3F]), at: 4095)  // programming ANDs
-        #expect(flash.read(4095..<4097) == Data([0x03, 0x30]))
-        try flash.erase(4096..<4097)  // the whole second sector, not the first
-        #expect(flash.read(4095..<4097) == Data([0x03, 0xFF]))
-        #expect(throws: FlashError.self) { try flash.write(Data([0]), at: 16384) }
-        #expect(throws: FlashError.self) { try flash.erase(0..<16385) }
-        #expect(flash.snapshot().count == 16384)
-    }
-
     // MARK: - Helpers
 
-    static func configuration(_ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil) -> BlueZPeripheral.Configuration {
+    static func configuration(
+        _ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil, clock: any Clock<Duration> = TestClock()
+    ) -> BlueZPeripheral.Configuration {
         BlueZPeripheral.Configuration(
-            adapter: "hci1", localName: "Unit-Test", flash: MemoryFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
-            readvertiseInterval: readvertise, bus: .address(bus.address))
+            adapter: "hci1", localName: "Unit-Test", flash: NORFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
+            readvertiseInterval: readvertise, clock: clock, bus: .address(bus.address))
     }
 
     /// Serves a ``PeripheralTestModel`` against a fake bluetoothd, runs `body` once it is ready, then stops.
     func withPeripheral(
         dropLinkAfter: Int? = nil,
         readvertise: Duration? = nil,
+        clock: any Clock<Duration> = TestClock(),
         _ body: (PeripheralFakeBlueZ, BlueZPeripheral, PeripheralTestModel) async throws -> Void
     ) async throws {
         try await PrivateBus.with { bus in
@@ -226,7 +230,7 @@ import Testing
             let model = PeripheralTestModel()
             let ready = AsyncStream.makeStream(of: BlueZPeripheral.self)
             let serving = Task {
-                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, readvertise: readvertise)) {
+                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, readvertise: readvertise, clock: clock)) {
                     ready.continuation.yield($0)
                     ready.continuation.finish()
                 }
@@ -333,6 +337,8 @@ final class PeripheralFakeBlueZ: Sendable {
         var advertisement: [String: DBusValue]?
         var calls: [String] = []
         var holdDisconnects = false
+        /// Disconnect calls waiting for `holdDisconnects` to be cleared.
+        var heldDisconnects: [CheckedContinuation<Void, Never>] = []
     }
 
     let connection: DBusConnection
@@ -349,7 +355,26 @@ final class PeripheralFakeBlueZ: Sendable {
     /// While set, Device1.Disconnect does not complete.
     var holdDisconnects: Bool {
         get { state.withLock { $0.holdDisconnects } }
-        set { state.withLock { $0.holdDisconnects = newValue } }
+        set {
+            let released = state.withLock { state in
+                state.holdDisconnects = newValue
+                guard !newValue else { return [CheckedContinuation<Void, Never>]() }
+                defer { state.heldDisconnects = [] }
+                return state.heldDisconnects
+            }
+            for disconnect in released { disconnect.resume() }
+        }
+    }
+
+    /// Returns once `holdDisconnects` is clear, without polling.
+    private func waitWhileDisconnectsAreHeld() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let held = state.withLock { state in
+                if state.holdDisconnects { state.heldDisconnects.append(continuation) }
+                return state.holdDisconnects
+            }
+            if !held { continuation.resume() }
+        }
     }
 
     /// "Member path" of every call to the adapter or the device.
@@ -375,7 +400,7 @@ final class PeripheralFakeBlueZ: Sendable {
             ) { call in
                 fake.state.withLock { $0.calls.append("\(call.member ?? "") \(devicePath)") }
                 if call.member == "Disconnect" {
-                    while fake.holdDisconnects { try await Task.sleep(for: .milliseconds(5)) }
+                    await fake.waitWhileDisconnectsAreHeld()
                     try await fake.setConnected(false)
                 }
                 return []
@@ -452,3 +477,4 @@ final class PeripheralFakeBlueZ: Sendable {
         }
     }
 }
+#endif

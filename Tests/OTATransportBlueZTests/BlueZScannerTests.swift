@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -5,7 +6,7 @@ import Testing
 @testable import OTATransportBlueZ
 
 /// Discovery through a scripted org.bluez.
-@Suite struct BlueZScannerTests {
+@Suite(.needsLibDBus) struct BlueZScannerTests {
     @Test func yieldsAdvertisementsFromInterfacesAdded() async throws {
         var script = FakeBlueZ.Script()
         script.deviceKnown = false
@@ -83,3 +84,4 @@ import Testing
             ])
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Testing
@@ -6,7 +7,7 @@ import Testing
 
 /// The GATT link through a scripted org.bluez: writes, reads, notifications, back-pressure on the
 /// AcquireWrite socket, the fallback to WriteValue(command), and losing the link.
-@Suite struct BlueZTransportTests {
+@Suite(.needsLibDBus) struct BlueZTransportTests {
     static func image(_ count: Int) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
     }
@@ -279,3 +280,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,10 +1,11 @@
+#if os(Linux)
 import OTACore
 import Testing
 
 @testable import OTATransportBlueZ
 
 /// Method calls between two connections on a private bus.
-@Suite struct DBusConnectionTests {
+@Suite(.needsLibDBus) struct DBusConnectionTests {
     @Test func connectsAndGetsAUniqueName() async throws {
         try await PrivateBus.with { bus in
             try await DBusConnection.withConnection(to: .address(bus.address)) { connection in
@@ -256,3 +257,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,9 +1,10 @@
+#if os(Linux)
 import OTACore
 import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusErrorTests {
+@Suite(.needsLibDBus) struct DBusErrorTests {
     @Test func mapsToTransportErrors() {
         func kind(_ name: String, _ message: String = "") -> TransportError.Kind {
             DBusError(name: DBusError.Name(rawValue: name), message: message).transportError.kind
@@ -35,3 +36,4 @@ import Testing
         #expect(OTAError.wrapping(error.transportError, context: "write").code == .transport)
     }
 }
+#endif

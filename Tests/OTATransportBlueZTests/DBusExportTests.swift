@@ -1,10 +1,11 @@
+#if os(Linux)
 import Synchronization
 import Testing
 
 @testable import OTATransportBlueZ
 
 /// Objects exported by one connection and used from another, shaped like a BlueZ GATT application.
-@Suite struct DBusExportTests {
+@Suite(.needsLibDBus) struct DBusExportTests {
     static let app: DBusObjectPath = "/com/example/app"
     static let service: DBusObjectPath = "/com/example/app/service0"
     static let characteristic: DBusObjectPath = "/com/example/app/service0/char0"
@@ -320,3 +321,4 @@ final class WriteRecorder: Sendable {
 
     var values: [[UInt8]] { state.withLock { $0 } }
 }
+#endif

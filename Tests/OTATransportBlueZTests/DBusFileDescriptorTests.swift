@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 /// Unix file descriptors (`h`) through the bus, the way BlueZ's AcquireWrite and AcquireNotify
 /// hand out sockets.
-@Suite struct DBusFileDescriptorTests {
+@Suite(.needsLibDBus) struct DBusFileDescriptorTests {
     /// A connected pair of stream sockets.
     private static func socketPair() throws -> (DBusFileDescriptor, DBusFileDescriptor) {
         var descriptors: [Int32] = [-1, -1]
@@ -116,3 +117,4 @@ import Testing
         }
     }
 }
+#endif

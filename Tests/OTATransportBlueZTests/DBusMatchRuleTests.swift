@@ -1,8 +1,9 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusMatchRuleTests {
+@Suite(.needsLibDBus) struct DBusMatchRuleTests {
     @Test func printsTheBusSyntax() {
         let rule = DBusMatchRule(
             sender: "org.bluez",
@@ -44,3 +45,4 @@ import Testing
         #expect(!DBusMatchRule(interface: "org.bluez.Device1").matches(signal))
     }
 }
+#endif

@@ -1,9 +1,10 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
 
 /// Signal subscriptions on a private bus.
-@Suite struct DBusSignalTests {
+@Suite(.needsLibDBus) struct DBusSignalTests {
     private static func signal(
         _ member: String,
         interface: String = TestService.interface,
@@ -134,3 +135,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,8 +1,9 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
 
-@Suite struct DBusTypeTests {
+@Suite(.needsLibDBus) struct DBusTypeTests {
     @Test(arguments: [
         "y", "b", "n", "q", "i", "u", "x", "t", "d", "s", "o", "g", "h", "v", "ay", "as", "aay", "a{sv}",
         "a{oa{sa{sv}}}", "(ia{s(ay)})", "a(sv)", "a{qv}", "((y))",
@@ -52,3 +53,4 @@ import Testing
         #expect(DBusObjectPath.root.isAncestor(of: app))
     }
 }
+#endif

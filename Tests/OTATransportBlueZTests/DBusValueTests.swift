@@ -1,9 +1,10 @@
+#if os(Linux)
 import Testing
 
 @testable import OTATransportBlueZ
 
 /// Marshalling without a bus: values go through libdbus's wire format and its validation.
-@Suite struct DBusValueTests {
+@Suite(.needsLibDBus) struct DBusValueTests {
     private func roundTrip(_ arguments: [DBusValue]) throws -> DBusMessage {
         let message = DBusMessage.signal(
             path: "/test",
@@ -171,3 +172,4 @@ import Testing
         #expect(throws: DBusError.self) { try DBusMessage(marshalled: []) }
     }
 }
+#endif

@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import OTATransportSimulator
+@testable import OTATransportSimulator
 import Testing
 
 @Suite struct SimulatedFlashTests {
@@ -24,5 +24,21 @@ import Testing
         #expect(throws: FlashError("program failure")) { try flash.write(Data(count: 1), at: 0) }
         flash.injectFailure(nil)
         try flash.write(Data(count: 1), at: 0)
+    }
+
+    @Test func readsAreClampedToTheSlotLikeEveryOtherHost() throws {
+        let flash = SimulatedFlash(capacity: 4096, timing: timing)
+        try flash.write(Data([0x12]), at: 4095)
+        #expect(flash.read(4094..<4100) == Data([0xFF, 0x12]))
+        #expect(flash.read(5000..<5004).isEmpty)
+        #expect(flash.takePendingCost() == timing.writeTime(1))
+    }
+
+    @Test func anEmptyEraseCostsNothing() throws {
+        let flash = SimulatedFlash(capacity: 8192, timing: timing)
+        try flash.erase(100..<100)
+        #expect(flash.takePendingCost() == .zero)
+        try flash.erase(4095..<4097)
+        #expect(flash.takePendingCost() == timing.sectorEraseTime * 2)
     }
 }

@@ -1,7 +1,7 @@
 /// Parses a command's arguments: `--name value`, `--name=value`, flags, `-h`/`--help`,
 /// positionals, and `--` to end options.
-enum ArgumentParser {
-    static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+package enum ArgumentParser {
+    package static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
@@ -22,7 +22,7 @@ enum ArgumentParser {
             }
             let (name, inlineValue) = split(argument)
             guard let option = spec.option(named: name) else {
-                throw UsageError("unknown option '\(name)' for 'ota \(spec.name)'", command: spec.name)
+                throw UsageError("unknown option '\(name)' for '\(spec.invocation)'", command: spec.name)
             }
             guard let valueName = option.valueName else {
                 if inlineValue != nil {
@@ -48,11 +48,11 @@ enum ArgumentParser {
         if parsed.wantsHelp { return parsed }
         if parsed.positionals.count > spec.positionals.count {
             let extra = parsed.positionals[spec.positionals.count]
-            throw UsageError("unexpected argument '\(extra)' for 'ota \(spec.name)'", command: spec.name)
+            throw UsageError("unexpected argument '\(extra)' for '\(spec.invocation)'", command: spec.name)
         }
         if parsed.positionals.count < spec.positionals.count {
             let missing = spec.positionals[parsed.positionals.count]
-            throw UsageError("missing \(missing.name) for 'ota \(spec.name)'", command: spec.name)
+            throw UsageError("missing \(missing.name) for '\(spec.invocation)'", command: spec.name)
         }
         return parsed
     }

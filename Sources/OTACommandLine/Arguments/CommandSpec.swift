@@ -1,32 +1,65 @@
 /// The options and positional arguments a command accepts, with their help text.
-struct CommandSpec: Sendable {
+///
+/// `package` so that the package's other tools (`ota-peripheral`) parse and explain their
+/// arguments the same way.
+package struct CommandSpec: Sendable {
     /// An option: `--name VALUE` (or `--name=VALUE`) when it has a value name, else a flag.
-    struct Option: Sendable {
-        var name: String
-        var valueName: String?
-        var help: String
-        var repeatable = false
+    package struct Option: Sendable {
+        package var name: String
+        package var valueName: String?
+        package var help: String
+        package var repeatable = false
+
+        package init(name: String, valueName: String? = nil, help: String, repeatable: Bool = false) {
+            self.name = name
+            self.valueName = valueName
+            self.help = help
+            self.repeatable = repeatable
+        }
     }
 
     /// A positional argument.
-    struct Positional: Sendable {
-        var name: String
-        var help: String
+    package struct Positional: Sendable {
+        package var name: String
+        package var help: String
+
+        package init(name: String, help: String) {
+            self.name = name
+            self.help = help
+        }
     }
 
-    var name: String
-    var summary: String
-    var options: [Option]
-    var positionals: [Positional] = []
-    var discussion: String?
+    package var name: String
+    package var summary: String
+    package var options: [Option]
+    package var positionals: [Positional] = []
+    package var discussion: String?
+    /// The executable: `ota`, whose sub-command ``name`` is; or a tool of its own with an empty
+    /// ``name``, such as `ota-peripheral`.
+    package var program = "ota"
+
+    package init(
+        name: String, summary: String, options: [Option], positionals: [Positional] = [], discussion: String? = nil,
+        program: String = "ota"
+    ) {
+        self.name = name
+        self.summary = summary
+        self.options = options
+        self.positionals = positionals
+        self.discussion = discussion
+        self.program = program
+    }
+
+    /// How the command is invoked, for messages: `ota update`, or `ota-peripheral`.
+    package var invocation: String { name.isEmpty ? program : "\(program) \(name)" }
 
     func option(named name: String) -> Option? {
         options.first { $0.name == name }
     }
 
     /// The text `--help` prints.
-    var help: String {
-        var usage = "usage: ota \(name)"
+    package var help: String {
+        var usage = "usage: \(invocation)"
         for positional in positionals { usage += " \(positional.name)" }
         if !options.isEmpty { usage += " [options]" }
         var lines = [summary, "", usage]

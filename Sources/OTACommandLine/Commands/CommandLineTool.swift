@@ -66,7 +66,7 @@ public enum CommandLineTool {
     public static func main(environment: ToolEnvironment = .standard) async -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let task = Task { await run(arguments, streams: StandardStreams(), environment: environment) }
-        let interrupt = InterruptHandler { task.cancel() }
+        let interrupt = InterruptHandler { _ in task.cancel() }
         let code = await task.value
         interrupt.cancel()
         exit(code)

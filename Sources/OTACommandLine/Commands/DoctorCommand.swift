@@ -1,6 +1,9 @@
 import Foundation
 import OTACore
+
+#if canImport(OTATransportBlueZ)
 import OTATransportBlueZ
+#endif
 
 /// `ota doctor`: is this machine ready to update real devices?
 enum DoctorCommand: Command {
@@ -12,6 +15,16 @@ enum DoctorCommand: Command {
     )
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+        #if canImport(OTATransportBlueZ)
+        return await examineBlueZ(arguments, streams: streams)
+        #else
+        streams.err("ota: error: 'ota doctor' checks BlueZ, which this build does not have (BlueZ is Linux-only)\n")
+        return .deviceUnavailable
+        #endif
+    }
+
+    #if canImport(OTATransportBlueZ)
+    private static func examineBlueZ(_ arguments: ParsedArguments, streams: any OutputStreams) async -> ExitCode {
         let report = await BlueZDoctor().examine()
         if arguments.flag("--json") {
             let adapters = report.adapters.map { adapter in
@@ -43,4 +56,5 @@ enum DoctorCommand: Command {
         }
         return report.isReady ? .success : .deviceUnavailable
     }
+    #endif
 }

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Programming can only clear bits, like real NOR flash: writing over bytes that were not erased
 /// stores the bitwise AND of old and new, so a model that forgets to erase corrupts its image as
-/// real firmware would. Hosts account the time each operation takes.
+/// real firmware would. Hosts account the time each operation takes. ``NORFlash`` is the model;
+/// erases and writes outside the slot throw, reads are clamped to it.
 public protocol FlashStorage: AnyObject, Sendable {
     /// Size of the update slot in bytes.
     var capacity: Int { get }
@@ -14,7 +15,8 @@ public protocol FlashStorage: AnyObject, Sendable {
     func erase(_ range: Range<Int>) throws(FlashError)
     /// Programs `bytes` at `offset`.
     func write(_ bytes: Data, at offset: Int) throws(FlashError)
-    /// Reads `range`.
+    /// Reads `range`, clamped to the slot: bytes outside `0..<capacity` are not returned (see
+    /// ``NORFlash``, the model every host uses).
     func read(_ range: Range<Int>) -> Data
 }
 

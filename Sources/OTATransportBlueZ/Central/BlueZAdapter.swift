@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// A local Bluetooth controller as BlueZ publishes it (`org.bluez.Adapter1` at `/org/bluez/hci0`),
@@ -47,7 +48,7 @@ public struct BlueZAdapter: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses an adapter's `org.bluez.Adapter1` properties; `nil` without an `Address`.
-    public init?(path: DBusObjectPath, properties: [String: DBusValue]) {
+    init?(path: DBusObjectPath, properties: [String: DBusValue]) {
         guard let address = properties["Address"]?.string else { return nil }
         self.init(
             name: String(path.rawValue.split(separator: "/").last ?? Substring(path.rawValue)),
@@ -121,3 +122,4 @@ public struct BlueZAdapter: Sendable, Hashable, CustomStringConvertible {
         return lhsNumber! < rhsNumber!
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -374,3 +375,4 @@ public struct BlueZConnector: Connector {
         return (.acquiredSocket(mtu: Int(mtu)), socket)
     }
 }
+#endif

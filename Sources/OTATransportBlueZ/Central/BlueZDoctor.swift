@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 import Foundation
 import OTACore
@@ -40,6 +41,11 @@ public struct BlueZDoctor: Sendable {
         var report = BlueZDoctorReport(bus: BlueZFailure.describe(bus))
         report.bluezVersion = await versionProbe()
         report.kernelControllers = kernelControllers()
+        if case .failure(let missing) = LibDBus.shared {
+            report.findings.append(
+                .init(problem: "libdbus cannot be loaded (\(missing.detail))", fix: "install \(DBusLibraryUnavailable.package)"))
+            return report
+        }
         let session: BlueZSession
         do {
             session = try await BlueZSession.open(bus)
@@ -160,3 +166,4 @@ public struct BlueZDoctor: Sendable {
         }
     }
 }
+#endif

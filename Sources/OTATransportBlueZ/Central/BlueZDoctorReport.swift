@@ -1,3 +1,4 @@
+#if os(Linux)
 /// What ``BlueZDoctor`` found: the state of the stack and the problems, each with its fix.
 public struct BlueZDoctorReport: Sendable, Hashable {
     /// One problem and what to do about it.
@@ -43,3 +44,4 @@ public struct BlueZDoctorReport: Sendable, Hashable {
         isBluetoothdRunning && adapters.contains(where: \.isPowered)
     }
 }
+#endif

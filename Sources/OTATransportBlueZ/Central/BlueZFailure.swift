@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// The one-line errors of the BlueZ central, and the translation of BlueZ's D-Bus errors into
@@ -51,6 +52,7 @@ enum BlueZFailure {
     }
 
     static func busUnreachable(_ bus: DBusConnection.Bus, _ error: any Error) -> TransportError {
+        if let missing = error as? DBusLibraryUnavailable { return TransportError(.connectionFailed, missing.description) }
         let cause = (error as? DBusError).map { $0.message.isEmpty ? $0.name.rawValue : $0.message } ?? "\(error)"
         return TransportError(
             .connectionFailed,
@@ -194,3 +196,4 @@ enum BlueZFailure {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -18,7 +19,7 @@ import OTACore
 /// characteristic whose `UUID` does not parse) are left out rather than failing the whole tree.
 public struct BlueZObjectTree: Sendable, Hashable {
     /// The `a{oa{sa{sv}}}` of `GetManagedObjects`: interfaces and their properties by object path.
-    public typealias ManagedObjects = [DBusObjectPath: [String: [String: DBusValue]]]
+    typealias ManagedObjects = [DBusObjectPath: [String: [String: DBusValue]]]
 
     /// The adapters, in name order (`hci0`, `hci1`, …, `hci10`).
     public var adapters: [BlueZAdapter]
@@ -61,7 +62,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
         public var isPaired: Bool
 
         /// Parses a device's `org.bluez.Device1` properties; `nil` without a valid `Address`.
-        public init?(path: DBusObjectPath, properties: [String: DBusValue]) {
+        init?(path: DBusObjectPath, properties: [String: DBusValue]) {
             guard let address = properties["Address"]?.string, BlueZ.isValidAddress(address) else { return nil }
             self.path = path
             self.address = address.uppercased()
@@ -109,7 +110,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
         public var isPrimary: Bool
 
         /// Parses a service's properties; `nil` without a valid `UUID` and `Device`.
-        public init?(path: DBusObjectPath, properties: [String: DBusValue]) {
+        init?(path: DBusObjectPath, properties: [String: DBusValue]) {
             guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
                 let device = properties["Device"]?.objectPath
             else { return nil }
@@ -143,7 +144,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
         public var isNotifying: Bool
 
         /// Parses a characteristic's properties; `nil` without a valid `UUID` and `Service`.
-        public init?(path: DBusObjectPath, properties: [String: DBusValue]) {
+        init?(path: DBusObjectPath, properties: [String: DBusValue]) {
             guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
                 let service = properties["Service"]?.objectPath
             else { return nil }
@@ -177,7 +178,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
     }
 
     /// Parses the objects of `GetManagedObjects`.
-    public init(managedObjects: ManagedObjects) {
+    init(managedObjects: ManagedObjects) {
         var adapters: [BlueZAdapter] = []
         var devices: [Device] = []
         var services: [Service] = []
@@ -214,7 +215,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
     ///
     /// - Throws: ``DBusError`` named ``DBusError/Name/invalidArgs`` when the reply is not an
     ///   `a{oa{sa{sv}}}`.
-    public init(reply: DBusMessage) throws {
+    init(reply: DBusMessage) throws {
         self.init(managedObjects: try reply.decode(ManagedObjects.self))
     }
 
@@ -255,3 +256,4 @@ public struct BlueZObjectTree: Sendable, Hashable {
         return table
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -234,3 +235,4 @@ public struct BlueZScanner: Sendable {
         return String(last.dropFirst(4).map { $0 == "_" ? ":" : $0 })
     }
 }
+#endif

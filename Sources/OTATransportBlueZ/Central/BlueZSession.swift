@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// One D-Bus connection to bluetoothd, with calls whose errors come back translated into
@@ -215,3 +216,4 @@ enum BlueZSignals {
         return try? signal.decode(String.self, [String: DBusValue].self, [String].self)
     }
 }
+#endif

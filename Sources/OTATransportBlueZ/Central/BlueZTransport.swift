@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -452,3 +453,4 @@ public final class BlueZTransport: Transport, Sendable {
         return true
     }
 }
+#endif

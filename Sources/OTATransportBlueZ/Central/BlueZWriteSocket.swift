@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 import Foundation
 import OTACore
@@ -244,3 +245,4 @@ final class BlueZWriteSocket: Sendable {
         TransportError(.other, "writing to the AcquireWrite socket failed: errno \(error)")
     }
 }
+#endif

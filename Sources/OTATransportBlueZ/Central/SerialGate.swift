@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 import Synchronization
 
@@ -48,3 +49,4 @@ final class SerialGate: Sendable {
         next?.resume()
     }
 }
+#endif

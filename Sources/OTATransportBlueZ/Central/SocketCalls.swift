@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 
 #if canImport(Glibc)
@@ -146,3 +147,4 @@ enum SocketCalls {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 extension DBusConnection {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"
     private static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
@@ -22,7 +23,7 @@ extension DBusConnection {
     ///
     /// - Throws: ``DBusError`` when the connection is closed or an object is already exported at
     ///   the path.
-    public func export(_ object: DBusObject) throws {
+    func export(_ object: DBusObject) throws {
         guard isConnected else { throw DBusError.connectionClosed }
         guard exportedObjects[object.path] == nil else {
             throw DBusError(
@@ -61,7 +62,7 @@ extension DBusConnection {
     ///
     /// If an exported object manager lies above the path, it announces the removal with
     /// `InterfacesRemoved`.
-    public func unexport(_ path: DBusObjectPath) {
+    func unexport(_ path: DBusObjectPath) {
         guard let exported = exportedObjects.removeValue(forKey: path) else { return }
         exported.stop()
         let interfaces = exported.object.interfaces.keys.sorted()
@@ -84,7 +85,7 @@ extension DBusConnection {
     ///
     /// - Throws: ``DBusError`` when no object is exported at `path`, a value is invalid, or the
     ///   connection is closed.
-    public func setProperties(_ changes: [String: DBusValue], of interface: String, at path: DBusObjectPath) throws {
+    func setProperties(_ changes: [String: DBusValue], of interface: String, at path: DBusObjectPath) throws {
         guard exportedObjects[path] != nil else {
             throw DBusError(name: .unknownObject, message: "no object is exported at \(path)")
         }
@@ -100,7 +101,7 @@ extension DBusConnection {
     }
 
     /// The current properties of an interface of an exported object.
-    public func properties(of interface: String, at path: DBusObjectPath) -> [String: DBusValue]? {
+    func properties(of interface: String, at path: DBusObjectPath) -> [String: DBusValue]? {
         exportedObjects[path]?.object.interfaces[interface]
     }
 
@@ -219,3 +220,4 @@ extension DBusConnection {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 extension DBusConnection {
     /// One stream of signals and the rule that feeds it.
     struct Subscription {
@@ -20,7 +21,7 @@ extension DBusConnection {
     /// - Returns: a stream that finishes when the connection closes. When it ends or is dropped,
     ///   the rule is removed from the bus (`RemoveMatch`).
     /// - Throws: ``DBusError`` when the connection is closed or the bus rejects the rule.
-    public func signals(matching rule: DBusMatchRule) async throws -> AsyncStream<DBusMessage> {
+    func signals(matching rule: DBusMatchRule) async throws -> AsyncStream<DBusMessage> {
         let id = makeID()
         let (stream, continuation) = AsyncStream.makeStream(of: DBusMessage.self, bufferingPolicy: .unbounded)
         subscriptions[id] = Subscription(rule: rule, continuation: continuation)
@@ -59,3 +60,4 @@ extension DBusConnection {
     /// The number of live subscriptions (for tests).
     var subscriptionCount: Int { subscriptions.count }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A connection to a D-Bus message bus: method calls with replies, signals, and objects served to
 /// other peers. Everything BlueZ's central and peripheral roles need, and nothing BlueZ-specific.
 ///
@@ -24,6 +25,10 @@
 ///   unexports every object. A connection that is no longer referenced closes itself, but signal
 ///   streams keep their connection alive until they end. When the bus goes away, the same happens
 ///   with ``DBusError/connectionLost``.
+///
+/// - Note: Access. The D-Bus layer is internal to the module; the type is public only as the home
+///   of ``Bus``, which apps pass to the BlueZ roles. Apps also see ``DBusObjectPath`` (object paths
+///   in BlueZ's API) and ``DBusError`` (inside `BlueZPeripheralError`).
 public actor DBusConnection {
     /// The bus to connect to.
     public enum Bus: Hashable, Sendable {
@@ -42,10 +47,10 @@ public actor DBusConnection {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// The unique name the bus gave this connection, such as `:1.42`.
-    public nonisolated var uniqueName: String { loop.uniqueName }
+    nonisolated var uniqueName: String { loop.uniqueName }
 
     /// Whether this connection can carry Unix file descriptors (`h` arguments).
-    public nonisolated var canPassFileDescriptors: Bool { loop.canPassFileDescriptors }
+    nonisolated var canPassFileDescriptors: Bool { loop.canPassFileDescriptors }
 
     /// Why the connection closed, or `nil` while it is open.
     private var closeReason: DBusError?
@@ -71,7 +76,7 @@ public actor DBusConnection {
     ///
     /// - Throws: ``DBusError`` when the bus cannot be reached (for the system bus,
     ///   `org.freedesktop.DBus.Error.FileNotFound` or `NoServer` when no daemon runs).
-    public static func connect(to bus: Bus) async throws -> DBusConnection {
+    static func connect(to bus: Bus) async throws -> DBusConnection {
         let executor = DBusExecutor(label: "OTATransportBlueZ.DBusConnection")
         // Connecting blocks, so it happens on the connection's own queue.
         let loop = try await withCheckedThrowingContinuation {
@@ -86,7 +91,7 @@ public actor DBusConnection {
     }
 
     /// Connects to a bus, runs `body`, and closes the connection when `body` returns or throws.
-    public static func withConnection<Result>(
+    static func withConnection<Result>(
         to bus: Bus,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (DBusConnection) async throws -> Result
@@ -107,11 +112,11 @@ public actor DBusConnection {
     }
 
     /// Whether the connection is open.
-    public var isConnected: Bool { closeReason == nil }
+    var isConnected: Bool { closeReason == nil }
 
     /// Closes the connection: pending calls fail with ``DBusError/connectionClosed``, signal
     /// streams finish, exported objects are removed. Calling it again does nothing.
-    public func close() {
+    func close() {
         shutDown(.connectionClosed)
     }
 
@@ -147,7 +152,7 @@ public actor DBusConnection {
     ///   the timeout expires; ``DBusError/connectionClosed`` or ``DBusError/connectionLost`` when
     ///   the connection closes first; ``DBusError/Name/invalidArgs`` when the message is invalid.
     ///   `CancellationError` when the task is cancelled (the reply is then ignored).
-    public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) async throws -> DBusMessage {
+    func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) async throws -> DBusMessage {
         try Task.checkCancellation()
         guard message.kind == .methodCall else {
             throw DBusError(name: .invalidArgs, message: "only a method call can be answered")
@@ -180,7 +185,7 @@ public actor DBusConnection {
     /// - Returns: the serial the message was sent with.
     /// - Throws: ``DBusError`` when the connection is closed or the message is invalid.
     @discardableResult
-    public func send(_ message: DBusMessage) throws -> UInt32 {
+    func send(_ message: DBusMessage) throws -> UInt32 {
         let encoded = try encodeForSending(message)
         defer { DBusCalls.release(message: encoded) }
         guard let serial = DBusCalls.send(loop.connection, encoded) else {
@@ -280,7 +285,7 @@ public actor DBusConnection {
     ///
     /// - Parameter replaceExisting: take the name from its current owner if that owner allows it.
     /// - Throws: ``DBusError``, named ``DBusError/Name/failed`` when another connection owns the name.
-    public func requestName(_ name: String, replaceExisting: Bool = false) async throws {
+    func requestName(_ name: String, replaceExisting: Bool = false) async throws {
         let doNotQueue: UInt32 = 4
         let replace: UInt32 = replaceExisting ? 2 : 0
         let reply = try await callBus("RequestName", [.string(name), .uint32(doNotQueue | replace)])
@@ -292,10 +297,11 @@ public actor DBusConnection {
     }
 
     /// Gives up a well-known bus name taken with ``requestName(_:replaceExisting:)``.
-    public func releaseName(_ name: String) async throws {
+    func releaseName(_ name: String) async throws {
         _ = try await callBus("ReleaseName", [.string(name)])
     }
 
     /// The number of calls waiting for a reply (for tests).
     var pendingCallCount: Int { pendingReplies.count }
 }
+#endif

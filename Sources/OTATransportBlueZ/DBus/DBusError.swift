@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// A D-Bus error: a name to branch on (`org.bluez.Error.NotPermitted`) and a message for a person.
@@ -85,7 +86,7 @@ extension DBusError {
     /// | `…ServiceUnknown`, `…NameHasNoOwner`, `…UnknownObject` | `.connectionFailed` |
     /// | `org.bluez.Error.DoesNotExist`, `…NotReady`, `…ConnectionAttemptFailed` | `.connectionFailed` |
     /// | anything else, including timeouts (`…NoReply`) | `.other` |
-    public var transportError: TransportError {
+    var transportError: TransportError {
         let text = "D-Bus error \(description)"
         switch name.rawValue {
         case Name.disconnected.rawValue:
@@ -112,3 +113,4 @@ extension DBusError {
         return UInt8(digits, radix: 16)
     }
 }
+#endif

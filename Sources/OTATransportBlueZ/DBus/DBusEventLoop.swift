@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 
 /// Runs libdbus's I/O for one connection on the connection's queue: watches become dispatch
@@ -188,3 +189,4 @@ final class DBusEventLoop: @unchecked Sendable {
         timerSources[timeout] = timer
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 
 /// The serial executor of one ``DBusConnection``: runs the actor's jobs on a private dispatch
@@ -30,3 +31,4 @@ final class DBusExecutor: SerialExecutor {
         dispatchPrecondition(condition: .onQueue(queue))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,18 +18,18 @@ import Darwin
 /// BlueZ hands out descriptors this way from `AcquireWrite` and `AcquireNotify`.
 ///
 /// Two instances are equal only when they are the same object.
-public final class DBusFileDescriptor: Hashable, Sendable, CustomStringConvertible {
+final class DBusFileDescriptor: Hashable, Sendable, CustomStringConvertible {
     private let descriptor: Mutex<Int32>
 
     /// Takes ownership of `rawValue`: it will be closed with this object.
-    public init(taking rawValue: Int32) {
+    init(taking rawValue: Int32) {
         descriptor = Mutex(rawValue)
     }
 
     /// Duplicates `rawValue`, leaving the caller's descriptor untouched.
     ///
     /// - Throws: ``DBusError`` named ``DBusError/Name/failed`` when `dup` fails.
-    public convenience init(duplicating rawValue: Int32) throws {
+    convenience init(duplicating rawValue: Int32) throws {
         let duplicate = duplicateDescriptor(rawValue)
         guard duplicate >= 0 else {
             throw DBusError(name: .failed, message: "cannot duplicate file descriptor \(rawValue): errno \(errno)")
@@ -42,12 +43,12 @@ public final class DBusFileDescriptor: Hashable, Sendable, CustomStringConvertib
     }
 
     /// The descriptor, or -1 once it was taken or closed. Valid while this object is alive.
-    public var rawValue: Int32 { descriptor.withLock { $0 } }
+    var rawValue: Int32 { descriptor.withLock { $0 } }
 
     /// Hands the descriptor to the caller, who becomes responsible for closing it.
     ///
     /// - Returns: the descriptor, or -1 if it was already taken or closed.
-    public func take() -> Int32 {
+    func take() -> Int32 {
         descriptor.withLock { value in
             defer { value = -1 }
             return value
@@ -55,16 +56,16 @@ public final class DBusFileDescriptor: Hashable, Sendable, CustomStringConvertib
     }
 
     /// Closes the descriptor now instead of when this object goes away.
-    public func close() {
+    func close() {
         let rawValue = take()
         closeDescriptor(rawValue)
     }
 
-    public var description: String { "fd \(rawValue)" }
+    var description: String { "fd \(rawValue)" }
 
-    public static func == (lhs: DBusFileDescriptor, rhs: DBusFileDescriptor) -> Bool { lhs === rhs }
+    static func == (lhs: DBusFileDescriptor, rhs: DBusFileDescriptor) -> Bool { lhs === rhs }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// Closes `rawValue` unless it is negative (a free function, out of reach of `close()` methods).
@@ -76,3 +77,4 @@ func closeDescriptor(_ rawValue: Int32) {
 func duplicateDescriptor(_ rawValue: Int32) -> Int32 {
     fcntl(rawValue, F_DUPFD_CLOEXEC, 0)
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// Which messages a subscription receives: a D-Bus match rule such as
 /// `type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'`.
 ///
@@ -8,24 +9,24 @@
 /// - Note: The bus compares ``sender`` with a well-known name (`org.bluez`) by its current owner;
 ///   locally only unique names (`:1.5`) and `org.freedesktop.DBus` are compared, so two
 ///   subscriptions that differ only by a well-known sender both see each other's signals.
-public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
+struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     /// The kind of message; signals by default.
-    public var kind: DBusMessage.Kind?
+    var kind: DBusMessage.Kind?
     /// The sender's bus name.
-    public var sender: String?
+    var sender: String?
     /// The exact object path.
-    public var path: DBusObjectPath?
+    var path: DBusObjectPath?
     /// A path and everything below it (`path_namespace`).
-    public var pathNamespace: DBusObjectPath?
+    var pathNamespace: DBusObjectPath?
     /// The interface.
-    public var interface: String?
+    var interface: String?
     /// The member (signal name).
-    public var member: String?
+    var member: String?
     /// String arguments that must be equal, by index (`arg0='org.bluez.Device1'`).
-    public var arguments: [Int: String]
+    var arguments: [Int: String]
 
     /// Creates a rule; fields left `nil` match anything.
-    public init(
+    init(
         kind: DBusMessage.Kind? = .signal,
         sender: String? = nil,
         path: DBusObjectPath? = nil,
@@ -44,7 +45,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The rule in the bus's syntax, as given to `AddMatch`.
-    public var description: String {
+    var description: String {
         var parts: [String] = []
         func add(_ key: String, _ value: String?) {
             guard let value else { return }
@@ -70,7 +71,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `message` satisfies the rule (see the note on ``sender``).
-    public func matches(_ message: DBusMessage) -> Bool {
+    func matches(_ message: DBusMessage) -> Bool {
         if let kind, message.kind != kind { return false }
         if let sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus", message.sender != sender {
             return false
@@ -89,3 +90,4 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         return true
     }
 }
+#endif

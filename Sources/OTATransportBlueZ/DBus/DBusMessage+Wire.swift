@@ -1,7 +1,8 @@
+#if os(Linux)
 // Conversion of messages to and from libdbus messages.
 
 extension DBusMessage {
-    private static let typeCodes: [Kind: Int32] = [.methodCall: 1, .methodReturn: 2, .error: 3, .signal: 4]
+    static let typeCodes: [Kind: Int32] = [.methodCall: 1, .methodReturn: 2, .error: 3, .signal: 4]
 
     /// Reads a libdbus message (borrowed, not released) into a value.
     ///
@@ -140,3 +141,4 @@ extension DBusMessage {
         try self.init(decoding: message)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A D-Bus message: a method call, a reply, an error or a signal, with its arguments.
 ///
 /// A message is a plain value. It is turned into a libdbus message when it is sent and read back
@@ -11,9 +12,9 @@
 ///     member: "SetDiscoveryFilter", arguments: [.variantDictionary(["Transport": .string("le")])])
 /// let reply = try await connection.call(call)
 /// ```
-public struct DBusMessage: Hashable, Sendable {
+struct DBusMessage: Hashable, Sendable {
     /// The four kinds of message.
-    public enum Kind: Hashable, Sendable {
+    enum Kind: Hashable, Sendable {
         /// A method call, usually expecting a reply.
         case methodCall
         /// A successful reply to a method call.
@@ -25,30 +26,30 @@ public struct DBusMessage: Hashable, Sendable {
     }
 
     /// What kind of message this is.
-    public var kind: Kind
+    var kind: Kind
     /// The object the call is for, or the signal is from. Required for calls and signals.
-    public var path: DBusObjectPath?
+    var path: DBusObjectPath?
     /// The interface of the method or signal. Required for signals.
-    public var interface: String?
+    var interface: String?
     /// The method or signal name. Required for calls and signals.
-    public var member: String?
+    var member: String?
     /// The error's name. Required for errors.
-    public var errorName: String?
+    var errorName: String?
     /// The bus name the message is for; `nil` broadcasts a signal.
-    public var destination: String?
+    var destination: String?
     /// The unique name of the sender, filled in by the bus.
-    public var sender: String?
+    var sender: String?
     /// The serial the sending connection gave the message; 0 before it is sent.
-    public var serial: UInt32
+    var serial: UInt32
     /// The serial of the call a reply answers; 0 for calls and signals.
-    public var replySerial: UInt32
+    var replySerial: UInt32
     /// Whether a method call expects no reply.
-    public var noReplyExpected: Bool
+    var noReplyExpected: Bool
     /// The arguments.
-    public var arguments: [DBusValue]
+    var arguments: [DBusValue]
 
     /// Creates a message; prefer the factory methods, which fill in what each kind needs.
-    public init(
+    init(
         kind: Kind,
         path: DBusObjectPath? = nil,
         interface: String? = nil,
@@ -75,7 +76,7 @@ public struct DBusMessage: Hashable, Sendable {
     }
 
     /// A method call.
-    public static func methodCall(
+    static func methodCall(
         destination: String?,
         path: DBusObjectPath,
         interface: String?,
@@ -93,7 +94,7 @@ public struct DBusMessage: Hashable, Sendable {
     }
 
     /// A signal from the object at `path`; broadcast unless `destination` is given.
-    public static func signal(
+    static func signal(
         path: DBusObjectPath,
         interface: String,
         member: String,
@@ -111,12 +112,12 @@ public struct DBusMessage: Hashable, Sendable {
     }
 
     /// A successful reply to this method call.
-    public func makeReply(arguments: [DBusValue] = []) -> DBusMessage {
+    func makeReply(arguments: [DBusValue] = []) -> DBusMessage {
         DBusMessage(kind: .methodReturn, destination: sender, replySerial: serial, arguments: arguments)
     }
 
     /// An error reply to this method call.
-    public func makeErrorReply(_ error: DBusError) -> DBusMessage {
+    func makeErrorReply(_ error: DBusError) -> DBusMessage {
         DBusMessage(
             kind: .error,
             errorName: error.name.rawValue,
@@ -127,10 +128,10 @@ public struct DBusMessage: Hashable, Sendable {
     }
 
     /// The signature of the arguments, such as `sa{sv}`.
-    public var signature: String { arguments.map(\.type.signature).joined() }
+    var signature: String { arguments.map(\.type.signature).joined() }
 
     /// For an error reply, the error it carries: its name and its first argument as the message.
-    public var error: DBusError? {
+    var error: DBusError? {
         guard kind == .error else { return nil }
         return DBusError(
             name: DBusError.Name(rawValue: errorName ?? DBusError.Name.failed.rawValue),
@@ -147,7 +148,7 @@ public struct DBusMessage: Hashable, Sendable {
     ///
     /// - Throws: ``DBusError`` named ``DBusError/Name/invalidArgs`` when the signature is not the
     ///   expected one, naming both.
-    public func decode<each Value: DBusValueConvertible>(
+    func decode<each Value: DBusValueConvertible>(
         _ types: repeat (each Value).Type
     ) throws -> (repeat each Value) {
         var expected = ""
@@ -166,3 +167,4 @@ public struct DBusMessage: Hashable, Sendable {
         return (repeat try next(each types))
     }
 }
+#endif

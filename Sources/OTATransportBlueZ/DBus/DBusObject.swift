@@ -1,10 +1,11 @@
+#if os(Linux)
 /// Answers the method calls an exported object receives: returns the reply's arguments, or throws
 /// a ``DBusError`` to send that error as the reply (any other error becomes
 /// `org.freedesktop.DBus.Error.Failed`).
 ///
 /// The message is the call: its ``DBusMessage/interface``, ``DBusMessage/member``, arguments
 /// (``DBusMessage/decode(_:)``) and ``DBusMessage/sender``.
-public typealias DBusMethodHandler = @Sendable (DBusMessage) async throws -> [DBusValue]
+typealias DBusMethodHandler = @Sendable (DBusMessage) async throws -> [DBusValue]
 
 /// An object to serve on the bus with ``DBusConnection/export(_:)``: its path, its interfaces with
 /// their properties, and a handler for its methods.
@@ -33,22 +34,22 @@ public typealias DBusMethodHandler = @Sendable (DBusMessage) async throws -> [DB
 ///         }
 ///     }))
 /// ```
-public struct DBusObject: Sendable {
+struct DBusObject: Sendable {
     /// Where the object lives.
-    public var path: DBusObjectPath
+    var path: DBusObjectPath
     /// The object's interfaces, each with its properties by name. An interface without
     /// properties is an empty dictionary.
-    public var interfaces: [String: [String: DBusValue]]
+    var interfaces: [String: [String: DBusValue]]
     /// Whether the object implements `org.freedesktop.DBus.ObjectManager` for the objects below it.
-    public var isObjectManager: Bool
+    var isObjectManager: Bool
     /// Answers calls other than the standard interfaces; `nil` answers them with
     /// `org.freedesktop.DBus.Error.UnknownMethod`.
     ///
     /// Calls to one object are handled one at a time, in the order they arrived.
-    public var methodHandler: DBusMethodHandler?
+    var methodHandler: DBusMethodHandler?
 
     /// Creates an object description.
-    public init(
+    init(
         path: DBusObjectPath,
         interfaces: [String: [String: DBusValue]] = [:],
         isObjectManager: Bool = false,
@@ -60,3 +61,4 @@ public struct DBusObject: Sendable {
         self.methodHandler = methodHandler
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A valid D-Bus object path, such as `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
 ///
 /// A path starts with `/`, its elements are made of `[A-Za-z0-9_]`, and only the root path ends
@@ -71,3 +72,4 @@ public struct DBusObjectPath: Hashable, Comparable, Sendable, CustomStringConver
         return true
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// One method call waiting for its reply: a libdbus pending call and the continuation of the task
 /// that awaits it.
 ///
@@ -45,3 +46,4 @@ final class DBusPendingReply {
         pending = nil
     }
 }
+#endif

@@ -1,8 +1,9 @@
+#if os(Linux)
 /// The type of a D-Bus value: one complete type of a signature, such as `s`, `ay` or `a{sv}`.
 ///
 /// A dictionary is its own case (`a{kv}`) rather than an array of dictionary entries, because
 /// that is how it is used; its signature is the array's.
-public enum DBusType: Hashable, Sendable, CustomStringConvertible {
+enum DBusType: Hashable, Sendable, CustomStringConvertible {
     /// `y`, an unsigned 8-bit integer.
     case byte
     /// `b`, a boolean.
@@ -39,7 +40,7 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
     case structure([DBusType])
 
     /// The type's signature, such as `a{sv}`.
-    public var signature: String {
+    var signature: String {
         switch self {
         case .array(let element): "a" + element.signature
         case .dictionary(let key, let value): "a{" + key.signature + value.signature + "}"
@@ -48,10 +49,10 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { signature }
+    var description: String { signature }
 
     /// Whether the type is basic: usable as a dictionary key.
-    public var isBasic: Bool {
+    var isBasic: Bool {
         switch self {
         case .variant, .array, .dictionary, .structure: false
         default: true
@@ -84,7 +85,7 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``DBusError`` named ``DBusError/Name/invalidSignature`` when the signature is
     ///   malformed or holds more or less than one type.
-    public init(signature: String) throws {
+    init(signature: String) throws {
         let types = try Self.types(inSignature: signature)
         guard types.count == 1 else {
             throw DBusError(name: .invalidSignature, message: "'\(signature)' is not a single complete type")
@@ -95,7 +96,7 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
     /// Parses a signature of any number of complete types, such as a message's `sa{sv}`.
     ///
     /// - Throws: ``DBusError`` named ``DBusError/Name/invalidSignature`` when it is malformed.
-    public static func types(inSignature signature: String) throws -> [DBusType] {
+    static func types(inSignature signature: String) throws -> [DBusType] {
         var parser = Parser(bytes: Array(signature.utf8))
         guard parser.bytes.count <= 255 else { throw parser.failure(signature, "longer than 255 bytes") }
         var types: [DBusType] = []
@@ -173,3 +174,4 @@ public enum DBusType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+#endif

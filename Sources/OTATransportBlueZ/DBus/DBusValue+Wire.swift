@@ -1,3 +1,4 @@
+#if os(Linux)
 // Marshalling of values into and out of libdbus messages, through the argument iterators.
 
 extension DBusValue {
@@ -202,3 +203,4 @@ extension DBusArgumentWriter {
         try close(&child)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A D-Bus value of any type: what a message's arguments are made of.
 ///
 /// Containers carry their element types, so empty arrays and dictionaries keep their signature:
@@ -11,7 +12,7 @@
 /// Read values back with the optional accessors (``string``, ``bytes``, ``variantDictionary``…) or,
 /// with a type check that throws, through ``DBusValueConvertible`` and ``DBusMessage/decode(_:)``.
 /// Decoding preserves everything exactly: `decode(encode(v)) == v` for every value.
-public enum DBusValue: Hashable, Sendable {
+enum DBusValue: Hashable, Sendable {
     /// `y`
     case byte(UInt8)
     /// `b`
@@ -48,21 +49,21 @@ public enum DBusValue: Hashable, Sendable {
     indirect case variant(DBusValue)
 
     /// One entry of a ``dictionary(key:value:entries:)``.
-    public struct Entry: Hashable, Sendable {
+    struct Entry: Hashable, Sendable {
         /// The key, of a basic type.
-        public var key: DBusValue
+        var key: DBusValue
         /// The value.
-        public var value: DBusValue
+        var value: DBusValue
 
         /// Creates an entry.
-        public init(key: DBusValue, value: DBusValue) {
+        init(key: DBusValue, value: DBusValue) {
             self.key = key
             self.value = value
         }
     }
 
     /// The value's type, from which its signature follows.
-    public var type: DBusType {
+    var type: DBusType {
         switch self {
         case .byte: .byte
         case .bool: .bool
@@ -85,18 +86,18 @@ public enum DBusValue: Hashable, Sendable {
     }
 
     /// An `ay` array holding `bytes`.
-    public static func bytes(_ bytes: some Sequence<UInt8>) -> DBusValue {
+    static func bytes(_ bytes: some Sequence<UInt8>) -> DBusValue {
         .array(element: .byte, bytes.map(DBusValue.byte))
     }
 
     /// An `as` array holding `strings`.
-    public static func strings(_ strings: some Sequence<String>) -> DBusValue {
+    static func strings(_ strings: some Sequence<String>) -> DBusValue {
         .array(element: .string, strings.map(DBusValue.string))
     }
 
     /// An `a{sv}` dictionary (properties, options) holding `dictionary`, sorted by key, each
     /// value wrapped in a variant.
-    public static func variantDictionary(_ dictionary: [String: DBusValue]) -> DBusValue {
+    static func variantDictionary(_ dictionary: [String: DBusValue]) -> DBusValue {
         .dictionary(
             key: .string,
             value: .variant,
@@ -111,50 +112,50 @@ public enum DBusValue: Hashable, Sendable {
 
 extension DBusValue {
     /// The value of a `b`, otherwise `nil`.
-    public var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
     /// The value of a `y`, otherwise `nil`.
-    public var byte: UInt8? { if case .byte(let value) = self { value } else { nil } }
+    var byte: UInt8? { if case .byte(let value) = self { value } else { nil } }
     /// The value of an `n`, otherwise `nil`.
-    public var int16: Int16? { if case .int16(let value) = self { value } else { nil } }
+    var int16: Int16? { if case .int16(let value) = self { value } else { nil } }
     /// The value of a `q`, otherwise `nil`.
-    public var uint16: UInt16? { if case .uint16(let value) = self { value } else { nil } }
+    var uint16: UInt16? { if case .uint16(let value) = self { value } else { nil } }
     /// The value of an `i`, otherwise `nil`.
-    public var int32: Int32? { if case .int32(let value) = self { value } else { nil } }
+    var int32: Int32? { if case .int32(let value) = self { value } else { nil } }
     /// The value of a `u`, otherwise `nil`.
-    public var uint32: UInt32? { if case .uint32(let value) = self { value } else { nil } }
+    var uint32: UInt32? { if case .uint32(let value) = self { value } else { nil } }
     /// The value of an `x`, otherwise `nil`.
-    public var int64: Int64? { if case .int64(let value) = self { value } else { nil } }
+    var int64: Int64? { if case .int64(let value) = self { value } else { nil } }
     /// The value of a `t`, otherwise `nil`.
-    public var uint64: UInt64? { if case .uint64(let value) = self { value } else { nil } }
+    var uint64: UInt64? { if case .uint64(let value) = self { value } else { nil } }
     /// The value of a `d`, otherwise `nil`.
-    public var double: Double? { if case .double(let value) = self { value } else { nil } }
+    var double: Double? { if case .double(let value) = self { value } else { nil } }
     /// The value of an `s`, otherwise `nil`.
-    public var string: String? { if case .string(let value) = self { value } else { nil } }
+    var string: String? { if case .string(let value) = self { value } else { nil } }
     /// The value of an `o`, otherwise `nil`.
-    public var objectPath: DBusObjectPath? { if case .objectPath(let value) = self { value } else { nil } }
+    var objectPath: DBusObjectPath? { if case .objectPath(let value) = self { value } else { nil } }
     /// The value of a `g`, otherwise `nil`.
-    public var signature: String? { if case .signature(let value) = self { value } else { nil } }
+    var signature: String? { if case .signature(let value) = self { value } else { nil } }
     /// The descriptor of an `h`, otherwise `nil`.
-    public var fileDescriptor: DBusFileDescriptor? { if case .unixFD(let value) = self { value } else { nil } }
+    var fileDescriptor: DBusFileDescriptor? { if case .unixFD(let value) = self { value } else { nil } }
     /// The content of a `v`, otherwise `nil`.
-    public var variant: DBusValue? { if case .variant(let value) = self { value } else { nil } }
+    var variant: DBusValue? { if case .variant(let value) = self { value } else { nil } }
     /// The fields of a structure, otherwise `nil`.
-    public var fields: [DBusValue]? { if case .structure(let value) = self { value } else { nil } }
+    var fields: [DBusValue]? { if case .structure(let value) = self { value } else { nil } }
 
     /// The elements of an array (not a dictionary), otherwise `nil`.
-    public var elements: [DBusValue]? { if case .array(_, let value) = self { value } else { nil } }
+    var elements: [DBusValue]? { if case .array(_, let value) = self { value } else { nil } }
 
     /// The entries of a dictionary, otherwise `nil`.
-    public var entries: [Entry]? { if case .dictionary(_, _, let value) = self { value } else { nil } }
+    var entries: [Entry]? { if case .dictionary(_, _, let value) = self { value } else { nil } }
 
     /// The bytes of an `ay`, otherwise `nil`.
-    public var bytes: [UInt8]? {
+    var bytes: [UInt8]? {
         guard case .array(.byte, let elements) = self else { return nil }
         return elements.compactMap(\.byte)
     }
 
     /// The strings of an `as`, otherwise `nil`.
-    public var strings: [String]? {
+    var strings: [String]? {
         guard case .array(.string, let elements) = self else { return nil }
         return elements.compactMap(\.string)
     }
@@ -162,7 +163,7 @@ extension DBusValue {
     /// The entries of an `a{sv}` with the variants unwrapped, otherwise `nil`.
     ///
     /// When a key appears more than once, the last entry wins.
-    public var variantDictionary: [String: DBusValue]? {
+    var variantDictionary: [String: DBusValue]? {
         guard case .dictionary(.string, .variant, let entries) = self else { return nil }
         var dictionary: [String: DBusValue] = [:]
         for entry in entries {
@@ -171,3 +172,4 @@ extension DBusValue {
         return dictionary
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// A Swift type with a fixed D-Bus type, convertible to and from ``DBusValue`` with a type check.
 ///
 /// The standard integer types, `Bool`, `Double`, `String`, ``DBusObjectPath`` and
@@ -9,7 +10,7 @@
 /// ```swift
 /// let (fd, mtu) = try reply.decode(DBusFileDescriptor.self, UInt16.self)   // AcquireWrite's "hq"
 /// ```
-public protocol DBusValueConvertible: Sendable {
+protocol DBusValueConvertible: Sendable {
     /// The D-Bus type of every value of this type.
     static var dbusType: DBusType { get }
 
@@ -32,140 +33,140 @@ extension DBusValueConvertible {
 
 extension DBusValue: DBusValueConvertible {
     /// `v`: as a typed value, a ``DBusValue`` stands for a variant.
-    public static var dbusType: DBusType { .variant }
+    static var dbusType: DBusType { .variant }
 
     /// This value wrapped in a variant.
-    public var dbusValue: DBusValue { .variant(self) }
+    var dbusValue: DBusValue { .variant(self) }
 
     /// The content of a variant.
-    public init(dbusValue: DBusValue) throws {
+    init(dbusValue: DBusValue) throws {
         guard case .variant(let content) = dbusValue else { throw Self.typeMismatch(dbusValue) }
         self = content
     }
 }
 
 extension Bool: DBusValueConvertible {
-    public static var dbusType: DBusType { .bool }
-    public var dbusValue: DBusValue { .bool(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .bool }
+    var dbusValue: DBusValue { .bool(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.bool else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension UInt8: DBusValueConvertible {
-    public static var dbusType: DBusType { .byte }
-    public var dbusValue: DBusValue { .byte(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .byte }
+    var dbusValue: DBusValue { .byte(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.byte else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension Int16: DBusValueConvertible {
-    public static var dbusType: DBusType { .int16 }
-    public var dbusValue: DBusValue { .int16(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .int16 }
+    var dbusValue: DBusValue { .int16(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.int16 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension UInt16: DBusValueConvertible {
-    public static var dbusType: DBusType { .uint16 }
-    public var dbusValue: DBusValue { .uint16(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .uint16 }
+    var dbusValue: DBusValue { .uint16(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.uint16 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension Int32: DBusValueConvertible {
-    public static var dbusType: DBusType { .int32 }
-    public var dbusValue: DBusValue { .int32(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .int32 }
+    var dbusValue: DBusValue { .int32(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.int32 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension UInt32: DBusValueConvertible {
-    public static var dbusType: DBusType { .uint32 }
-    public var dbusValue: DBusValue { .uint32(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .uint32 }
+    var dbusValue: DBusValue { .uint32(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.uint32 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension Int64: DBusValueConvertible {
-    public static var dbusType: DBusType { .int64 }
-    public var dbusValue: DBusValue { .int64(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .int64 }
+    var dbusValue: DBusValue { .int64(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.int64 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension UInt64: DBusValueConvertible {
-    public static var dbusType: DBusType { .uint64 }
-    public var dbusValue: DBusValue { .uint64(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .uint64 }
+    var dbusValue: DBusValue { .uint64(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.uint64 else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension Double: DBusValueConvertible {
-    public static var dbusType: DBusType { .double }
-    public var dbusValue: DBusValue { .double(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .double }
+    var dbusValue: DBusValue { .double(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.double else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension String: DBusValueConvertible {
-    public static var dbusType: DBusType { .string }
-    public var dbusValue: DBusValue { .string(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .string }
+    var dbusValue: DBusValue { .string(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.string else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension DBusObjectPath: DBusValueConvertible {
-    public static var dbusType: DBusType { .objectPath }
-    public var dbusValue: DBusValue { .objectPath(self) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .objectPath }
+    var dbusValue: DBusValue { .objectPath(self) }
+    init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.objectPath else { throw Self.typeMismatch(dbusValue) }
         self = value
     }
 }
 
 extension DBusFileDescriptor: DBusValueConvertible {
-    public static var dbusType: DBusType { .unixFD }
-    public var dbusValue: DBusValue { .unixFD(self) }
+    static var dbusType: DBusType { .unixFD }
+    var dbusValue: DBusValue { .unixFD(self) }
 
     /// Duplicates the descriptor of an `h` value, which keeps its own.
-    public convenience init(dbusValue: DBusValue) throws {
+    convenience init(dbusValue: DBusValue) throws {
         guard let value = dbusValue.fileDescriptor else { throw Self.typeMismatch(dbusValue) }
         try self.init(duplicating: value.rawValue)
     }
 }
 
 extension Array: DBusValueConvertible where Element: DBusValueConvertible {
-    public static var dbusType: DBusType { .array(Element.dbusType) }
-    public var dbusValue: DBusValue { .array(element: Element.dbusType, map(\.dbusValue)) }
-    public init(dbusValue: DBusValue) throws {
+    static var dbusType: DBusType { .array(Element.dbusType) }
+    var dbusValue: DBusValue { .array(element: Element.dbusType, map(\.dbusValue)) }
+    init(dbusValue: DBusValue) throws {
         guard case .array(Element.dbusType, let elements) = dbusValue else { throw Self.typeMismatch(dbusValue) }
         self = try elements.map(Element.init(dbusValue:))
     }
 }
 
 extension Dictionary: DBusValueConvertible where Key: DBusValueConvertible, Value: DBusValueConvertible {
-    public static var dbusType: DBusType { .dictionary(key: Key.dbusType, value: Value.dbusType) }
-    public var dbusValue: DBusValue {
+    static var dbusType: DBusType { .dictionary(key: Key.dbusType, value: Value.dbusType) }
+    var dbusValue: DBusValue {
         .dictionary(
             key: Key.dbusType,
             value: Value.dbusType,
@@ -174,7 +175,7 @@ extension Dictionary: DBusValueConvertible where Key: DBusValueConvertible, Valu
     }
 
     /// Converts a dictionary; when a key appears more than once, the last entry wins.
-    public init(dbusValue: DBusValue) throws {
+    init(dbusValue: DBusValue) throws {
         guard case .dictionary(Key.dbusType, Value.dbusType, let entries) = dbusValue else {
             throw Self.typeMismatch(dbusValue)
         }
@@ -184,3 +185,4 @@ extension Dictionary: DBusValueConvertible where Key: DBusValueConvertible, Valu
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 extension ATTStatus {
@@ -53,3 +54,4 @@ extension ATTStatus {
         return DBusError(name: DBusError.Name(rawValue: name), message: message)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -121,3 +122,4 @@ extension BlueZPeripheral {
         }
     }
 }
+#endif

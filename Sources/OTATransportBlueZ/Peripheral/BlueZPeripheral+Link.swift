@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 
@@ -130,3 +131,4 @@ extension BlueZPeripheral {
         state.withLock { $0.statistics.reboots += 1 }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import OTACore
 import Synchronization
@@ -39,7 +40,7 @@ import Synchronization
 ///   notifies or indicates to every central that enabled the CCCD: BlueZ keeps the subscription
 ///   state that counts, and a notification to a central that did not subscribe goes nowhere.
 ///   ``isSubscribed(to:)`` follows `StartNotify` and `StopNotify`.
-/// - ``flash``: the configured ``FlashStorage`` (a ``MemoryFlash`` by default).
+/// - ``flash``: the configured ``FlashStorage`` (a ``NORFlash`` by default).
 /// - ``reboot(after:)``: after the delay, disconnects the central (`Device1.Disconnect`), reports
 ///   the disconnect, then calls ``DeviceModel/rebooted()``.
 /// - Connections: `Device1.Connected` of devices below the adapter's object (and the `device`
@@ -115,7 +116,7 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
     /// - Parameters:
     ///   - adapter: the adapter that plays the peripheral, such as `hci1`.
     ///   - name: the local name to advertise.
-    ///   - flashSize: bytes of ``MemoryFlash`` (4 KiB sectors) the model gets.
+    ///   - flashSize: bytes of ``NORFlash`` (4 KiB sectors) the model gets.
     ///   - onReady: called once the application and the advertisement are registered.
     public static func serve(
         model: any DeviceModel,
@@ -126,7 +127,7 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
     ) async throws {
         try await serve(
             model: model,
-            configuration: Configuration(adapter: adapter, localName: name, flash: MemoryFlash(capacity: flashSize)),
+            configuration: Configuration(adapter: adapter, localName: name, flash: NORFlash(capacity: flashSize)),
             onReady: onReady)
     }
 
@@ -209,13 +210,13 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
                     try await self.register()
                     await self.adoptConnectedCentral()
                     try await onReady(self)
-                    // Serve until cancelled.
+                    // Serve until cancelled, advertising again on the configured clock if asked to.
+                    guard let interval = self.configuration.readvertiseInterval else {
+                        await Self.untilCancelled()
+                        return
+                    }
                     while !Task.isCancelled {
-                        guard let interval = self.configuration.readvertiseInterval else {
-                            try? await Task.sleep(for: .seconds(3600))
-                            continue
-                        }
-                        try? await Task.sleep(for: interval)
+                        try? await self.configuration.clock.sleep(for: interval)
                         if !Task.isCancelled, !self.isConnected { await self.readvertise() }
                     }
                 }
@@ -370,8 +371,18 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
 
     public func reboot(after delay: Duration) {
         Task {
-            try? await Task.sleep(for: delay)
+            try? await self.configuration.clock.sleep(for: delay)
             await self.performReboot()
+        }
+    }
+
+    /// Suspends the calling task until it is cancelled, waiting on nothing (no clock, no timer).
+    private static func untilCancelled() async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Never.self)
+        await withTaskCancellationHandler {
+            for await _ in stream {}
+        } onCancel: {
+            continuation.finish()
         }
     }
 
@@ -387,3 +398,4 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 extension BlueZPeripheral {
@@ -7,7 +8,7 @@ extension BlueZPeripheral {
         public var adapter: String
         /// The local name advertised (in the scan response); empty for none.
         public var localName: String
-        /// The flash the model sees; by default 1 MiB of ``MemoryFlash`` in 4 KiB sectors.
+        /// The flash the model sees; by default 1 MiB of ``NORFlash`` in 4 KiB sectors.
         public var flash: any FlashStorage
         /// Fault injection: once this many bytes of writes without response (the protocol's data)
         /// have arrived, the peripheral disconnects the central (`Device1.Disconnect`) and discards
@@ -24,6 +25,10 @@ extension BlueZPeripheral {
         /// that starts scanning can then miss the peripheral for tens of seconds. Advertising
         /// again every few seconds gives it a fresh report each time.
         public var readvertiseInterval: Duration?
+        /// The clock every wait of the peripheral runs on: the model's reboot delays and the
+        /// readvertising interval. A real peripheral uses the continuous clock; tests pass one
+        /// they advance themselves.
+        public var clock: any Clock<Duration>
         /// The bus where `bluetoothd` lives.
         public var bus: DBusConnection.Bus
         /// The path of the GATT application's object manager; the services, characteristics and
@@ -37,9 +42,10 @@ extension BlueZPeripheral {
         public init(
             adapter: String = "hci1",
             localName: String = "OTA-Test",
-            flash: any FlashStorage = MemoryFlash(capacity: 1 << 20),
+            flash: any FlashStorage = NORFlash(capacity: 1 << 20),
             dropLinkAfterDataBytes: Int? = nil,
             readvertiseInterval: Duration? = nil,
+            clock: any Clock<Duration> = ContinuousClock(),
             bus: DBusConnection.Bus = .system,
             objectRoot: DBusObjectPath = "/org/swiftbleota/peripheral",
             log: @escaping @Sendable (String) -> Void = { _ in }
@@ -49,6 +55,7 @@ extension BlueZPeripheral {
             self.flash = flash
             self.dropLinkAfterDataBytes = dropLinkAfterDataBytes
             self.readvertiseInterval = readvertiseInterval
+            self.clock = clock
             self.bus = bus
             self.objectRoot = objectRoot
             self.log = log
@@ -78,3 +85,4 @@ extension BlueZPeripheral {
         public init() {}
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 /// Why ``BlueZPeripheral`` could not serve, or stopped serving.
 public struct BlueZPeripheralError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, for a person.
@@ -17,6 +18,9 @@ public struct BlueZPeripheralError: Error, Sendable, Hashable, CustomStringConve
             return try await body()
         } catch let error as DBusError {
             throw BlueZPeripheralError(what, underlying: error)
+        } catch let missing as DBusLibraryUnavailable {
+            throw BlueZPeripheralError(missing.description)
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// The object tree of a BlueZ GATT application made from a device model's services, as
@@ -89,3 +90,4 @@ struct GATTApplication: Sendable {
         ]
     }
 }
+#endif

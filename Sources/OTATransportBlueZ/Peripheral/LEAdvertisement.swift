@@ -1,3 +1,4 @@
+#if os(Linux)
 import OTACore
 
 /// A connectable LE advertisement served to `LEAdvertisingManager1.RegisterAdvertisement`
@@ -40,3 +41,4 @@ struct LEAdvertisement: Sendable {
         return [smaller]
     }
 }
+#endif

@@ -2,14 +2,15 @@ import Foundation
 import OTACore
 import Synchronization
 
-/// A device's update slot in NOR flash: erased bytes read 0xFF, programming ANDs bits in, and
-/// every operation costs time that the hosting device accounts.
+/// A device's update slot in NOR flash: the one model, ``NORFlash`` (erased bytes read 0xFF,
+/// programming ANDs bits in, erases and writes outside the slot throw, reads are clamped to it),
+/// with every operation costing time that the hosting device accounts.
 ///
-/// Contents survive disconnects and reboots. Faults can be injected: a write or erase that
-/// fails, as worn or protected flash does.
+/// Contents survive disconnects and reboots, and processes through ``snapshot()`` and
+/// ``restore(_:)``. Faults can be injected: a write or erase that fails, as worn or protected
+/// flash does.
 public final class SimulatedFlash: FlashStorage, Sendable {
     private struct State {
-        var bytes: [UInt8]
         var pendingCost: Duration = .zero
         var failing: String?
         var bytesWritten = 0
@@ -18,51 +19,42 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
     /// Erase and write timing.
     public let timing: FlashTiming
-    public let capacity: Int
-    public var sectorSize: Int { timing.sectorSize }
-    private let state: Mutex<State>
+    public var capacity: Int { flash.capacity }
+    public var sectorSize: Int { flash.sectorSize }
+    private let flash: NORFlash
+    private let state = Mutex(State())
 
     /// Creates an erased slot of `capacity` bytes.
     public init(capacity: Int, timing: FlashTiming) {
         precondition(capacity > 0 && capacity % timing.sectorSize == 0, "capacity must be whole sectors")
-        self.capacity = capacity
         self.timing = timing
-        state = Mutex(State(bytes: [UInt8](repeating: 0xFF, count: capacity)))
+        flash = NORFlash(capacity: capacity, sectorSize: timing.sectorSize)
     }
 
     public func erase(_ range: Range<Int>) throws(FlashError) {
-        let first = range.lowerBound / sectorSize * sectorSize
-        let end = min(capacity, (range.upperBound + sectorSize - 1) / sectorSize * sectorSize)
-        guard range.lowerBound >= 0, range.upperBound <= capacity else {
-            throw FlashError("erase of 0x\(String(range.lowerBound, radix: 16))..<0x\(String(range.upperBound, radix: 16)) is outside the \(capacity)-byte slot")
-        }
+        try flash.checkErase(range)
         try state.withLock { (state: inout State) throws(FlashError) in
             if let failing = state.failing { throw FlashError(failing) }
-            for index in first..<end { state.bytes[index] = 0xFF }
-            let sectors = (end - first) / sectorSize
+            try flash.erase(range)
+            let sectors = flash.sectors(covering: range).count / sectorSize
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime * sectors
         }
     }
 
     public func write(_ bytes: Data, at offset: Int) throws(FlashError) {
-        guard offset >= 0, offset + bytes.count <= capacity else {
-            throw FlashError("write of \(bytes.count) bytes at 0x\(String(offset, radix: 16)) is outside the \(capacity)-byte slot")
-        }
+        try flash.checkWrite(count: bytes.count, at: offset)
         try state.withLock { (state: inout State) throws(FlashError) in
             if let failing = state.failing { throw FlashError(failing) }
-            var index = offset
-            for byte in bytes {
-                state.bytes[index] &= byte
-                index += 1
-            }
+            try flash.write(bytes, at: offset)
             state.bytesWritten += bytes.count
             state.pendingCost += timing.writeTime(bytes.count)
         }
     }
 
+    /// Reads `range`, clamped to the slot; reading costs no time.
     public func read(_ range: Range<Int>) -> Data {
-        state.withLock { Data($0.bytes[range]) }
+        flash.read(range)
     }
 
     /// Makes every following erase and write fail with `message` (or succeed again with `nil`).
@@ -72,17 +64,14 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
     /// The whole slot's contents, to keep a simulated device across processes.
     public func snapshot() -> Data {
-        state.withLock { Data($0.bytes) }
+        flash.snapshot()
     }
 
     /// Replaces the slot's contents with a ``snapshot()``.
     ///
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
-        guard snapshot.count == capacity else {
-            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
-        }
-        state.withLock { $0.bytes = [UInt8](snapshot) }
+        try flash.restore(snapshot)
     }
 
     /// Total bytes programmed since the device was made.

@@ -1,3 +1,4 @@
+#if os(Linux)
 import Dispatch
 import Foundation
 import OTACore
@@ -362,3 +363,4 @@ final class FakeBlueZ: Sendable {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
-import OTATransportBlueZ
+#if os(Linux)
+@testable import OTATransportBlueZ
 
 /// A small service that tests export on one connection and call from another.
 enum TestService {
@@ -131,3 +132,4 @@ enum SampleValues {
         named.first { $0.0 == name }!.1
     }
 }
+#endif

@@ -1,4 +1,0 @@
-#ifndef CDBUS_SHIM_H
-#define CDBUS_SHIM_H
-#include <dbus/dbus.h>
-#endif
