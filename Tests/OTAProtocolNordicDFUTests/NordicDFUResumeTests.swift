@@ -10,13 +10,14 @@ import Testing
 /// answers read for the resume point are the run's checkpoint, and the init packet decides
 /// whether the data the bootloader holds may be kept.
 @Suite struct NordicDFUResumeTests {
-    @Test(arguments: [144 + 10_000, 144 + 8192])
+    /// A disconnect mid-object and at an object boundary (`bytes` of the image received).
+    @Test(arguments: [10_000, 8192])
     func aResumeReusesTheCheckpointAndLeavesTheInitPacketAlone(bytes: Int) async throws {
         let bootloader = RecordingBootloader()
         let harness = UpdateHarness(profile: .nrf52840, model: bootloader)
         let image = try Self.image(firmwareVersion: 1)
         var faults = LinkFaults()
-        faults.disconnectAtBytes = [bytes]
+        faults.disconnectAtBytes = [image.initPacket.count + bytes]
         harness.device.faults = faults
         let outcome = try await harness.update(image, using: NordicDFUClient())
         let report = try outcome.result.get()
@@ -31,6 +32,8 @@ import Testing
         // then nothing touches the command object again.
         let connection = try #require(bootloader.requestsByConnection.last)
         #expect(Array(connection.prefix(3)) == [.select(.command), .select(.data), .setPRN(12)])
+        // At the boundary the held object is executed first; mid-object the rest is streamed.
+        #expect(connection.dropFirst(3).first == (bytes % 4096 == 0 ? .execute : .calculateChecksum))
         #expect(!connection.dropFirst().contains { $0 == .select(.command) || $0 == .create(.command, size: UInt32(image.initPacket.count)) })
         #expect(bootloader.initPacketAtLastExecute == image.initPacket)
     }
