@@ -161,7 +161,7 @@ enum UpdateCommand: Command {
                 JSONRenderer(streams: streams).emit([
                     "event": .string("result"), "status": .string("completed"), "device": .string(device),
                     "protocol": .string(plan.selection.protocolName), "imageSize": .number(Double(report.imageSize)),
-                    "imageCRC32": .string(Wording.hex32(report.imageCRC32)), "duration": .number(report.duration.seconds),
+                    "imageCRC32": .string(Hex.number(report.imageCRC32, digits: 8)), "duration": .number(report.duration.seconds),
                     "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
                     "bytesSent": .number(Double(report.bytesSent)), "resumes": .number(Double(report.resumes)),
                     "chunkSize": .number(Double(report.chunkSize)),
@@ -170,7 +170,7 @@ enum UpdateCommand: Command {
                 let rate = report.protocolDuration > .zero ? Double(report.bytesSent) / report.protocolDuration.seconds : 0
                 let resumed = report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : ""
                 streams.out(
-                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success
