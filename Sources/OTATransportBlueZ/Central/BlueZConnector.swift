@@ -113,13 +113,7 @@ public struct BlueZConnector: Connector {
     ///   `.other` when cancelled.
     public func connectTransport() async throws(TransportError) -> BlueZTransport {
         guard BlueZ.isValidAddress(address) else { throw BlueZFailure.invalidAddress(address) }
-        let session = try await BlueZSession.open(bus)
-        do {
-            return try await establish(over: session)
-        } catch {
-            await session.close()
-            throw error
-        }
+        return try await BlueZSession.open(bus, handingTo: establish(over:))
     }
 
     // MARK: - Steps
