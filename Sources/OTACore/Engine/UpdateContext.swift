@@ -31,15 +31,14 @@ public final class UpdateContext: Sendable {
         configuration: UpdateConfiguration,
         clock: any Clock<Duration>,
         chunkPlan: ChunkPlan,
-        recorder: EventRecorder,
-        device: DeviceProgress
+        recorder: EventRecorder
     ) {
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
         self.chunkPlan = chunkPlan
         self.recorder = recorder
-        self.device = device
+        device = recorder.device
     }
 
     // MARK: - The link
