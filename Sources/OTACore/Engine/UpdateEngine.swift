@@ -217,22 +217,17 @@ public struct UpdateEngine: Sendable {
         }
     }
 
-    /// Checks the device's characteristics, plans the chunks once for this connection, and makes
-    /// the protocol's context.
+    /// Makes the protocol's context (which checks the device's characteristics and plans the
+    /// chunks once for this connection) and reports the link.
     private func prepare(
         _ updateProtocol: any UpdateProtocol,
         over transport: any Transport,
         recorder: EventRecorder
     ) throws(OTAError) -> UpdateContext {
         recorder.enter(.negotiating)
-        try UpdateContext.require(
-            updateProtocol.requirements, on: transport, hint: "is the device running firmware with this update service?"
-        )
-        let plan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
-        let context = UpdateContext(
-            transport: transport, configuration: configuration, clock: clock, chunkPlan: plan, recorder: recorder
-        )
-        recorder.emit(.linkEstablished(transport.link, chunkSize: plan.payloadSize, at: recorder.elapsed))
+        let context = try UpdateContext(
+            for: updateProtocol, over: transport, configuration: configuration, clock: clock, recorder: recorder)
+        recorder.emit(.linkEstablished(transport.link, chunkSize: context.chunkPlan.payloadSize, at: recorder.elapsed))
         return context
     }
 
