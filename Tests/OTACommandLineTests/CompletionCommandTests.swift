@@ -125,6 +125,94 @@ import Testing
         #expect(try await Self.bashCompletions("ota update --protocol generic Examples/firmware/sample-a") == ["Examples/firmware/sample-app.bin"])
     }
 
+    static let zsh = ["/usr/bin/zsh", "/bin/zsh"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// Asks a real zsh line editor (in a zpty) to complete `line` with the script saved as `_ota`
+    /// in a directory of `fpath`, as docs/cli.md says to install it; compadd reports the matches.
+    static func zshCompletions(_ line: String) async throws -> [String] {
+        let zsh = try #require(zsh)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ota-zsh-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(try await script("zsh").utf8).write(to: directory.appendingPathComponent("_ota"))
+        let capture = directory.appendingPathComponent("capture.zsh")
+        try Data(zshCapture.utf8).write(to: capture)
+        // A harness that waits on a zle that never answers would hang the test: at most 30 s.
+        let timeout = "/usr/bin/timeout"
+        let result =
+            FileManager.default.isExecutableFile(atPath: timeout)
+            ? try shell(timeout, ["30", zsh, "-f", capture.path, line, directory.path], directory: packageRoot)
+            : try shell(zsh, ["-f", capture.path, line, directory.path], directory: packageRoot)
+        return result.output.split(separator: "\n").compactMap { line in
+            line.hasPrefix("<") && line.hasSuffix(">") ? String(line.dropFirst().dropLast()) : nil
+        }
+    }
+
+    @Test(.enabled(if: zsh != nil, "zsh is not installed"), .timeLimit(.minutes(1)))
+    func zshCompletesCommandsOptionsValuesAndFiles() async throws {
+        #expect(try await Self.zshCompletions("ota up") == ["update"])
+        #expect(try await Self.zshCompletions("ota update --pro") == ["--protocol"])
+        #expect(try await Self.zshCompletions("ota update --protocol ") == ["framed", "generic", "nordic-dfu"])
+        #expect(try await Self.zshCompletions("ota update --write-path ") == ["acquire", "writevalue"])
+        #expect(try await Self.zshCompletions("ota update --device sim:b") == ["sim:bolt-lock"])
+        #expect(try await Self.zshCompletions("ota abort --device=sim:nrf") == ["sim:nrf-tracker", "sim:nrf52840-mtu244-2m"])
+        #expect(try await Self.zshCompletions("ota completion ") == ["bash", "zsh"])
+        #expect(try await Self.zshCompletions("ota update Examples/firmware/sa") == ["sample-app.bin"])
+    }
+
+    /// The zpty harness (after Valodim's zsh-capture-completion): an interactive zsh whose
+    /// compadd also prints each match, and which exits after one completion.
+    static let zshCapture = #"""
+#!/bin/zsh -f
+# Prints the completions zsh offers for the line "$1", one <match> a line, with _ota loaded from
+# the directory $2 through fpath and compinit: a real zle in a zpty, with compadd reporting.
+zmodload zsh/zpty || exit 1
+zpty z zsh -f -i
+local line
+setopt rcquotes
+() {
+    zpty -w z source $1
+    repeat 4; do
+        zpty -r z line
+        [[ $line == ok* ]] && return
+    done
+    echo 'error initializing' >&2; exit 2
+} =( <<< "
+PROMPT=
+fpath=($2 \$fpath)
+autoload -U compinit
+compinit -u -D
+bindkey '^M' undefined
+bindkey '^J' undefined
+bindkey '^I' complete-word
+null-line () { echo -E - \$'\0' }
+compprefuncs=( null-line )
+comppostfuncs=( null-line exit )
+zstyle ':completion:*' list-grouped false
+zstyle ':completion:*' insert-tab false
+zstyle ':completion:*' list-separator ''
+compadd () {
+    if [[ \${@[1,(i)(-|--)]} == *-(O|A|D)\\ * ]]; then builtin compadd \"\$@\"; return \$?; fi
+    typeset -a __hits
+    builtin compadd -A __hits \"\$@\"
+    local ret=\$?
+    (( \$#__hits == 0 )) && return \$ret
+    builtin compadd \"\$@\"
+    for i in \$__hits; do echo -E - \"<\$i>\"; done
+    return \$ret
+}
+echo ok")
+zpty -w z "$1"$'\t'
+integer tog=0
+while zpty -r z; do :; done | while IFS= read -r line; do
+    if [[ $line == *$'\0\r' ]]; then
+        (( tog++ )) && return 0 || continue
+    fi
+    (( tog )) && print -r -- "${line%$'\r'}"
+done
+return 2
+"""#
+
     // MARK: helpers
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

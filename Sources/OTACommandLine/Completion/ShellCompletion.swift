@@ -249,7 +249,7 @@ package struct ShellCompletion: Sendable {
         case .none: " "
         case .files: "_files"
         case .directories: "_files -/"
-        case .words(let words): "((" + words.map { Self.zshEscaped($0, colons: true) }.joined(separator: " ") + "))"
+        case .words(let words): "(" + words.map { Self.zshEscaped($0, colons: true) }.joined(separator: " ") + ")"
         case .prefixes(let words): "{compadd -S '' -- " + words.joined(separator: " ") + "}"
         }
     }
