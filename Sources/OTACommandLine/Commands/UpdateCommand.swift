@@ -21,7 +21,9 @@ enum UpdateCommand: Command {
             .init(name: "--max-chunk", valueName: "BYTES", help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
         ] + SimulatorOptions.specOptions,
-        positionals: [.init(name: "FIRMWARE", help: "a firmware image file (.bin) or a package directory with manifest.json")],
+        positionals: [
+            .init(name: "FIRMWARE", help: "a firmware image (.bin), a package directory with manifest.json, or a Nordic DFU .zip (nordic-dfu)")
+        ],
         discussion: """
             The protocol comes from --protocol, else from the package's manifest, else from the device
             family the catalog matches; sources that disagree are an error. A package is verified
@@ -34,7 +36,7 @@ enum UpdateCommand: Command {
             flash unless --sim-state keeps them between runs.
 
             exit codes: 0 updated, 1 device refused the image, 2 usage, 3 bad firmware or manifest,
-            4 device unavailable, 5 link lost or timed out, 130 interrupted
+            4 device unavailable, 5 link lost or timed out, 70 a bug in ota, 130 interrupted
             """
     )
 
