@@ -48,6 +48,12 @@ enum Wording {
         return detail.map { "\(text): \($0)" } ?? text
     }
 
+    /// The detail a person sees with a state: none for `failed`, whose reason the command prints
+    /// once as its `ota: error:` line (the JSON state event and result carry it too).
+    static func shownDetail(_ state: UpdateState, _ detail: String?) -> String? {
+        state == .failed ? nil : detail
+    }
+
     static func link(_ link: LinkParameters, chunkSize: Int) -> String {
         "link up: \(link); \(chunkSize)-byte chunks"
     }
