@@ -56,8 +56,8 @@ import Testing
 
     @Test(arguments: [
         (["update", "IMAGE", "--protocol", "framed", "--sim-disconnect-at", "120%"], "--sim-disconnect-at '120%' is not a byte count or a percentage"),
-        (["update", "IMAGE", "--protocol", "framed", "--resume-attempts", "-1"], "--resume-attempts '-1' is not an integer in 0...100"),
-        (["update", "IMAGE", "--protocol", "framed", "--param", "window=1"], "parameter 'window': '1' is not an integer in 2...64"),
+        (["update", "IMAGE", "--protocol", "framed", "--resume-attempts", "-1"], "--resume-attempts '-1' is out of range, expected 0...100"),
+        (["update", "IMAGE", "--protocol", "framed", "--param", "window=1"], "parameter 'window': '1' is out of range, expected 2...64"),
         (["abort"], "no protocol given: pass --protocol NAME"),
         (["abort", "--protocol", "generic", "--device", "sim:nope"], "no simulated device or profile 'nope'"),
     ])
