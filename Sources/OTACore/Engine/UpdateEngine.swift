@@ -68,8 +68,9 @@ public struct UpdateEngine: Sendable {
 
     /// Tells the device behind `connector` to discard its update session.
     ///
+    /// - Returns: what there was to discard, as far as the protocol can tell.
     /// - Throws: ``OTAError/Code/invalidParameter`` when the protocol cannot abort.
-    public func abort(using updateProtocol: any UpdateProtocol, connector: any Connector) async throws(OTAError) {
+    public func abort(using updateProtocol: any UpdateProtocol, connector: any Connector) async throws(OTAError) -> AbortOutcome {
         guard let abortable = updateProtocol as? any AbortableUpdateProtocol else {
             throw OTAError(.invalidParameter, "this protocol has no abort command")
         }
@@ -78,8 +79,9 @@ public struct UpdateEngine: Sendable {
         let transport = try await connect(connector, recorder: recorder)
         do throws(OTAError) {
             let context = try prepare(updateProtocol, over: transport, recorder: recorder, device: device)
-            try await abortable.abort(context: context)
+            let outcome = try await abortable.abort(context: context)
             await transport.disconnect()
+            return outcome
         } catch {
             await transport.disconnect()
             throw error
