@@ -155,7 +155,15 @@ public struct UpdateEngine: Sendable {
             } catch {
                 if let link = transport { await link.disconnect() }
                 transport = nil
-                guard resumable, Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
+                guard resumable else {
+                    // Nothing picks up where this run stopped: the person has to start it again.
+                    guard error.code == .disconnected else { throw error }
+                    throw OTAError(
+                        error.code, "\(error.message); this protocol cannot resume: run the same command again to start over",
+                        underlying: error
+                    )
+                }
+                guard Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
                 let acknowledged = device.acknowledged
                 if acknowledged > acknowledgedAtLastAttempt {
                     attempt = 0
@@ -260,6 +268,9 @@ public struct UpdateEngine: Sendable {
         connectDuration: Duration,
         resumes: Int
     ) -> UpdateReport {
+        // What the device held before this run sent anything; all of it when nothing was sent
+        // (it already ran the image). Starting part-way is resuming an earlier run's session.
+        let held = device.firstDataOffset ?? image.count
         device.acknowledge(total: image.count)
         recorder.flushProgress()
         let progress = recorder.progress
@@ -272,7 +283,8 @@ public struct UpdateEngine: Sendable {
             duration: progress.elapsed,
             connectDuration: connectDuration,
             bytesSent: progress.bytesSent,
-            resumes: resumes
+            resumes: resumes + (held > 0 && held < image.count ? 1 : 0),
+            bytesHeldAtStart: held
         )
     }
 }

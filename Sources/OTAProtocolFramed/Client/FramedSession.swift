@@ -182,7 +182,16 @@ public struct FramedSession: Sendable {
             deviceBatch = Int(batch)
             transferNeeded = deviceState == .receiving || Int(offset) < imageSize
             let position = Action.position(at: Int(offset))
-            return offset > 0 ? .note("continuing at byte \(offset) of \(imageSize)", then: position) : position
+            guard offset > 0 else { return position }
+            // Status reports the offset the device last recorded in flash; BEGIN first records
+            // what it received since, so the reply can be further on.
+            if let status = knownStatus, status.identity == identity, status.offset < offset {
+                return .note(
+                    "continuing at byte \(offset) of \(imageSize): the device had received \(offset - status.offset) bytes past the \(status.offset) it had recorded, and recorded them at BEGIN",
+                    then: position
+                )
+            }
+            return .note("continuing at byte \(offset) of \(imageSize)", then: position)
         default:
             return fail(OTAError(.malformedResponse, "device answered BEGIN in state \(deviceState)"))
         }
