@@ -61,7 +61,7 @@ enum Wording {
     static func progress(_ progress: UpdateProgress) -> String {
         let percent = Int(progress.fraction * 100)
         let done = max(progress.position, progress.bytesAcknowledged)
-        var text = "\(percent)%  \(bytes(done)) / \(bytes(progress.totalBytes))  \(rate(progress.currentRate))"
+        var text = "\(percent)%  \(bytes(done)) / \(bytes(progress.totalBytes))  now \(rate(progress.currentRate))"
         if progress.bytesSent > done { text += "  (\(bytes(progress.bytesSent - done)) re-sent)" }
         if let eta = progress.estimatedTimeRemaining, done < progress.totalBytes {
             text += "  ETA \(eta.humanReadable)"
