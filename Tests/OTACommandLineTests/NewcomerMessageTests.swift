@@ -1,4 +1,5 @@
 import Foundation
+import OTACommandLine
 import Testing
 
 /// Issue 11, items 2–4: every message says its thing once, says the right thing, and the output
@@ -34,6 +35,21 @@ import Testing
             "ota: error: sending data at byte 104188: link lost: injected fault; this protocol cannot resume: run the same command again to start over",
         ])
         #expect(lines.filter { $0.contains("link lost") }.count == 1)
+    }
+
+    /// Ctrl-C: the state line says who stopped it, the last line what that means, once.
+    @Test func anInterruptionSaysWhatItMeansOnce() async throws {
+        let image = try temporaryImage(size: 200_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let streams = CapturedStreams()
+        let run = Task { await CommandLineTool.run(["update", image.path, "--protocol", "generic", "--sim-speed", "1"], streams: streams) }
+        try await Task.sleep(for: .milliseconds(800))
+        run.cancel()
+        #expect(await run.value == 130)
+        let lines = streams.standardError.split(separator: "\n").map(String.init)
+        #expect(lines.dropLast().last?.hasSuffix("] paused: stopped by the user") == true, "\(lines)")
+        #expect(lines.last == "ota: interrupted: the device keeps what it received; run the same command again to continue or restart")
+        #expect(lines.filter { $0.contains("keeps what it received") }.count == 1)
     }
 
     @Test func anUnknownAddressHasOneHint() async throws {

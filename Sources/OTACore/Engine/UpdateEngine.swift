@@ -58,7 +58,9 @@ public struct UpdateEngine: Sendable {
             )
         } catch {
             if error.code == .cancelled {
-                recorder.enter(.paused, detail: "stopped by the user; the device keeps what it received")
+                // What the pause means for the device is the caller's to say once (ota: "the device
+                // keeps what it received; run the same command again…").
+                recorder.enter(.paused, detail: "stopped by the user")
             } else {
                 recorder.enter(.failed, detail: error.message)
             }
