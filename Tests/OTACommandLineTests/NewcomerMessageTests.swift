@@ -182,6 +182,7 @@ import Testing
         #expect(code == 0)
         let lines = streams.standardError.split(separator: "\n").map(String.init)
         #expect(lines.contains("[4.5s] resuming: device holds 94400 of 200000 bytes of this image"))
+        #expect(!lines.contains { $0.contains("device status before BEGIN") })
         #expect(
             lines.contains(
                 "[4.5s] continuing at byte 96996 of 200000: the device had received 2596 bytes past the 94400 it had recorded, and recorded them at BEGIN"
