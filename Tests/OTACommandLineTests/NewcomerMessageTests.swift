@@ -174,6 +174,12 @@ import Testing
         #expect(streams.standardOutput == "sent ABORT to sim:esp32s3-mtu244-2m; generic devices do not say whether an update was in progress\n")
     }
 
+    @Test func aProtocolWithoutAbortIsNamed() async {
+        let (code, streams) = await runTool(["abort", "--device", "sim:nrf-tracker"])
+        #expect(code == 2)
+        #expect(streams.standardError == "ota: error: protocol 'nordic-dfu' has no abort command\n")
+    }
+
     /// Status gives the offset the device recorded; BEGIN records what it received since.
     @Test func aResumeSaysWhyItContinuesPastWhatTheDeviceHeld() async throws {
         let image = try temporaryImage(size: 200_000)

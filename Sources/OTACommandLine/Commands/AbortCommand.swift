@@ -37,6 +37,10 @@ enum AbortCommand: Command {
             } catch {
                 throw UsageError(error.message, command: "abort")
             }
+            // Said before connecting, and naming the protocol.
+            guard client is any AbortableUpdateProtocol else {
+                throw OTAError(.invalidParameter, "protocol '\(protocolName)' has no abort command")
+            }
         } catch {
             return UpdateCommand.fail(error, streams: streams)
         }
