@@ -118,7 +118,7 @@ struct UpdatePlan: Sendable {
             "attMTU": .number(Double(mtu)), "resumeAttempts": .number(Double(configuration.resume.maximumAttempts)),
             "images": .array(
                 images.map { image in
-                    .object(["name": .string(image.name), "size": .number(Double(image.count)), "crc32": .string(Wording.hex32(image.crc32))])
+                    .object(["name": .string(image.name), "size": .number(Double(image.count)), "crc32": .string(Hex.number(image.crc32, digits: 8))])
                 }),
         ]
         if let package {
