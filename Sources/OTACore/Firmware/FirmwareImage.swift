@@ -40,7 +40,10 @@ public struct FirmwareImage: Sendable {
             throw OTAError(.invalidImage, "\(path): no such file")
         }
         guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(path): is a directory, not a firmware image")
+            throw OTAError(.invalidImage, "\(path): is a directory without manifest.json; a firmware package directory needs one (see docs/manifest.md)")
+        }
+        if let problem = Self.notRegularFile(path) {
+            throw OTAError(.invalidImage, "\(path): \(problem)")
         }
         let data: Data
         do {
@@ -49,6 +52,21 @@ public struct FirmwareImage: Sendable {
             throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
         }
         try self.init(bytes: data, name: url.lastPathComponent)
+    }
+
+    /// Why `path` (which exists and is no directory) cannot be a firmware file, or `nil` for a
+    /// regular file (symbolic links followed): "is a device, not a regular file", "is a FIFO, not
+    /// a regular file". Reading a FIFO or a device would block or never end.
+    public static func notRegularFile(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFCHR, S_IFBLK: return "is a device, not a regular file"
+        case S_IFIFO: return "is a FIFO, not a regular file"
+        case S_IFSOCK: return "is a socket, not a regular file"
+        default: return "is not a regular file"
+        }
     }
 
     /// The number of bytes in the image.

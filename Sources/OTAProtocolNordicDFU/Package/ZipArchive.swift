@@ -90,6 +90,9 @@ func readPackageFile(_ url: URL) throws(OTAError) -> Data {
     guard !isDirectory.boolValue else {
         throw OTAError(.invalidImage, "\(path): is a directory, not a file")
     }
+    if let problem = FirmwareImage.notRegularFile(path) {
+        throw OTAError(.invalidImage, "\(path): \(problem)")
+    }
     do {
         return try Data(contentsOf: url, options: .alwaysMapped)
     } catch {
