@@ -122,7 +122,8 @@ public struct UpdateEngine: Sendable {
     ) async throws(OTAError) -> UpdateReport {
         let policy = configuration.resume
         var transport: (any Transport)? = try await connect(connector, recorder: recorder)
-        let connectDuration = recorder.elapsed
+        var connectDuration = recorder.elapsed
+        var preflightDone = false
         var failures = RunsWithoutProgress()
         var requests = RunsWithoutProgress()
         var resumes = 0
@@ -140,6 +141,14 @@ public struct UpdateEngine: Sendable {
                 guard let connected = transport else { continue }
                 link = connected
                 let context = try prepare(updateProtocol, over: link, recorder: recorder)
+                if !preflightDone {
+                    // Once per update, before the protocol's first write; its reads are setup
+                    // time, not the protocol's.
+                    let preflight = Preflight(policy: configuration.preflight, responseTimeout: configuration.responseTimeout, clock: clock)
+                    try await preflight.run(over: link, recorder: recorder)
+                    preflightDone = true
+                    connectDuration = recorder.elapsed
+                }
                 outcome = try await step(context, continuing)
                 if outcome == .accepted {
                     await link.disconnect()
