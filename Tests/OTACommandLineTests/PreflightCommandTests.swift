@@ -155,6 +155,18 @@ import Testing
         #expect(plain.outputLines.contains("preflight: no battery minimum (--min-battery PERCENT or a family's minBattery sets one)"))
     }
 
+    @Test func aResumeDoesNotReadOrCheckAgain() async throws {
+        let image = try temporaryImage(size: 40_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(
+            ["update", image.path, "--device", "sim:bolt-lock", "--sim-disconnect-at", "50%", "--min-battery", "80", "--json"]
+        )
+        #expect(code == 0, "\(streams.standardError)")
+        let objects = try jsonObjects(streams)
+        #expect(objects.filter { $0["event"] as? String == "device" }.count == 1)
+        #expect((objects.last?["resumes"] as? Int ?? 0) >= 1)
+    }
+
     @Test(arguments: [
         (["--min-battery", "101"], "--min-battery '101' is not an integer in 0...100"),
         (["--sim-battery", "full"], "--sim-battery 'full' is not a percentage in 0...100 or 'none'"),

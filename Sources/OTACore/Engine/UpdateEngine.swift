@@ -1,6 +1,7 @@
-/// Runs an update: connect, check the device, plan the chunks, run the protocol, report state and
-/// progress, reconnect when the protocol asks for it, and — for protocols that can resume —
-/// reconnect and continue after a lost link.
+/// Runs an update: connect, check the device, plan the chunks, read and check the device's
+/// standard services once (``Preflight``), run the protocol, report state and progress,
+/// reconnect when the protocol asks for it, and — for protocols that can resume — reconnect and
+/// continue after a lost link.
 ///
 /// ```swift
 /// let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
