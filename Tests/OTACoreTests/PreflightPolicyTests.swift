@@ -19,6 +19,27 @@ private let registry = ProtocolRegistry([
     )
 ])
 
+/// A device whose Battery Level never answers (the read waits on its own clock) and whose
+/// model number is refused with an ATT error.
+private final class SilentBatteryTransport: Transport {
+    let never = TestClock()
+    let link = LinkParameters(attMTU: 23, maximumWriteWithoutResponse: 20, maximumWriteWithResponse: 20)
+    let characteristics: [CharacteristicID: CharacteristicProperties] = [
+        StandardServices.batteryLevel: .read, StandardServices.modelNumber: .read,
+    ]
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {}
+    func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data {
+        guard characteristic == StandardServices.batteryLevel else {
+            throw TransportError(.attError(0x05), "device answered the read with insufficient authentication")
+        }
+        try? await never.sleep(for: .seconds(3600))
+        return Data([100])
+    }
+    func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> { AsyncStream { $0.finish() } }
+    var disconnections: AsyncStream<DisconnectReason> { AsyncStream { _ in } }
+    func disconnect() async {}
+}
+
 private func preflight(_ policy: PreflightPolicy) -> Preflight {
     Preflight(policy: policy, responseTimeout: .seconds(1), clock: ContinuousClock())
 }
@@ -61,6 +82,24 @@ private func preflight(_ policy: PreflightPolicy) -> Preflight {
         #expect(findings.notes == [
             "battery level unknown, so the 30% minimum (--min-battery) is not checked",
             "the device's hardware revision is unknown, so hw_version 52 in app.bin's init packet is not compared here (the bootloader checks hw_version itself)",
+        ])
+    }
+
+    @Test func eachReadIsBoundedByTheResponseTimeoutOnTheInjectedClock() async throws {
+        let clock = TestClock()
+        let transport = SilentBatteryTransport()
+        let reading = Task {
+            try await Preflight(policy: PreflightPolicy(), responseTimeout: .seconds(10), clock: clock).read(over: transport)
+        }
+        #expect(await eventually { clock.sleeperCount == 1 && transport.never.sleeperCount == 1 })
+        clock.advance(by: .seconds(10))
+        let information = try await reading.value
+        #expect(information.batteryLevel == nil)
+        #expect(information.unread == [
+            "no manufacturer name",
+            "model number: device answered the read with insufficient authentication",
+            "no hardware revision", "no firmware revision",
+            "battery level: timed out after 10.0 s",
         ])
     }
 
