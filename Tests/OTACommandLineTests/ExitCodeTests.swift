@@ -12,6 +12,7 @@ import Testing
         (.imageTooLarge, .badInput),
         (.connectionFailed, .deviceUnavailable),
         (.missingCharacteristic, .deviceUnavailable),
+        (.deviceNotReady, .deviceUnavailable),
         (.disconnected, .linkFailed),
         (.timeout, .linkFailed),
         (.stalled, .linkFailed),

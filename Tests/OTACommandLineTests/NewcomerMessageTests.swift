@@ -31,7 +31,7 @@ import Testing
         #expect(code == 5)
         let lines = streams.standardError.split(separator: "\n").map(String.init)
         #expect(lines.suffix(2) == [
-            "[2.0s] failed",
+            "[2.1s] failed",
             "ota: error: sending data at byte 104188: link lost: injected fault; this protocol cannot resume: run the same command again to start over",
         ])
         #expect(lines.filter { $0.contains("link lost") }.count == 1)
@@ -187,11 +187,11 @@ import Testing
         let (code, streams) = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--sim-disconnect-at", "50%"])
         #expect(code == 0)
         let lines = streams.standardError.split(separator: "\n").map(String.init)
-        #expect(lines.contains("[4.5s] resuming: device holds 94400 of 200000 bytes of this image"))
+        #expect(lines.contains("[4.8s] resuming: device holds 94400 of 200000 bytes of this image"))
         #expect(!lines.contains { $0.contains("device status before BEGIN") })
         #expect(
             lines.contains(
-                "[4.5s] continuing at byte 96996 of 200000: the device had received 2596 bytes past the 94400 it had recorded, and recorded them at BEGIN"
+                "[4.8s] continuing at byte 96996 of 200000: the device had received 2596 bytes past the 94400 it had recorded, and recorded them at BEGIN"
             ))
     }
 
@@ -235,10 +235,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: image) }
         let (code, streams) = await runTool(["update", image.path, "--protocol", "generic"])
         #expect(code == 0)
-        #expect(streams.standardError.split(separator: "\n").contains("[3.4s] 100%  200.0 kB / 200.0 kB  now 65.0 kB/s"))
+        #expect(streams.standardError.split(separator: "\n").contains("[3.6s] 100%  200.0 kB / 200.0 kB  now 65.0 kB/s"))
         #expect(
             streams.standardOutput.hasSuffix(
-                "over generic in 3.5 s; sent 200.0 kB, average 64.1 kB/s; ATT MTU 247, 244-byte chunks\n"
+                "over generic in 3.7 s; sent 200.0 kB, average 63.8 kB/s; ATT MTU 247, 244-byte chunks\n"
             ))
     }
 
@@ -287,7 +287,7 @@ import Testing
         let row = try #require(lines.last)
         #expect(
             row.hasPrefix(
-                "generic           esp32-mtu23-1m       1M 30 ms 6/ev    23   20     500.9 s    4.0 kB/s    4.0 kB/s    99.8%   0.0%     2       "
+                "generic           esp32-mtu23-1m       1M 30 ms 6/ev    23   20     501.0 s    4.0 kB/s    4.0 kB/s    99.8%   0.0%     2       "
             ))
         for column in ["virtual", "goodput", "notifs", "wall/MB", "CPU/MB"] {
             let start = try #require(header.range(of: column)).lowerBound.utf16Offset(in: header)

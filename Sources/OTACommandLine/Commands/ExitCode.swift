@@ -10,7 +10,8 @@ public enum ExitCode: Int32, Sendable {
     case usage = 2
     /// The firmware file or a manifest is missing, unreadable, malformed, or does not fit the device.
     case badInput = 3
-    /// The device could not be reached, or lacks the protocol's service.
+    /// The device could not be reached, lacks the protocol's service, or cannot take an update
+    /// now (battery below the minimum).
     case deviceUnavailable = 4
     /// The link dropped, stalled or timed out; running again resumes or restarts.
     case linkFailed = 5
@@ -25,7 +26,7 @@ public enum ExitCode: Int32, Sendable {
         case .deviceRejected, .verificationFailed, .malformedResponse: .updateFailed
         case .unknownProtocol, .invalidParameter, .selectionFailed: .usage
         case .invalidImage, .imageTooLarge, .invalidManifest, .incompatible: .badInput
-        case .connectionFailed, .missingCharacteristic: .deviceUnavailable
+        case .connectionFailed, .missingCharacteristic, .deviceNotReady: .deviceUnavailable
         case .disconnected, .timeout, .stalled, .transport: .linkFailed
         case .cancelled: .interrupted
         default: .internalError

@@ -20,6 +20,8 @@ enum UpdateCommand: Command {
             .init(name: "--mtu", valueName: "BYTES", help: "simulated devices: ATT MTU the app offers, 23...517; default 517 (BlueZ negotiates its own)"),
             .init(name: "--max-chunk", valueName: "BYTES", help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
+            .init(name: "--min-battery", valueName: "PERCENT", help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
+            .init(name: "--force", help: "update despite a low battery or a hardware revision the firmware does not declare, saying so"),
         ] + SimulatorOptions.specOptions,
         positionals: [
             .init(name: "FIRMWARE", help: "a firmware image (.bin), a package directory with manifest.json, or a Nordic DFU .zip (nordic-dfu)")
@@ -93,8 +95,10 @@ enum UpdateCommand: Command {
         var code: ExitCode?
         do throws(OTAError) {
             try await plan.device.withSession(request) { session in
-                let engine = UpdateEngine(configuration: plan.configuration, clock: session.clock)
+                var part = 0
                 code = await sendParts(plan, json: json, streams: streams) { image, renderer in
+                    let engine = UpdateEngine(configuration: plan.configuration(forPart: part), clock: session.clock)
+                    part += 1
                     do throws(OTAError) {
                         return try await session.run { () async throws(OTAError) in
                             await update(image, plan: plan, engine: engine, connector: session.connector, renderer: renderer, executor: session.executor)

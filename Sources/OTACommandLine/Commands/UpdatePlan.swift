@@ -72,12 +72,49 @@ struct UpdatePlan: Sendable {
         if let maxChunk = arguments.value("--max-chunk") {
             configuration.maximumChunkSize = try integer(maxChunk, option: "--max-chunk", in: 1...512, command: command)
         }
+        configuration.preflight = try preflightPolicy(
+            arguments, family: family, package: package, descriptor: descriptor, images: images, command: command
+        )
         let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
         return UpdatePlan(
             device: device, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
             configuration: configuration, mtu: mtu
         )
+    }
+
+    /// What the preflight checks before the first write: `--min-battery` (else the family's
+    /// `minBattery`), the package's `hardware` list and what the container's images declare
+    /// (Nordic's `hw_version`), and `--force`.
+    static func preflightPolicy(
+        _ arguments: ParsedArguments, family: DeviceFamily?, package: FirmwarePackage?, descriptor: ProtocolDescriptor,
+        images: [FirmwareImage], command: String
+    ) throws(UsageError) -> PreflightPolicy {
+        var policy = PreflightPolicy()
+        if let text = arguments.value("--min-battery") {
+            policy.minimumBattery = .init(percent: try integer(text, option: "--min-battery", in: 0...100, command: command), source: "--min-battery")
+        } else if let family, let percent = family.minimumBattery {
+            policy.minimumBattery = .init(percent: percent, source: "catalog family '\(family.name)'")
+        }
+        if let declared = package?.hardwareCompatibility(checkedByFamily: family?.hardware != nil) {
+            policy.hardware.append(declared)
+        }
+        if let declaring = descriptor.containerFormat as? any HardwareCompatibilityDeclaring {
+            policy.hardware += images.compactMap { declaring.hardwareCompatibility(of: $0) }
+        }
+        policy.force = arguments.flag("--force")
+        return policy
+    }
+
+    /// The engine's settings for part `index` of the images: after the first, the preflight
+    /// reads and shows but refuses nothing — the checks covered every part before the first
+    /// write, and a device half-way through is better off finishing.
+    func configuration(forPart index: Int) -> UpdateConfiguration {
+        guard index > 0 else { return configuration }
+        var later = configuration
+        later.preflight.minimumBattery = nil
+        later.preflight.hardware = []
+        return later
     }
 
     /// The images to send: the package's, the protocol's own container (a Nordic DFU .zip), or
@@ -143,6 +180,26 @@ struct UpdatePlan: Sendable {
         lines += selection.reasons.map { "because: \($0)" }
         lines.append("protocol: \(selection.protocolName)")
         lines.append("ATT MTU offered: \(mtu); resume attempts: \(configuration.resume.maximumAttempts)")
+        return lines + preflightExplanation
+    }
+
+    /// The preflight in words, for `--dry-run`: what is read on connecting and what is checked.
+    var preflightExplanation: [String] {
+        let policy = configuration.preflight
+        var lines = [
+            "preflight: on connecting, before the first write, reads Battery Level and Device Information (manufacturer, model, hardware and firmware revision) when the device has them"
+        ]
+        if let minimum = policy.minimumBattery {
+            lines.append("preflight: refuses a battery below \(minimum.percent)% (\(minimum.source))")
+        } else {
+            lines.append("preflight: no battery minimum (--min-battery PERCENT or a family's minBattery sets one)")
+        }
+        for declaration in policy.hardware {
+            lines.append("preflight: the device's hardware revision must match \(declaration.declared)")
+        }
+        if policy.force {
+            lines.append("preflight: --force: a refusal is reported and the update goes on")
+        }
         return lines
     }
 }

@@ -14,6 +14,12 @@ struct SimulatorOptions: Sendable {
     var reboots: [Threshold] = []
     /// Where simulated devices keep their flash between runs, if anywhere.
     var stateDirectory: URL?
+    /// The battery level the device starts at (`--sim-battery`); `.some(nil)` removes its
+    /// Battery service; `nil` keeps the profile's.
+    var battery: Int??
+    /// The hardware revision its Device Information reports (`--sim-hardware-rev`); `.some(nil)`
+    /// removes the characteristic; `nil` keeps the profile's.
+    var hardwareRevision: String??
 
     /// A point in the transfer: a byte count or a percentage of the image.
     enum Threshold: Sendable, Equatable {
@@ -34,6 +40,8 @@ struct SimulatorOptions: Sendable {
         .init(name: "--sim-disconnect-at", valueName: "BYTES|N%", help: "simulated devices: drop the link once this much data arrived; repeatable", repeatable: true),
         .init(name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable", repeatable: true),
         .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device's flash in DIR between runs"),
+        .init(name: "--sim-battery", valueName: "PERCENT", help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
+        .init(name: "--sim-hardware-rev", valueName: "REV", help: "simulated devices: hardware revision in Device Information, or 'none'; default the profile's"),
     ]
 
     static func parse(_ arguments: ParsedArguments, command: String, interactive: Bool) throws(UsageError) -> SimulatorOptions {
@@ -62,6 +70,18 @@ struct SimulatorOptions: Sendable {
         options.reboots = try (arguments.values["--sim-reboot-at"] ?? []).map { text throws(UsageError) in
             try threshold(text, option: "--sim-reboot-at", command: command)
         }
+        switch arguments.value("--sim-battery") {
+        case nil: break
+        case "none": options.battery = .some(nil)
+        case let text?:
+            guard let level = Int(text), (0...100).contains(level) else {
+                throw UsageError("--sim-battery '\(text)' is not a percentage in 0...100 or 'none'", command: command)
+            }
+            options.battery = level
+        }
+        if let revision = arguments.value("--sim-hardware-rev") {
+            options.hardwareRevision = .some(revision == "none" ? nil : revision)
+        }
         if let directory = arguments.value("--sim-state") {
             options.stateDirectory = URL(fileURLWithPath: directory, isDirectory: true)
         }
@@ -88,6 +108,9 @@ struct SimulatorOptions: Sendable {
     func makeDevice(
         profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, imageSize: Int, address: String? = nil
     ) throws(OTAError) -> SimulatedDevice {
+        var profile = profile
+        if let battery { profile.standardServices.batteryLevel = battery }
+        if let hardwareRevision { profile.standardServices.hardwareRevision = hardwareRevision }
         let device = SimulatedDevice(profile: profile, model: model, simulation: simulation, address: address)
         var faults = LinkFaults()
         faults.disconnectAtBytes = disconnects.map { $0.bytes(of: imageSize) }.sorted()

@@ -31,6 +31,14 @@ struct JSONRenderer: EventRenderer {
             object["currentRate"] = .number(progress.currentRate.rounded())
             object["averageRate"] = .number(progress.averageRate.rounded())
             if let eta = progress.estimatedTimeRemaining { object["eta"] = .number(eta.seconds) }
+        case .device(let information, _):
+            object["event"] = .string("device")
+            if let value = information.manufacturer { object["manufacturer"] = .string(value) }
+            if let value = information.modelNumber { object["model"] = .string(value) }
+            if let value = information.hardwareRevision { object["hardwareRevision"] = .string(value) }
+            if let value = information.firmwareRevision { object["firmwareRevision"] = .string(value) }
+            if let value = information.batteryLevel { object["battery"] = .number(Double(value)) }
+            object["unread"] = .array(information.unread.map(JSONValue.string))
         case .note(let text, _):
             object["event"] = .string("note")
             object["text"] = .string(text)

@@ -21,6 +21,8 @@ struct LineRenderer: EventRenderer {
             guard decile > lastDecile else { return }
             lastDecile = decile
             streams.err("\(time) \(Wording.progress(progress))\n")
+        case .device(let information, _):
+            streams.err("\(time) device: \(information.summary)\n")
         case .note(let text, _):
             streams.err("\(time) \(text)\n")
         }

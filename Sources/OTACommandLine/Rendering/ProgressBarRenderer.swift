@@ -28,6 +28,8 @@ struct ProgressBarRenderer: EventRenderer {
             let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
             streams.err("\r\u{1B}[2K[\(bar)] " + Wording.progress(progress))
             barShown = true
+        case .device(let information, _):
+            line("› device: \(information.summary)")
         case .note(let text, _):
             line("  \(text)")
         }

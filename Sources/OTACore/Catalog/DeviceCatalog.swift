@@ -95,7 +95,7 @@ public struct DeviceCatalog: Sendable {
     }
 
     private static func parseFamily(_ node: ManifestReader.Node, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceFamily {
-        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume"])
+        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume", "minBattery"])
         let name = try node.required("name").nonEmptyString()
         let match = try parseMatch(try node.required("match"))
         let protocolNode = try node.required("protocol")
@@ -147,6 +147,7 @@ public struct DeviceCatalog: Sendable {
             hardware: try node.optional("hardware")?.nonEmptyString(),
             preferredMTU: try node.optional("mtu")?.integer(in: 23...517),
             configuration: configuration,
+            minimumBattery: try node.optional("minBattery")?.integer(in: 0...100),
             source: source
         )
     }

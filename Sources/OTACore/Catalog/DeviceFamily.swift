@@ -73,6 +73,9 @@ public struct DeviceFamily: Sendable, Hashable {
     public var hardware: String?
     /// The ATT MTU to offer, when the family prefers one.
     public var preferredMTU: Int?
+    /// The battery level, 0–100 %, below which an update is refused before its first write
+    /// (catalog `minBattery`); `nil` checks none.
+    public var minimumBattery: Int?
     /// Engine settings for this family (timeouts, resume policy); `nil` leaves the defaults.
     public var configuration: UpdateConfiguration?
     /// Where the family was defined, for messages ("catalog.json").
@@ -88,6 +91,7 @@ public struct DeviceFamily: Sendable, Hashable {
         hardware: String? = nil,
         preferredMTU: Int? = nil,
         configuration: UpdateConfiguration? = nil,
+        minimumBattery: Int? = nil,
         source: String
     ) {
         self.name = name
@@ -98,6 +102,7 @@ public struct DeviceFamily: Sendable, Hashable {
         self.hardware = hardware
         self.preferredMTU = preferredMTU
         self.configuration = configuration
+        self.minimumBattery = minimumBattery
         self.source = source
     }
 }

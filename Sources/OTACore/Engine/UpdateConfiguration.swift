@@ -22,6 +22,10 @@ public struct UpdateConfiguration: Sendable, Hashable {
     /// An upper bound on the payload per write, below what the link negotiated; `nil` uses the
     /// link's maximum. Useful when a stack carries less than it advertises.
     public var maximumChunkSize: Int?
+    /// What to read and check after connecting and before the protocol's first write: the
+    /// battery level and the hardware revision (``Preflight``). By default it reads and checks
+    /// nothing it is not told to.
+    public var preflight = PreflightPolicy()
 
     /// The defaults.
     public init() {}

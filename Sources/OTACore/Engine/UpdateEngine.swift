@@ -1,6 +1,7 @@
-/// Runs an update: connect, check the device, plan the chunks, run the protocol, report state and
-/// progress, reconnect when the protocol asks for it, and — for protocols that can resume —
-/// reconnect and continue after a lost link.
+/// Runs an update: connect, check the device, plan the chunks, read and check the device's
+/// standard services once (``Preflight``), run the protocol, report state and progress,
+/// reconnect when the protocol asks for it, and — for protocols that can resume — reconnect and
+/// continue after a lost link.
 ///
 /// ```swift
 /// let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
@@ -126,7 +127,8 @@ public struct UpdateEngine: Sendable {
     ) async throws(OTAError) -> UpdateReport {
         let policy = configuration.resume
         var transport: (any Transport)? = try await connect(connector, recorder: recorder)
-        let connectDuration = recorder.elapsed
+        var connectDuration = recorder.elapsed
+        var preflightDone = false
         var failures = RunsWithoutProgress()
         var requests = RunsWithoutProgress()
         var resumes = 0
@@ -144,6 +146,14 @@ public struct UpdateEngine: Sendable {
                 guard let connected = transport else { continue }
                 link = connected
                 let context = try prepare(updateProtocol, over: link, recorder: recorder)
+                if !preflightDone {
+                    // Once per update, before the protocol's first write; its reads are setup
+                    // time, not the protocol's.
+                    let preflight = Preflight(policy: configuration.preflight, responseTimeout: configuration.responseTimeout, clock: clock)
+                    try await preflight.run(over: link, recorder: recorder)
+                    preflightDone = true
+                    connectDuration = recorder.elapsed
+                }
                 outcome = try await step(context, continuing)
                 if outcome == .accepted {
                     await link.disconnect()

@@ -10,7 +10,8 @@ public struct UpdateReport: Sendable, Hashable {
     public var chunkSize: Int
     /// From the start of the connection to the device's verdict, on the engine's clock.
     public var duration: Duration
-    /// Time spent connecting (link setup, discovery, MTU exchange), part of ``duration``.
+    /// Time spent connecting (link setup, discovery, MTU exchange, the preflight's reads), part
+    /// of ``duration``.
     public var connectDuration: Duration
     /// Bytes written to the link in all, including any re-sent.
     public var bytesSent: Int

@@ -26,6 +26,7 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
             case invalidManifest = "invalid-manifest"
             case incompatible
             case selectionFailed = "selection-failed"
+            case deviceNotReady = "device-not-ready"
             case `internal`
         }
 
@@ -66,6 +67,8 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
         public static let incompatible = Code(.incompatible)
         /// No protocol could be chosen for the device, or the sources that choose disagree.
         public static let selectionFailed = Code(.selectionFailed)
+        /// The device cannot take an update now (its battery is below the required level).
+        public static let deviceNotReady = Code(.deviceNotReady)
         /// A bug in this library: please report it.
         public static let `internal` = Code(.internal)
 

@@ -8,13 +8,16 @@ public enum UpdateEvent: Sendable, Hashable {
     /// Bytes moved. Emitted at most once per configured progress interval, and once at the end
     /// of each transfer phase.
     case progress(UpdateProgress, at: Duration)
+    /// What the preflight read from the device's Battery and Device Information services, once
+    /// per update, after connecting and before the protocol's first write.
+    case device(DeviceInformation, at: Duration)
     /// A note from the engine or the protocol worth showing in a verbose log.
     case note(String, at: Duration)
 
     /// When the event happened, measured from the start of the update on the engine's clock.
     public var time: Duration {
         switch self {
-        case .state(_, _, let at), .linkEstablished(_, _, let at), .progress(_, let at), .note(_, let at): at
+        case .state(_, _, let at), .linkEstablished(_, _, let at), .progress(_, let at), .device(_, let at), .note(_, let at): at
         }
     }
 }

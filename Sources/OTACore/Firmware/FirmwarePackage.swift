@@ -123,12 +123,16 @@ public struct FirmwarePackage: Sendable {
         return Image(file: file, size: size, sha256: actual, url: url)
     }
 
-    /// Checks that the package fits a device of `family`.
+    /// Checks that the package fits a device of `family`: its `families` list, and its
+    /// `hardware` list against the family's revision when the family names one (otherwise
+    /// ``hardwareCompatibility(checkedByFamily:)`` hands it to the preflight).
     ///
     /// - Throws: ``OTAError/Code/incompatible`` naming what does not fit.
     public func checkCompatibility(with family: DeviceFamily?, device: String) throws(OTAError) {
+        // A hardware list with no revision to compare it with here is checked against the
+        // device's Device Information hardware revision after connecting (``Preflight``).
         guard let family else {
-            if !families.isEmpty || !hardware.isEmpty {
+            if !families.isEmpty {
                 throw OTAError(
                     .incompatible,
                     "\(source): the package is for \(describeRestrictions) but \(device) matches no device family, so its compatibility cannot be checked"
@@ -142,14 +146,28 @@ public struct FirmwarePackage: Sendable {
                 "\(source): families: the package is for \(families.joined(separator: ", ")), not for \(device)'s family '\(family.name)'"
             )
         }
-        if !hardware.isEmpty {
-            guard let revision = family.hardware, hardware.contains(revision) else {
+        if !hardware.isEmpty, let revision = family.hardware {
+            guard hardware.contains(revision) else {
                 throw OTAError(
                     .incompatible,
-                    "\(source): hardware: the package fits hardware \(hardware.joined(separator: ", ")), not \(device)'s '\(family.hardware ?? "unknown")'"
+                    "\(source): hardware: the package fits hardware \(hardware.joined(separator: ", ")), not \(device)'s '\(revision)'"
                 )
             }
         }
+    }
+
+    /// The package's `hardware` list as a preflight declaration, compared with the device's
+    /// Device Information hardware revision; `nil` when the package does not restrict hardware.
+    ///
+    /// - Parameter checkedByFamily: whether the catalog family named a revision (already checked
+    ///   by ``checkCompatibility(with:device:)``); then a device that does not report its
+    ///   revision is not refused.
+    public func hardwareCompatibility(checkedByFamily: Bool) -> HardwareCompatibility? {
+        guard !hardware.isEmpty else { return nil }
+        return HardwareCompatibility(
+            .revisions(hardware), source: "\(source) hardware",
+            whenUnknown: checkedByFamily ? .note("the catalog family's revision matched") : .refuse
+        )
     }
 
     private var describeRestrictions: String {

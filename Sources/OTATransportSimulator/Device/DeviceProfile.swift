@@ -22,6 +22,9 @@ public struct DeviceProfile: Sendable, Hashable {
     public var processingLatency: Duration
     /// Throughput the source article measured for this hardware, in kB/s, when it did.
     public var measuredThroughput: Double?
+    /// The Device Information and Battery services the device exposes besides its protocol's
+    /// (``StandardServicesProfile/none`` for neither).
+    public var standardServices: StandardServicesProfile
 
     /// Creates a profile.
     public init(
@@ -32,7 +35,8 @@ public struct DeviceProfile: Sendable, Hashable {
         slotSize: Int,
         backlogLimit: Duration = .milliseconds(60),
         processingLatency: Duration = .microseconds(500),
-        measuredThroughput: Double? = nil
+        measuredThroughput: Double? = nil,
+        standardServices: StandardServicesProfile = .none
     ) {
         self.name = name
         self.summary = summary
@@ -42,6 +46,7 @@ public struct DeviceProfile: Sendable, Hashable {
         self.backlogLimit = backlogLimit
         self.processingLatency = processingLatency
         self.measuredThroughput = measuredThroughput
+        self.standardServices = standardServices
     }
 }
 
@@ -53,10 +58,27 @@ extension DeviceProfile {
 
     /// One row of the built-in table: a profile with the default backlog and latency.
     private static func row(
-        _ name: String, _ summary: String, _ link: LinkProfile, _ flash: FlashTiming, slot: Int, measured: Double
+        _ name: String, _ summary: String, _ link: LinkProfile, _ flash: FlashTiming, slot: Int, measured: Double,
+        services: StandardServicesProfile
     ) -> DeviceProfile {
-        DeviceProfile(name: name, summary: summary, link: link, flash: flash, slotSize: slot, measuredThroughput: measured)
+        DeviceProfile(
+            name: name, summary: summary, link: link, flash: flash, slotSize: slot, measuredThroughput: measured, standardServices: services
+        )
     }
+
+    /// The standard services of the ESP32 boards: Device Information and a battery at 84 %.
+    static let esp32Services = StandardServicesProfile(
+        manufacturer: "Espressif Systems", modelNumber: "ESP32-DevKitC", hardwareRevision: "rev-B", firmwareRevision: "1.2.0", batteryLevel: 84
+    )
+    /// The ESP32-S3 boards': hardware revision rev-C, battery at 91 %.
+    static let esp32S3Services = StandardServicesProfile(
+        manufacturer: "Espressif Systems", modelNumber: "ESP32-S3-DevKitC-1", hardwareRevision: "rev-C", firmwareRevision: "2.0.1", batteryLevel: 91
+    )
+    /// The nRF52840's: hardware revision "52", the `hw_version` nrfutil writes for nRF52 images,
+    /// battery at 88 %.
+    static let nrfServices = StandardServicesProfile(
+        manufacturer: "Nordic Semiconductor", modelNumber: "nRF52840", hardwareRevision: "52", firmwareRevision: "1.0.0", batteryLevel: 88
+    )
 
     /// A link with the table's common figures: `packets` per connection event every `interval`.
     private static func link(_ phy: PHY, every interval: Duration, packets: Int, mtu: Int, llPayload: Int = 251) -> LinkProfile {
@@ -64,15 +86,15 @@ extension DeviceProfile {
     }
 
     /// ESP32 with NimBLE that never raised its MTU: 20-byte writes, 1M PHY, no DLE.
-    public static let esp32MTU23 = row("esp32-mtu23-1m", "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M", link(.le1M, every: .milliseconds(30), packets: 6, mtu: 23, llPayload: 27), espFlash, slot: 4 << 20, measured: 4)
+    public static let esp32MTU23 = row("esp32-mtu23-1m", "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M", link(.le1M, every: .milliseconds(30), packets: 6, mtu: 23, llPayload: 27), espFlash, slot: 4 << 20, measured: 4, services: esp32Services)
     /// ESP32 that accepted MTU 185, 1M PHY.
-    public static let esp32MTU185 = row("esp32-mtu185-1m", "ESP32 + NimBLE, MTU 185, LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 185), espFlash, slot: 4 << 20, measured: 22)
+    public static let esp32MTU185 = row("esp32-mtu185-1m", "ESP32 + NimBLE, MTU 185, LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 185), espFlash, slot: 4 << 20, measured: 22, services: esp32Services)
     /// ESP32-S3 with MTU 247 (244-byte writes), 1M PHY.
-    public static let esp32S3MTU244OneM = row("esp32s3-mtu244-1m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 33)
+    public static let esp32S3MTU244OneM = row("esp32s3-mtu244-1m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 33, services: esp32S3Services)
     /// ESP32-S3 with MTU 247, 2M PHY.
-    public static let esp32S3MTU244TwoM = row("esp32s3-mtu244-2m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 65)
+    public static let esp32S3MTU244TwoM = row("esp32s3-mtu244-2m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 65, services: esp32S3Services)
     /// nRF52840 with MTU 247, 2M PHY.
-    public static let nrf52840 = row("nrf52840-mtu244-2m", "nRF52840, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 6, mtu: 247), nrfFlash, slot: 1 << 20, measured: 100)
+    public static let nrf52840 = row("nrf52840-mtu244-2m", "nRF52840, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 6, mtu: 247), nrfFlash, slot: 1 << 20, measured: 100, services: nrfServices)
 
     /// The built-in profiles, slowest first.
     public static let builtIn: [DeviceProfile] = [esp32MTU23, esp32MTU185, esp32S3MTU244OneM, esp32S3MTU244TwoM, nrf52840]

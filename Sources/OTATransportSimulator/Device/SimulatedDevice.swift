@@ -15,6 +15,7 @@ public final class SimulatedDevice: Sendable {
         var reboots = 0
         var held: Data?
         var stalled = false
+        var battery: Double?
     }
 
     /// The hardware profile.
@@ -38,6 +39,21 @@ public final class SimulatedDevice: Sendable {
         self.simulation = simulation
         self.flash = SimulatedFlash(capacity: profile.slotSize, timing: profile.flash)
         self.address = address ?? "sim:\(profile.name)"
+        state.withLock { $0.battery = profile.standardServices.batteryLevel.map(Double.init) }
+    }
+
+    /// The battery level the device reports, 0–100 %, or `nil` when it has no Battery service.
+    /// It starts at the profile's and drains as data arrives
+    /// (``StandardServicesProfile/batteryDrainPer100kB``); setting it changes the level, not
+    /// whether the service exists.
+    public var batteryLevel: Int? {
+        get { state.withLock { $0.battery.map { Int(max(0, min(100, $0.rounded(.down)))) } } }
+        set {
+            state.withLock { state in
+                guard state.battery != nil, let newValue else { return }
+                state.battery = Double(max(0, min(100, newValue)))
+            }
+        }
     }
 
     /// Faults the link injects on the way to this device.
@@ -74,6 +90,28 @@ public final class SimulatedDevice: Sendable {
     }
 
     // MARK: - Used by the link
+
+    /// The standard services' characteristics, merged into the GATT table of every connection.
+    var standardCharacteristics: [CharacteristicID: CharacteristicProperties] {
+        var table: [CharacteristicID: CharacteristicProperties] = [:]
+        for service in profile.standardServices.services { table.merge(service.characteristicTable) { $1 } }
+        return table
+    }
+
+    /// The answer to a read of a standard characteristic, or `nil` when `id` is not one (the
+    /// protocol's model answers).
+    func readStandard(_ id: CharacteristicID) -> Result<Data, ATTStatus>? {
+        if id == StandardServices.batteryLevel, let level = batteryLevel { return .success(Data([UInt8(level)])) }
+        return profile.standardServices.deviceInformationValue(id).map { .success($0) }
+    }
+
+    /// Drains the battery for `bytes` of data received.
+    func consumeEnergy(receiving bytes: Int) {
+        let drain = profile.standardServices.batteryDrainPer100kB * Double(bytes) / 100_000
+        state.withLock { state in
+            if let level = state.battery { state.battery = max(0, level - drain) }
+        }
+    }
 
     func attach(_ connection: SimulatedConnection) -> Bool {
         state.withLock { state in

@@ -83,7 +83,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             maximumWriteWithResponse: mtu - 3,
             summary: device.profile.link.summary
         )
-        var table: [CharacteristicID: CharacteristicProperties] = [:]
+        var table = device.standardCharacteristics
         for service in device.model.services {
             table.merge(service.characteristicTable) { $1 }
         }
@@ -376,6 +376,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             let outcome = device.applyFaults(to: pdu.value)
             for value in outcome.deliveries {
                 statistics.dataBytesDelivered += value.count
+                device.consumeEnergy(receiving: value.count)
                 _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
             }
             _ = device.settle(at: time)
@@ -388,10 +389,11 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 }
             }
         case .request(let id):
+            device.consumeEnergy(receiving: pdu.value.count)
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
             enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
         case .read(let id):
-            let result = model.read(pdu.characteristic, peripheral: self)
+            let result = device.readStandard(pdu.characteristic) ?? model.read(pdu.characteristic, peripheral: self)
             let length = (try? result.get().count).map { $0 + 1 } ?? 5
             enqueuePeripheral(.readResponse(id, result), length: length, after: time)
         }
