@@ -34,20 +34,7 @@ public struct FirmwareImage: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
     ///   unreadable, a directory, or empty.
     public init(contentsOf url: URL) throws(OTAError) {
-        let path = url.path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw OTAError(.invalidImage, "\(path): no such file")
-        }
-        guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(path): is a directory, not a firmware image")
-        }
-        let data: Data
-        do {
-            data = try Data(contentsOf: url, options: .alwaysMapped)
-        } catch {
-            throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
-        }
+        let data = try FirmwareFile.read(url, kind: "a firmware image")
         try self.init(bytes: data, name: url.lastPathComponent)
     }
 

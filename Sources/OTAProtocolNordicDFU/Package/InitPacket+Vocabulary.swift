@@ -1,6 +1,22 @@
+import Foundation
 import OTACore
 
 extension InitPacket {
+    /// A dfu-cc.proto value that is a type and bytes: `Hash`, `BootValidation` and a signed
+    /// command's signature all are.
+    public struct TypedBytes<Kind: WireCode>: Sendable, Hashable {
+        /// What the bytes are (a digest algorithm, a validation method, a signature algorithm).
+        public var type: Kind
+        /// The bytes as stored in the packet.
+        public var bytes: Data
+
+        /// Creates a value.
+        public init(type: Kind, bytes: Data) {
+            self.type = type
+            self.bytes = bytes
+        }
+    }
+
     /// `Command.op_code` of dfu-cc.proto.
     public struct OpCode: WireCode {
         /// The number on the wire.
