@@ -45,7 +45,7 @@ let package = Package(
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // BlueZ over D-Bus, Linux only: libdbus (libdbus-1.so.3) is loaded when a BlueZ command runs,
-        // so building needs no D-Bus headers (docs/decisions/0007-libdbus-at-run-time.md).
+        // so building needs no D-Bus headers (docs/decisions/0009-libdbus-at-run-time.md).
         .target(name: "OTATransportBlueZ", dependencies: ["OTACore"], swiftSettings: strictSettings),
 
         // The command-line tool: a library with everything testable, and a thin executable.

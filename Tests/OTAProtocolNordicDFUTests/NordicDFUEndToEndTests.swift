@@ -65,18 +65,22 @@ import Testing
     }
 
     /// A disconnect at each kind of point: during the init packet, at an object boundary, in the
-    /// middle of an object, and right after the last Execute.
-    @Test(arguments: [("during init packet", 60), ("at an object boundary", 144 + 8192), ("mid-object", 144 + 10_000), ("after last execute", 144 + 20_000)])
+    /// middle of an object, and after the last byte (before the last Execute). `bytes` counts
+    /// from the start of the init packet when negative (its first `-bytes`), else from the
+    /// start of the image (the init packet came first).
+    @Test(arguments: [("during init packet", -30), ("at an object boundary", 8192), ("mid-object", 10_000), ("after the last byte", 20_000)])
     func resumesAfterADisconnectWithoutResendingMoreThanAnObject(point: String, bytes: Int) async throws {
         let (harness, model) = harness()
         let image = try rawImage(size: 20_000)
+        let initPacketLength = try #require(image.attachments[NordicDFUClient.initPacketKey]).count
         var faults = LinkFaults()
-        faults.disconnectAtBytes = [bytes]
+        faults.disconnectAtBytes = [bytes < 0 ? -bytes : initPacketLength + bytes]
         harness.device.faults = faults
         let outcome = try await harness.update(image, using: client())
         let report = try outcome.result.get()
         #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes), "\(point)")
         #expect(report.bytesSent - image.count <= 4096, "\(point): re-sent \(report.bytesSent - image.count) bytes")
+        #expect(report.resumes == 1, "\(point)")
     }
 
     @Test func wrongHardwareVersionIsNamedWithNordicsMeaning() async throws {

@@ -66,10 +66,10 @@ import Testing
 
     @Test func resumeMidObjectStreamsTheRestWithoutCreatingOrSelecting() throws {
         let image = try Self.image(size: 10_000)
-        let checkpoint = DFUObjectSelection(maximumSize: 4096, offset: 5000, crc: Self.crc(image, 5000))
+        let checkpoint = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 5000, crc: Self.crc(image, 5000)))
         var machine = try Self.machine(image, resumingFrom: checkpoint)
         #expect(drain(&machine, machine.start()) == [
-            .note("the bootloader holds 5000 bytes of this image under an executed init packet; continuing without sending it again"),
+            .note("the bootloader holds this init packet, executed, and 5000 bytes of this image; continuing without sending it again"),
             .send(.setPRN(12)),
         ])
         #expect(drain(&machine, machine.received(.success(.setPRN))) == [
@@ -88,7 +88,7 @@ import Testing
 
     @Test func resumeAtABoundaryExecutesTheHeldObjectAndAcceptsAlreadyExecuted() throws {
         let image = try Self.image(size: 10_000)
-        let checkpoint = DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: Self.crc(image, 8192))
+        let checkpoint = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: Self.crc(image, 8192)))
         var machine = try Self.machine(image, resumingFrom: checkpoint)
         _ = drain(&machine, machine.start())
         #expect(drain(&machine, machine.received(.success(.setPRN))) == [.acknowledged(8192), .send(.execute)])
@@ -101,7 +101,7 @@ import Testing
 
     @Test func resumeAfterTheLastExecuteOnlyExecutesAgain() throws {
         let image = try Self.image(size: 10_000)
-        let checkpoint = DFUObjectSelection(maximumSize: 4096, offset: 10_000, crc: Self.crc(image, 10_000))
+        let checkpoint = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 10_000, crc: Self.crc(image, 10_000)))
         var machine = try Self.machine(image, resumingFrom: checkpoint)
         _ = drain(&machine, machine.start())
         #expect(drain(&machine, machine.received(.success(.setPRN))) == [.acknowledged(10_000), .enter(.verifying), .send(.execute, wait: .verification)])
@@ -128,7 +128,7 @@ import Testing
 
     @Test func aCheckpointWithOtherBytesIsUsedOnlyUntilTheInitPacketIsCreatedAgain() throws {
         let image = try Self.image(size: 10_000)
-        let stale = DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: 0xDEAD)
+        let stale = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: 0xDEAD))
         // The init packet is held: the checkpoint still holds, and leads to Create(data).
         var kept = try Self.machine(image, resumingFrom: stale)
         #expect(kept.start() == .send(.select(.command)))
@@ -147,6 +147,68 @@ import Testing
         let trace = try run(reset, image, &bootloader, first: create)
         #expect(trace.contains(.send(.select(.data))))
         #expect(bootloader.data == image.bytes)
+    }
+
+    @Test(arguments: [5000, 8192, 10_000])
+    func aCheckpointWithThisInitPacketWholeLeavesTheCommandObjectAlone(held: Int) throws {
+        let image = try Self.image(size: 10_000)
+        let checkpoint = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: held, crc: Self.crc(image, held)))
+        var bootloader = IdealBootloader(holding: image, upTo: held, executed: held / 4096 * 4096)
+        let trace = try run(try Self.machine(image, resumingFrom: checkpoint), image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.commandObjectRequests == 0)
+        #expect(!trace.contains { if case .writeInitPacket = $0 { true } else { false } })
+        #expect(!trace.contains { if case .send(.select, _) = $0 { true } else { false } })
+        #expect(bootloader.data == image.bytes)
+        #expect(bootloader.command == Self.initPacket)
+    }
+
+    @Test func aCheckpointWithAnotherInitPacketSendsThisOneAndSelectsTheDataAgain() throws {
+        let image = try Self.image(size: 10_000)
+        let other = Data((0..<100).map { UInt8(255 - $0) })  // another init packet of the same length
+        // The data is a prefix of this very image: only the init packet tells it was sent under another.
+        let checkpoint = Self.checkpoint(command: other, data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: Self.crc(image, 8192)))
+        var machine = try Self.machine(image, resumingFrom: checkpoint)
+        // No Select(command): the checkpoint answered it.
+        #expect(drain(&machine, machine.start()) == [
+            .note("the bootloader holds another init packet (100 bytes, CRC-32 0x\(String(CRC32.checksum(other), radix: 16, uppercase: true))); sending this one, discarding the 8192 bytes of data received under it"),
+            .send(.create(.command, size: 100)),
+        ])
+        #expect(machine.received(.success(.create)) == .send(.setPRN(0)))
+        #expect(machine.received(.success(.setPRN)) == .writeInitPacket(0..<100))
+        #expect(machine.streamed() == .send(.calculateChecksum))
+        #expect(machine.received(.success(.calculateChecksum, [100, CRC32.checksum(Self.initPacket)])) == .send(.execute))
+        #expect(machine.received(.success(.execute)) == .send(.setPRN(12)))
+        // Creating the command object discarded the data: the checkpoint's 8192 bytes are stale.
+        #expect(machine.received(.success(.setPRN)) == .send(.select(.data)))
+        #expect(drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [
+            .acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096)),
+        ])
+
+        var bootloader = IdealBootloader(holding: image, upTo: 8192, executed: 8192, initPacket: other)
+        let trace = try run(try Self.machine(image, resumingFrom: checkpoint), image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.command == Self.initPacket)
+        #expect(bootloader.data == image.bytes)
+        #expect(trace.first { if case .acknowledged = $0 { true } else { false } } == .acknowledged(0))
+        let streamed = trace.compactMap { if case .stream(let range, _) = $0 { range } else { nil } }
+        #expect(streamed.first?.lowerBound == 0)
+        #expect(streamed.reduce(0) { $0 + $1.count } == image.count)
+    }
+
+    @Test func aCheckpointWithPartOfThisInitPacketOrNoDataOfThisImageSelectsTheCommandObject() throws {
+        let image = try Self.image(size: 10_000)
+        let nothing = DFUObjectSelection(maximumSize: 4096, offset: 0, crc: 0)
+        let part = NordicDFUCheckpoint(command: DFUObjectSelection(maximumSize: 512, offset: 40, crc: CRC32.checksum(Self.initPacket.prefix(40))), data: nothing)
+        var partial = try Self.machine(image, resumingFrom: part)
+        // The data object is current: the rest of the init packet needs the command object selected.
+        #expect(partial.start() == .send(.select(.command)))
+        var whole = try Self.machine(image, resumingFrom: Self.checkpoint(data: nothing))
+        // All of it, maybe not executed, and no data: Select(command), then Execute.
+        #expect(whole.start() == .send(.select(.command)))
+        #expect(drain(&whole, whole.received(.success(.select, [512, 100, CRC32.checksum(Self.initPacket)]))) == [
+            .note("the bootloader already holds this init packet"), .send(.execute),
+        ])
     }
 
     // MARK: - Objects that arrive wrong
@@ -312,7 +374,7 @@ import Testing
         prn: Int = 12,
         delay: Duration = .milliseconds(400),
         attempts: Int = 3,
-        resumingFrom checkpoint: DFUObjectSelection? = nil
+        resumingFrom checkpoint: NordicDFUCheckpoint? = nil
     ) throws -> NordicDFUStateMachine {
         var configuration = NordicDFUConfiguration()
         configuration.packetReceiptInterval = prn
@@ -329,6 +391,12 @@ import Testing
         let delay = machine.received(.success(.create))
         #expect(delay == .sleep(.milliseconds(400), purpose: "waiting for the bootloader to prepare the first object"))
         return machine
+    }
+
+    /// A checkpoint whose command object holds `command` (the test's init packet by default),
+    /// whole, and whose data object is `data`.
+    static func checkpoint(command: Data = initPacket, data: DFUObjectSelection) -> NordicDFUCheckpoint {
+        NordicDFUCheckpoint(command: DFUObjectSelection(maximumSize: 512, offset: command.count, crc: CRC32.checksum(command)), data: data)
     }
 
     static func crc(_ image: FirmwareImage, _ end: Int) -> UInt32 {
@@ -419,12 +487,15 @@ struct IdealBootloader {
     var objectSize: Int?
     var packetsSeen = 0
     var dropPacketsOnce: Set<Int> = []
+    /// Requests and packets on the command object: Select or Create of it, and Calculate
+    /// Checksum, Execute and init packet bytes while it is current.
+    var commandObjectRequests = 0
 
     init() {}
 
-    /// A bootloader with an executed init packet and `upTo` bytes of `image`, `executed` of them executed.
-    init(holding image: FirmwareImage, upTo offset: Int, executed: Int) {
-        command = NordicDFUStateMachineTests.initPacket
+    /// A bootloader with `initPacket` executed and `upTo` bytes of `image`, `executed` of them executed.
+    init(holding image: FirmwareImage, upTo offset: Int, executed: Int, initPacket: Data = NordicDFUStateMachineTests.initPacket) {
+        command = initPacket
         commandSize = command.count
         initExecuted = true
         current = .data
@@ -434,6 +505,11 @@ struct IdealBootloader {
     }
 
     mutating func answer(_ request: DFURequest) -> DFUResponse {
+        switch request {
+        case .select(.command), .create(.command, _): commandObjectRequests += 1
+        case .calculateChecksum, .execute: if current == .command { commandObjectRequests += 1 }
+        default: break
+        }
         switch request {
         case .select(let type):
             current = type
@@ -477,6 +553,7 @@ struct IdealBootloader {
             let packet = bytes[start..<min(start + packetSize, bytes.endIndex)]
             start = packet.endIndex
             if current == .command {
+                commandObjectRequests += 1
                 command += packet
                 continue
             }

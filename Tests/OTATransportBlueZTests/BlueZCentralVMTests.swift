@@ -5,13 +5,16 @@ import Testing
 
 @testable import OTATransportBlueZ
 
-/// The central against a real bluetoothd, inside the bluez-vm, with the demo peripheral
-/// (`bluez-vm/demo/gatt-peripheral.py hci1`) running. Off unless `OTA_BLUEZ_VM_CENTRAL=1`:
+/// The central against a real bluetoothd, inside the real-stack VM (`Tests/RealStack/run-in-vm.sh`),
+/// with a GATT peripheral on hci1 that this repository does not ship: service `6e400001-…`, DATA
+/// `6e400002-…` (write without response, counts bytes and writes) and CTRL `6e400003-…` (write +
+/// notify: `stats` → JSON counters, `reset` → `reset-ok`, anything else → `echo:` + it). Off unless
+/// `OTA_BLUEZ_VM_CENTRAL=1`:
 ///
 /// ```sh
 /// swift build --build-tests
-/// /work/shared/bluez-vm/run-in-vm.sh '/usr/bin/python3 -u /work/shared/bluez-vm/demo/gatt-peripheral.py hci1 \
-///     > /tmp/peripheral.log 2>&1 & sleep 3; OTA_BLUEZ_VM_CENTRAL=1 swift test --skip-build --filter BlueZCentralVMTests'
+/// Tests/RealStack/run-in-vm.sh 'PERIPHERAL hci1 > /tmp/peripheral.log 2>&1 & sleep 3; \
+///     OTA_BLUEZ_VM_CENTRAL=1 swift test --skip-build --filter BlueZCentralVMTests'
 /// ```
 @Suite(.needsLibDBus, .enabled(if: ProcessInfo.processInfo.environment["OTA_BLUEZ_VM_CENTRAL"] == "1"), .serialized)
 struct BlueZCentralVMTests {

@@ -1,4 +1,6 @@
-/// The engine's tunables. Every wait has its timeout here; nothing waits on a literal.
+/// The engine's tunables: the timeouts of the waits the engine bounds, the stall watchdog, progress
+/// pacing, resume and the chunk cap. A protocol's own waits take their durations from its declared
+/// parameters.
 public struct UpdateConfiguration: Sendable, Hashable {
     /// How long to wait for the link to come up. Default 15 s.
     public var connectTimeout: Duration = .seconds(15)

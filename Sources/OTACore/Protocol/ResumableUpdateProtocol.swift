@@ -8,7 +8,8 @@
 /// (``UpdateOutcome/reconnect(reason:after:)``).
 public protocol ResumableUpdateProtocol: UpdateProtocol {
     /// Protocol-specific facts read while finding the resume point (framed: its Status; Nordic:
-    /// the Select(data) response), handed back to the run that follows so it need not ask again.
+    /// the Select(command) and Select(data) responses), handed back to the run that follows so
+    /// it need not ask again.
     associatedtype Checkpoint: Sendable
 
     /// Asks the device how much of `image` it already holds. Returns `nil` when it holds none of

@@ -5,8 +5,8 @@ import OTACore
 /// many bytes it holds with their CRC-32. For data objects the offset and CRC run over the whole
 /// image, not one object.
 ///
-/// ``NordicDFUClient`` hands the Select(data) answer it read while finding the resume point to
-/// the run that follows (its `Checkpoint`), so that run does not select again.
+/// ``NordicDFUClient`` hands the Select(command) and Select(data) answers it read while finding
+/// the resume point to the run that follows, as a ``NordicDFUCheckpoint``.
 public struct DFUObjectSelection: Sendable, Hashable {
     /// The largest object the bootloader accepts (data: one flash page, 4096 on nRF52).
     public var maximumSize: Int

@@ -2,7 +2,7 @@ import Foundation
 import OTACore
 
 /// Where to pick a transfer up from what Select reported, exactly as Nordic's clients do
-/// (docs: nordic-secure-dfu.md §7). A value type with no I/O, tested on its own.
+/// (docs/protocols/nordic-dfu.md, "Resume"). A value type with no I/O, tested on its own.
 public enum DFUResumePlan: Sendable, Equatable {
     /// Init packet stage: create the command object and send it all.
     case sendWholeInitPacket

@@ -19,8 +19,9 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
     /// The attachment key of the init packet.
     public static let initPacketKey = "init-packet"
 
-    /// What Select(data) reported while finding the resume point, handed to the run that follows.
-    public typealias Checkpoint = DFUObjectSelection
+    /// What Select(command) and Select(data) reported while finding the resume point, handed to
+    /// the run that follows.
+    public typealias Checkpoint = NordicDFUCheckpoint
 
     /// Creates a client.
     public init(configuration: NordicDFUConfiguration = NordicDFUConfiguration()) {
@@ -40,31 +41,54 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         CharacteristicRequirement("DFU Packet", DFUGATTProfile.packet, properties: .writeWithoutResponse),
     ]
 
-    /// Selects the data object: the bootloader's offset and CRC over the image. `nil` when it
-    /// holds none of it, or when the device runs its application (no Control Point).
-    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<DFUObjectSelection>? {
+    /// Selects the command object, then the data object (last, so the data object is current
+    /// when the run starts): which init packet the bootloader holds, and its offset and CRC over
+    /// the image.
+    ///
+    /// `nil` when the bootloader holds no image data, or when the device runs its application
+    /// (no Control Point). When the data was received under another init packet, the point says
+    /// the device holds none of this image (offset 0) but keeps the checkpoint: the run then
+    /// creates this init packet without selecting the command object again.
+    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<NordicDFUCheckpoint>? {
         guard context.characteristics[DFUGATTProfile.controlPoint] != nil else { return nil }
-        let request = DFURequest.select(.data)
-        let response = try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
-            try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
-            while true {
-                switch DFUAnswer(try await inbox.next(awaiting: "response to \(request)"), to: request) {
-                case .response(let response): return response
-                case .lateReceipt: continue
-                case .malformed(let error): throw error
+        let checkpoint = try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
+            let command = try await Self.select(.command, inbox: inbox, context: context)
+            let data = try await Self.select(.data, inbox: inbox, context: context)
+            return NordicDFUCheckpoint(command: command, data: data)
+        }
+        let held = checkpoint.data.offset
+        guard held > 0 else { return nil }
+        guard let initPacket = image.attachments[Self.initPacketKey], checkpoint.holdsWhole(initPacket: initPacket) else {
+            return ResumePoint(
+                offset: 0,
+                detail: "bootloader holds \(held) bytes under another init packet; this image's init packet replaces it, and the data starts over",
+                checkpoint: checkpoint
+            )
+        }
+        return ResumePoint(offset: held, detail: "bootloader holds \(held) of \(image.count) bytes under this init packet", checkpoint: checkpoint)
+    }
+
+    /// Writes Select(`type`) and returns its answer.
+    private static func select(_ type: DFUObjectType, inbox: NotificationInbox, context: UpdateContext) async throws(OTAError) -> DFUObjectSelection {
+        let request = DFURequest.select(type)
+        try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
+        while true {
+            switch DFUAnswer(try await inbox.next(awaiting: "response to \(request)"), to: request) {
+            case .response(let response):
+                guard response.result == .success else {
+                    throw OTAError(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
                 }
+                guard let selection = DFUObjectSelection(response) else { throw OTAError(.malformedResponse, "malformed Select response") }
+                return selection
+            case .lateReceipt: continue
+            case .malformed(let error): throw error
             }
         }
-        guard response.result == .success else {
-            throw OTAError(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
-        }
-        guard let selection = DFUObjectSelection(response), selection.offset > 0 else { return nil }
-        return ResumePoint(offset: selection.offset, detail: "bootloader holds \(selection.offset) of \(image.count) bytes", checkpoint: selection)
     }
 
     /// Sends the init packet and the image; a device running its application is first switched
     /// to its bootloader, and the run ends asking the engine to reconnect.
-    public func run(_ image: FirmwareImage, resumingFrom point: ResumePoint<DFUObjectSelection>?, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+    public func run(_ image: FirmwareImage, resumingFrom point: ResumePoint<NordicDFUCheckpoint>?, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
         var machine = try NordicDFUStateMachine(
             image: image, payloadSize: context.chunkPlan.payloadSize, configuration: configuration, resumingFrom: point?.checkpoint
         )

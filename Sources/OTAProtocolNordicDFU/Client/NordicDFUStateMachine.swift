@@ -5,14 +5,15 @@ import OTACore
 /// each returning what to do next. No I/O; ``NordicDFUClient`` performs the actions.
 ///
 /// ```
-/// start ─┬─ checkpoint shows a prefix of this image ──────────────────────────────────▶ PRN n (below)
+/// start ─┬─ checkpoint: this init packet whole, and a prefix of this image ──────────────▶ PRN n (below)
+///        ├─ checkpoint: another init packet, or none ──▶ Create(command) (below, no Select)
 ///        └─▶ Select(command) ─┬─ none held ───▶ Create(command) ─▶ PRN 0 ─▶ write .dat ─▶ Checksum ─┐
 ///                             ├─ a prefix held ──────────────────▶ PRN 0 ─▶ write rest ─▶ Checksum ─┤
 ///                             └─ all held ──────────────────────────────────────────────────────────┤
 ///                                                                                      Execute ◀───┘
 ///   ┌──────────────────────────────────────────────────────────────────────────────────────┘
 ///   ▼
-/// PRN n ─▶ Select(data), or the checkpoint ─┬─ whole objects held, maybe not executed ─▶ Execute ─┐
+/// PRN n ─▶ Select(data)*, or the checkpoint ─┬─ whole objects held, maybe not executed ─▶ Execute ─┐
 ///                                           ├─ part of an object held ─▶ stream the rest ─────────┤
 ///                                           └─ nothing (or bytes that differ) ────────────────────┤
 ///   ┌─────────────────────────────────────────────────────────────────────────────────────────────┘
@@ -22,7 +23,9 @@ import OTACore
 ///        └──────────── again, up to objectAttempts ┘                                            ▼ finished
 /// ```
 ///
-/// A receipt that lands on the object's end stands for the Checksum.
+/// A receipt that lands on the object's end stands for the Checksum. (*) After a Create(command)
+/// the data is always selected again: creating the command object discards the bootloader's data,
+/// so a checkpoint's data selection no longer holds.
 ///
 /// Inputs: ``start()``, ``received(_:)-(Data)`` (every Control Point notification), ``streamed()``
 /// (the bytes of a ``Action/writeInitPacket(_:)`` or ``Action/stream(_:receipt:)`` without receipt
@@ -112,7 +115,7 @@ public struct NordicDFUStateMachine: Sendable {
     private let receiptInterval: Int
     private let firstObjectDelay: Duration
     private let objectAttempts: Int
-    private let checkpoint: DFUObjectSelection?
+    private let checkpoint: NordicDFUCheckpoint?
 
     private var phase = Phase.idle
     private var pending: [Action] = []
@@ -142,15 +145,17 @@ public struct NordicDFUStateMachine: Sendable {
     ///   - payloadSize: bytes per packet (the engine's chunk plan); packet receipts are counted in
     ///     packets of this size from the first byte of each stream.
     ///   - configuration: packet receipt interval, first-object delay, attempts per object.
-    ///   - checkpoint: what Select(data) reported while the engine looked for the resume point;
-    ///     used instead of selecting again, unless the init packet had to be created anew (which
-    ///     resets the bootloader's data).
+    ///   - checkpoint: what Select(command) and Select(data) reported while the engine looked for
+    ///     the resume point. When the command object holds this init packet whole and the data a
+    ///     prefix of this image, the run skips the init packet stage; when it holds another init
+    ///     packet (or none), the run creates this one without selecting first. The data selection
+    ///     is used only while no command object was created: creating one discards the data.
     /// - Throws: ``OTAError/Code/invalidImage`` when the image has no init packet.
     public init(
         image: FirmwareImage,
         payloadSize: Int,
         configuration: NordicDFUConfiguration,
-        resumingFrom checkpoint: DFUObjectSelection? = nil
+        resumingFrom checkpoint: NordicDFUCheckpoint? = nil
     ) throws(OTAError) {
         guard let initPacket = image.attachments[NordicDFUClient.initPacketKey], !initPacket.isEmpty else {
             throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
@@ -167,23 +172,37 @@ public struct NordicDFUStateMachine: Sendable {
 
     // MARK: - Inputs
 
-    /// Begins: Select the command object, or, when the checkpoint shows the bootloader holding
-    /// a prefix of this image, go straight to the data objects.
-    ///
-    /// The bootloader keeps data only under an executed init packet, and Select(data) was the
-    /// last request, so the data object is current: an Execute or the rest of a partial object
-    /// applies to it. Touching the command object first would make it current instead, and the
-    /// data would have to be selected again.
+    /// Begins. Without a checkpoint: Select the command object. With one:
+    /// - the command object holds this init packet whole (offset and CRC-32) and the data a
+    ///   prefix of this image: go straight to the data objects. The bootloader keeps data only
+    ///   under an executed init packet, and Select(data) was the last request, so the data object
+    ///   is current: an Execute or the rest of a partial object applies to it. Touching the
+    ///   command object would make it current instead, and the data would have to be selected
+    ///   again;
+    /// - it holds another init packet, or none: create this one, as a fresh update does after
+    ///   Select(command); the data it held is discarded and selected again after the Execute;
+    /// - otherwise (a prefix of this init packet, or all of it without data of this image):
+    ///   Select the command object, which makes it current for the rest or the Execute.
     public mutating func start() -> Action {
         precondition(phase == .idle, "start() called twice")
-        if let checkpoint, holdsPrefixOfImage(checkpoint) {
+        guard let checkpoint else { return emit(ask(.selectCommand, .select(.command))) }
+        if checkpoint.holdsWhole(initPacket: initPacket), holdsPrefixOfImage(checkpoint.data) {
             skippedInitPacket = true
             return emit(
-                [.note("the bootloader holds \(checkpoint.offset) bytes of this image under an executed init packet; continuing without sending it again")]
+                [.note("the bootloader holds this init packet, executed, and \(checkpoint.data.offset) bytes of this image; continuing without sending it again")]
                     + ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
             )
         }
-        return emit(ask(.selectCommand, .select(.command)))
+        let command = checkpoint.command
+        guard DFUResumePlan.forInitPacket(initPacket, offset: command.offset, crc: command.crc) == .sendWholeInitPacket else {
+            return emit(ask(.selectCommand, .select(.command)))
+        }
+        var actions: [Action] = []
+        if command.offset > 0 {
+            let discarded = checkpoint.data.offset > 0 ? ", discarding the \(checkpoint.data.offset) bytes of data received under it" : ""
+            actions.append(.note("the bootloader holds another init packet (\(command.offset) bytes, CRC-32 0x\(String(command.crc, radix: 16, uppercase: true))); sending this one\(discarded)"))
+        }
+        return emit(actions + initPacketStage(command))
     }
 
     /// The bootloader notified `notification` on the Control Point.
@@ -274,10 +293,10 @@ public struct NordicDFUStateMachine: Sendable {
             }
             return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
         case .enableReceipts:
-            // Creating the command object reset the bootloader's data: the checkpoint is stale.
-            // Otherwise it still holds, and what it leads to here starts with Create(data),
-            // which makes the data object current.
-            if let checkpoint, skippedInitPacket || !createdCommandObject { return dataStage(checkpoint) }
+            // Creating the command object discarded the bootloader's data: the checkpoint's data
+            // selection is stale, select again. Otherwise it still holds, and what it leads to
+            // here starts with Create(data), which makes the data object current.
+            if let checkpoint, skippedInitPacket || !createdCommandObject { return dataStage(checkpoint.data) }
             return ask(.selectData, .select(.data))
         case .selectData:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
@@ -348,7 +367,7 @@ public struct NordicDFUStateMachine: Sendable {
 
     // MARK: - Data objects
 
-    /// Where the data stage starts, from what Select(data) reported (nordic-secure-dfu.md §7).
+    /// Where the data stage starts, from what Select(data) reported (as Nordic's clients decide).
     private mutating func dataStage(_ selection: DFUObjectSelection) -> [Action] {
         guard selection.maximumSize > 0, selection.maximumSize % 4 == 0 else {
             return failing(.malformedResponse, "bootloader reported a data object size of \(selection.maximumSize) bytes")

@@ -5,7 +5,7 @@ import OTACore
 /// (`s_dfu_settings` in `nrf_dfu_settings.c`), reduced to the fields the model uses.
 ///
 /// SDK 15.3 writes its settings page when an init packet is executed and when an update finishes
-/// (nordic-secure-dfu.md §7); data progress is never written there (`NRF_DFU_SAVE_PROGRESS_IN_FLASH
+/// (`NordicBootloaderModel` §7); data progress is never written there (`NRF_DFU_SAVE_PROGRESS_IN_FLASH
 /// = 0`). The model does the same, in the last sector(s) of the flash slot, after the bank that
 /// receives the image.
 ///

@@ -32,7 +32,7 @@ struct InitPacketRejection: Error, Sendable {
 }
 
 /// The init packet checks of SDK 15.3's `nrf_dfu_validation_init_cmd_execute()`, in its order
-/// (nordic-secure-dfu.md §3, nordic-dfu-package.md §3): decode → signature (when required) →
+/// (in `nrf_dfu_validation.c`; the fields are pc-nrfutil's `dfu-cc.proto`): decode → signature (when required) →
 /// firmware type → hash type → hw_version → sd_req → fw_version → size fields → room in the bank.
 /// The first failure wins.
 struct InitPacketValidator {

@@ -4,7 +4,9 @@ import Synchronization
 
 /// A simulated Nordic Secure DFU bootloader: the device side of the protocol, answering byte for
 /// byte as the nRF5 SDK 15.3 BLE bootloader's request handler does
-/// (`shared/protocols/nordic-secure-dfu.md`; section numbers below refer to it).
+/// (`components/libraries/bootloader/dfu/nrf_dfu_req_handler.c`, `ble_dfu/nrf_dfu_ble.c`). Section
+/// marks below: §1 GATT, §2 requests, §3 responses and result codes, §4 CRC, §5 packet receipts
+/// and receive buffers, §6 the object flow, §7 resume and what survives a reset.
 ///
 /// ## What it does
 /// - **GATT** (§1): service `FE59` with Control Point (write + notify) and Packet (write without
@@ -83,7 +85,8 @@ import Synchronization
 ///   stays a bootloader (the installed version becomes the floor for the next update; a
 ///   SoftDevice update does not change ``Configuration/installedSoftDevice``).
 /// - Re-executing an executed data object answers `0x08`, as clients report for SDK 15.x–17
-///   (§7 [R19]–[R21]); the 15.3 request handler's size check alone would let it pass.
+///   (§7; both Nordic clients take it as "already executed"); the 15.3 request handler's size
+///   check alone would let it pass.
 /// - Empty Control Point writes and writes longer than ``controlPointMaximumLength`` fail at ATT
 ///   level (`0x0D`); so do Packet writes longer than ``Configuration/maximumPacketLength``
 ///   (a write without response: the central never learns). Empty Packet writes are ignored.

@@ -1,5 +1,5 @@
 /// The bootloader's pool of receive buffers for Packet writes, with the flash queue that frees
-/// them (nordic-secure-dfu.md §5; `m_buffer_pool` in the SDK's `nrf_dfu_ble.c`).
+/// them (`NordicBootloaderModel` §5; `m_buffer_pool` in the SDK's `nrf_dfu_ble.c`).
 ///
 /// On hardware every Packet write takes a buffer from a fixed pool (`MAX_DFU_BUFFERS`, by default
 /// page size / packet length + 1 = 17); a command-object buffer is freed as soon as its bytes are

@@ -5,7 +5,7 @@ import Glibc
 // resolved at run time with dlopen/dlsym, in the manner of Qt's QtDBus (qdbus_symbols.cpp) and
 // SDL: the package builds without libdbus's headers or its unversioned `libdbus-1.so`, and only a
 // BlueZ command needs `libdbus-1.so.3` when it runs. See
-// docs/decisions/0007-libdbus-at-run-time.md.
+// docs/decisions/0009-libdbus-at-run-time.md.
 //
 // Every declaration here mirrors dbus-1.0/dbus/*.h of libdbus 1.x, whose ABI has been stable
 // since 1.0 (soname libdbus-1.so.3). LibDBusHeaderTests compares the layouts and constants with

@@ -1,7 +1,10 @@
 import OTACore
 
 /// Lumen: a (fictional) smart-bulb vendor's OTA protocol, added as its own target without
-/// touching OTACore — the worked example of docs/adding-a-protocol.md.
+/// touching OTACore — the worked example of docs/adding-a-protocol.md, in the layout every
+/// protocol module shares: `Wire/` (``LumenCommand``, ``LumenReply``), `Client/`
+/// (``LumenUpdateStateMachine`` and ``LumenClient``, its thin driver) and `Device/`
+/// (``LumenDeviceModel``).
 public enum LumenProtocol {
     /// `4c554d00-6c75-6d65-6e00-000000000001`.
     public static let service = GATTUUID("4c554d00-6c75-6d65-6e00-000000000001")!

@@ -7,9 +7,12 @@ import Foundation
 /// | begin | `'B'` size:u32 | `'b'` status |
 /// | data  | `'D'` payload | — (the ATT write response is the acknowledgement) |
 /// | end   | `'E'` crc:u32 | `'e'` status |
-public enum LumenCommand: Sendable, Hashable {
+public enum LumenCommand: Sendable, Hashable, CustomStringConvertible {
+    /// Begin an update of `size` bytes.
     case begin(size: UInt32)
+    /// One chunk of the image, in order.
     case data(Data)
+    /// All bytes sent: check them against `crc` (CRC-32) and install.
     case end(crc: UInt32)
 
     /// Bytes of header before a data payload.
@@ -35,6 +38,15 @@ public enum LumenCommand: Sendable, Hashable {
         }
     }
 
+    /// "begin", "data" or "end", as messages name the steps.
+    public var description: String {
+        switch self {
+        case .begin: "begin"
+        case .data: "data"
+        case .end: "end"
+        }
+    }
+
     private static func littleEndian(_ value: UInt32) -> Data {
         Data((0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
     }
@@ -42,12 +54,4 @@ public enum LumenCommand: Sendable, Hashable {
     private static func readLittleEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         (0..<4).reduce(0) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
     }
-}
-
-/// Lumen's reply statuses.
-public enum LumenStatus: UInt8, Sendable {
-    case ok = 0
-    case badCRC = 1
-    case badSize = 2
-    case tooLarge = 3
 }

@@ -3,7 +3,8 @@ import OTACore
 import Synchronization
 
 /// The bulb side of Lumen, for the simulator: appends data in order, checks size and CRC-32 of
-/// what flash holds at the end.
+/// what flash holds at the end. It speaks the same codecs as the client (``LumenCommand``,
+/// ``LumenReply``).
 public final class LumenDeviceModel: DeviceModel {
     private struct State {
         var expected = 0
@@ -14,6 +15,7 @@ public final class LumenDeviceModel: DeviceModel {
 
     private let state = Mutex(State())
 
+    /// Creates a bulb with no update in progress.
     public init() {}
 
     public var services: [GATTServiceDefinition] {
@@ -29,12 +31,12 @@ public final class LumenDeviceModel: DeviceModel {
         guard characteristic == LumenProtocol.characteristic, kind == .withResponse else { return .writeNotPermitted }
         guard let command = LumenCommand(decoding: value) else { return .invalidPDU }
         let flash = peripheral.flash
-        let reply: Data? = state.withLock { state in
+        let reply: LumenReply? = state.withLock { state in
             switch command {
             case .begin(let size):
-                guard Int(size) <= flash.capacity else { return Data([UInt8(ascii: "b"), LumenStatus.tooLarge.rawValue]) }
+                guard Int(size) <= flash.capacity else { return LumenReply(.begin, .tooLarge) }
                 state = State(expected: Int(size), received: 0, erasedUpTo: 0, active: true)
-                return Data([UInt8(ascii: "b"), LumenStatus.ok.rawValue])
+                return LumenReply(.begin, .ok)
             case .data(let payload):
                 guard state.active, state.received + payload.count <= state.expected else { return nil }
                 do {
@@ -50,12 +52,12 @@ public final class LumenDeviceModel: DeviceModel {
                 return nil
             case .end(let crc):
                 defer { state.active = false }
-                guard state.received == state.expected else { return Data([UInt8(ascii: "e"), LumenStatus.badSize.rawValue]) }
+                guard state.received == state.expected else { return LumenReply(.end, .badSize) }
                 let status: LumenStatus = CRC32.checksum(flash.read(0..<state.expected)) == crc ? .ok : .badCRC
-                return Data([UInt8(ascii: "e"), status.rawValue])
+                return LumenReply(.end, status)
             }
         }
-        if let reply { peripheral.notify(reply, on: LumenProtocol.characteristic) }
+        if let reply { peripheral.notify(reply.encoded, on: LumenProtocol.characteristic) }
         return .success
     }
 }
