@@ -19,7 +19,7 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     try bytes.write(to: directory.appendingPathComponent("app.bin"))
     try FileManager.default.removeItem(at: image)
-    let digest = SHA256.hash(bytes).map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
+    let digest = Hex.bytes(SHA256.hash(bytes))
     try Data(manifest(size, digest).utf8).write(to: directory.appendingPathComponent("manifest.json"))
     return directory
 }

@@ -5,15 +5,13 @@ import Testing
 @Suite struct FirmwarePackageTests {
     private static let image = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
 
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined() }
-
     /// A package directory with `manifest` (placeholders SIZE and SHA filled in) and app.bin.
     private func makePackage(_ manifest: String, image: Data = Self.image) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ota-package-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try image.write(to: directory.appendingPathComponent("app.bin"))
         let filled = manifest.replacingOccurrences(of: "SIZE", with: "\(Self.image.count)")
-            .replacingOccurrences(of: "SHA", with: Self.hex(SHA256.hash(Self.image)))
+            .replacingOccurrences(of: "SHA", with: Hex.bytes(SHA256.hash(Self.image)))
         try Data(filled.utf8).write(to: directory.appendingPathComponent("manifest.json"))
         return directory
     }

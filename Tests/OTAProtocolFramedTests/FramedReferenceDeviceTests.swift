@@ -1,6 +1,7 @@
 import CFramedReferenceDevice
 import Foundation
 import OTACore
+import OTATransportSimulator
 import Synchronization
 import Testing
 
@@ -423,7 +424,7 @@ import Testing
 
     @Test(arguments: [UInt64(1), 2, 3, 4, 5])
     func lossyLinkWithRebootsDeliversAByteIdenticalImage(seed: UInt64) {
-        var random = SplitMix64(seed: seed)
+        var random = SeededRandom(seed: seed)
         let bench = Bench(sectors: 40, sectorSize: 256)
         let image = makeImage(6000 + Int(random.next() % 2000), seed: seed)
         var payload = 12
@@ -720,18 +721,6 @@ private func nak(_ reason: UInt8, _ image: [UInt8], _ offset: Int) -> [UInt8] {
 }
 
 private func makeImage(_ count: Int, seed: UInt64) -> [UInt8] {
-    var random = SplitMix64(seed: seed)
+    var random = SeededRandom(seed: seed)
     return (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next() >> 29) }
-}
-
-private struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATransportSimulator
 import OTAProtocolNordicDFU
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 @Suite struct HostileInputTests {
     @Test(arguments: [0, 1, 21, 22, 23, 100, 4096, 70_000])
     func randomBytes(count: Int) {
-        var generator = SplitMix64(seed: UInt64(count))
+        var generator = SeededRandom(seed: UInt64(count))
         let data = Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let message = expectInvalid { _ = try DFUPackage(zipData: data, name: "random.zip") }
         #expect(message.hasPrefix("random.zip: "))
@@ -16,7 +17,7 @@ import Testing
 
     @Test func randomBytesEndingWithAnEndRecord() {
         // An end of central directory record after garbage: offsets point anywhere.
-        var generator = SplitMix64(seed: 99)
+        var generator = SeededRandom(seed: 99)
         for _ in 0..<200 {
             var data = Data((0..<200).map { _ in UInt8.random(in: 0...255, using: &generator) })
             data.append(contentsOf: [0x50, 0x4B, 0x05, 0x06, 0, 0, 0, 0])
@@ -38,7 +39,7 @@ import Testing
     @Test(arguments: ["app-signed", "sd-bl-app", "app-deflated"])
     func corruptedBytesNeverCrash(fixture: String) throws {
         let original = try Fixture.data(fixture, "zip")
-        var generator = SplitMix64(seed: 7)
+        var generator = SeededRandom(seed: 7)
         for _ in 0..<1500 {
             var zip = original
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
@@ -72,7 +73,7 @@ import Testing
 
     @Test func corruptedInitPacketsNeverCrash() throws {
         let original = try #require(Fixture.files(of: "sd-bl-app")["sd_bl.dat"])
-        var generator = SplitMix64(seed: 3)
+        var generator = SeededRandom(seed: 3)
         for _ in 0..<3000 {
             var dat = original
             for _ in 0..<Int.random(in: 1...3, using: &generator) {
@@ -89,15 +90,3 @@ import Testing
     }
 }
 
-/// A small deterministic generator so that failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

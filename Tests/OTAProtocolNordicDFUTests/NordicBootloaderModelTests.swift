@@ -349,7 +349,7 @@ import OTAProtocolNordicDFU
     }
 
     @Test func arbitraryInputNeverCrashesAndEveryAnswerIsAResponse() {
-        var generator = SplitMix(seed: 0xDF0)
+        var generator = SeededRandom(seed: 0xDF0)
         let image = Image(size: 9000, seed: 12)
         let bench = Bench()
         for round in 0..<4000 {
@@ -391,7 +391,7 @@ import OTAProtocolNordicDFU
             Bench(configuration: hostile, clock: ManualClock(), flash: SimulatedFlash(capacity: 256, timing: timing)),
         ]
         for bench in benches {
-            var generator = SplitMix(seed: 5)
+            var generator = SeededRandom(seed: 5)
             let dat = image.initPacket()
             for request: [UInt8] in [[0x01, 0x01] + u32LE(UInt32(dat.count)), [0x02, 0x00, 0x00]] { _ = bench.request(request) }
             bench.send(dat, expectAccepted: false)
@@ -754,7 +754,7 @@ extension NordicBootloaderModelTests {
         let bytes: [UInt8]
 
         init(size: Int, seed: UInt64) {
-            var generator = SplitMix(seed: seed)
+            var generator = SeededRandom(seed: seed)
             bytes = (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         }
 
@@ -867,19 +867,6 @@ extension NordicBootloaderModelTests {
                 ValidationCase("both command and signed_command", unsigned(image.initCommand()) + signed(image.initCommand(), 0, 64), [0x60, 0x04, 0x05]),
                 ValidationCase("command without init", TestProtobuf.field(1, bytes: TestProtobuf.field(1, varint: 1)), [0x60, 0x04, 0x05]),
             ]
-        }
-    }
-
-    /// SplitMix64: deterministic test data.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }

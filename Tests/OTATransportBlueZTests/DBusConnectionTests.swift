@@ -28,25 +28,17 @@ import Testing
     @Test(arguments: SampleValues.names)
     func valuesRoundTripThroughTheBus(name: String) async throws {
         let value = SampleValues.value(name)
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
+        try await PrivateBus.withServerAndClient { bus, server, client in
             let reply = try await client.call(TestService.call("Echo", on: server, [value]))
             #expect(reply.arguments == [value])
             #expect(reply.signature == value.type.signature)
             #expect(reply.kind == .methodReturn)
             #expect(reply.sender == server.uniqueName)
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func anErrorReplyKeepsItsNameAndMessage() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
+        try await PrivateBus.withServerAndClient { bus, server, client in
             let error = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
                     TestService.call(
@@ -75,16 +67,11 @@ import Testing
                 )
             }
             #expect(noService?.name == .serviceUnknown)
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func aCallTimesOut() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object(path: TestService.slowPath))
+        try await PrivateBus.withServerAndClient(exporting: [TestService.slowPath]) { bus, server, client in
             let error = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
                     TestService.call("Sleep", on: server, path: TestService.slowPath),
@@ -93,16 +80,11 @@ import Testing
             }
             #expect(error?.name == .noReply)
             #expect(await client.pendingCallCount == 0)
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func manyConcurrentCallsComplete() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
+        try await PrivateBus.withServerAndClient { bus, server, client in
             let count = 300
             let results = try await withThrowingTaskGroup(of: (Int, Int32).self) { group in
                 for index in 0..<count {
@@ -122,38 +104,21 @@ import Testing
             #expect(results.count == count)
             #expect(results.allSatisfy { Int32($0.key) == $0.value })
             #expect(await client.pendingCallCount == 0)
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func largeMessagesCrossTheBus() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
+        try await PrivateBus.withServerAndClient { bus, server, client in
             // Far more than a socket buffer, and than libdbus reads at once.
             let big = DBusValue.bytes((0..<300_000).map { UInt8(truncatingIfNeeded: $0) })
             let reply = try await client.call(TestService.call("Echo", on: server, [big]))
             #expect(reply.arguments == [big])
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func closingFailsPendingCallsInsteadOfHanging() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
-            try await server.export(TestService.object(path: TestService.slowPath))
-            let pending = Task {
-                try await client.call(
-                    TestService.call("Sleep", on: server, path: TestService.slowPath),
-                    timeout: .seconds(60)
-                )
-            }
-            #expect(await eventually { await client.pendingCallCount == 1 })
+        try await PrivateBus.withServerAndClient(exporting: [TestService.path, TestService.slowPath]) { bus, server, client in
+            let pending = try await callThatWaits(client, on: server)
             await client.close()
             let error = await #expect(throws: DBusError.self) { _ = try await pending.value }
             #expect(error == .connectionClosed)
@@ -170,48 +135,25 @@ import Testing
             await #expect(throws: DBusError.connectionClosed) {
                 try await client.send(.signal(path: "/a", interface: "a.b", member: "C"))
             }
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func cancellingACallStopsWaiting() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
-            try await server.export(TestService.object(path: TestService.slowPath))
-            let pending = Task {
-                try await client.call(
-                    TestService.call("Sleep", on: server, path: TestService.slowPath),
-                    timeout: .seconds(60)
-                )
-            }
-            #expect(await eventually { await client.pendingCallCount == 1 })
+        try await PrivateBus.withServerAndClient(exporting: [TestService.path, TestService.slowPath]) { bus, server, client in
+            let pending = try await callThatWaits(client, on: server)
             pending.cancel()
             await #expect(throws: CancellationError.self) { _ = try await pending.value }
             #expect(await client.pendingCallCount == 0)
             // The connection still works.
             let reply = try await client.call(TestService.call("Echo", on: server, [.string("still here")]))
             #expect(reply.arguments == [.string("still here")])
-            await client.close()
-            await server.close()
         }
     }
 
     @Test func losingTheBusFailsCallsAndEndsStreams() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object(path: TestService.slowPath))
+        try await PrivateBus.withServerAndClient(exporting: [TestService.slowPath]) { bus, server, client in
             let signals = try await client.signals(matching: DBusMatchRule(interface: TestService.interface))
-            let pending = Task {
-                try await client.call(
-                    TestService.call("Sleep", on: server, path: TestService.slowPath),
-                    timeout: .seconds(60)
-                )
-            }
-            #expect(await eventually { await client.pendingCallCount == 1 })
+            let pending = try await callThatWaits(client, on: server)
             bus.stop()
             let error = await #expect(throws: DBusError.self) { _ = try await pending.value }
             #expect(error == .connectionLost)
@@ -222,10 +164,7 @@ import Testing
     }
 
     @Test func aWellKnownNameCanBeOwnedOnce() async throws {
-        try await PrivateBus.with { bus in
-            let server = try await bus.connect()
-            let client = try await bus.connect()
-            try await server.export(TestService.object())
+        try await PrivateBus.withServerAndClient { bus, server, client in
             try await server.requestName("com.example.Updater")
             try await server.requestName("com.example.Updater")
             await #expect(throws: DBusError.self) { try await client.requestName("com.example.Updater") }
@@ -241,8 +180,6 @@ import Testing
             #expect(reply.arguments == [.uint16(7)])
             try await server.releaseName("com.example.Updater")
             try await client.requestName("com.example.Updater")
-            await client.close()
-            await server.close()
         }
     }
 
@@ -255,6 +192,20 @@ import Testing
             #expect(error?.name == .invalidArgs)
             await client.close()
         }
+    }
+
+    /// A call to the slow object that stays pending (60 s timeout), once the client counts it.
+    private func callThatWaits(
+        _ client: DBusConnection, on server: DBusConnection
+    ) async throws -> Task<DBusMessage, any Error> {
+        let pending = Task {
+            try await client.call(
+                TestService.call("Sleep", on: server, path: TestService.slowPath),
+                timeout: .seconds(60)
+            )
+        }
+        #expect(await eventually { await client.pendingCallCount == 1 })
+        return pending
     }
 }
 #endif

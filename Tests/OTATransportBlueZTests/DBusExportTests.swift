@@ -40,22 +40,6 @@ import Testing
         )
     }
 
-    private static func call(
-        _ member: String,
-        on server: DBusConnection,
-        path: DBusObjectPath,
-        interface: String,
-        _ arguments: [DBusValue] = []
-    ) -> DBusMessage {
-        .methodCall(
-            destination: server.uniqueName,
-            path: path,
-            interface: interface,
-            member: member,
-            arguments: arguments
-        )
-    }
-
     @Test func answersPropertiesGetAndGetAll() async throws {
         try await PrivateBus.with { bus in
             let server = try await bus.connect()
@@ -64,7 +48,7 @@ import Testing
             let properties = "org.freedesktop.DBus.Properties"
 
             let uuid = try await client.call(
-                Self.call(
+                TestService.call(
                     "Get",
                     on: server,
                     path: Self.service,
@@ -75,7 +59,7 @@ import Testing
             #expect(uuid == Self.serviceProperties["UUID"])
 
             let all = try await client.call(
-                Self.call(
+                TestService.call(
                     "GetAll",
                     on: server,
                     path: Self.characteristic,
@@ -87,7 +71,7 @@ import Testing
 
             let unknownProperty = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
-                    Self.call(
+                    TestService.call(
                         "Get",
                         on: server,
                         path: Self.service,
@@ -99,19 +83,19 @@ import Testing
             #expect(unknownProperty?.name == .unknownProperty)
             let unknownInterface = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
-                    Self.call("GetAll", on: server, path: Self.service, interface: properties, [.string("x.y")])
+                    TestService.call("GetAll", on: server, path: Self.service, interface: properties, [.string("x.y")])
                 )
             }
             #expect(unknownInterface?.name == .unknownInterface)
             let badArguments = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
-                    Self.call("GetAll", on: server, path: Self.service, interface: properties, [.int32(1)])
+                    TestService.call("GetAll", on: server, path: Self.service, interface: properties, [.int32(1)])
                 )
             }
             #expect(badArguments?.name == .invalidArgs)
             let readOnly = await #expect(throws: DBusError.self) {
                 _ = try await client.call(
-                    Self.call(
+                    TestService.call(
                         "Set",
                         on: server,
                         path: Self.service,
@@ -133,7 +117,7 @@ import Testing
             try await Self.exportApplication(on: server)
             try await server.export(DBusObject(path: "/com/example/elsewhere", interfaces: ["x.y": [:]]))
             let objects = try await client.call(
-                Self.call(
+                TestService.call(
                     "GetManagedObjects",
                     on: server,
                     path: Self.app,
@@ -150,7 +134,7 @@ import Testing
             // Not an object manager:
             await #expect(throws: DBusError.self) {
                 _ = try await client.call(
-                    Self.call(
+                    TestService.call(
                         "GetManagedObjects",
                         on: server,
                         path: Self.service,
@@ -172,7 +156,7 @@ import Testing
             let chunks = (0..<50).map { index in [UInt8](repeating: UInt8(index), count: 20) }
             for chunk in chunks {
                 // Like a write without response: fire and forget, in order.
-                var write = Self.call(
+                var write = TestService.call(
                     "WriteValue",
                     on: server,
                     path: Self.characteristic,
@@ -183,7 +167,7 @@ import Testing
                 try await client.send(write)
             }
             let read = try await client.call(
-                Self.call(
+                TestService.call(
                     "ReadValue",
                     on: server,
                     path: Self.characteristic,

@@ -88,7 +88,13 @@ WORK=$(mktemp -d /tmp/realstack.XXXXXX)
 /usr/bin/python3 -c "import random, sys; random.seed(20240601); open(sys.argv[1], 'wb').write(random.randbytes($IMAGE_SIZE))" \
   "$WORK/image.bin" || { echo "real-stack: cannot write $WORK/image.bin"; exit 1; }
 
-# 4. One VM for every test.
+# 4. One VM for every test. The conditions first, as the bench-* figures depend on them: the
+# accelerator (run-in-vm.sh's rule), the host's CPUs and load, and which build of the tools.
+accel=TCG
+if [ "${REAL_STACK_KVM:-auto}" = 1 ] || { [ "${REAL_STACK_KVM:-auto}" = auto ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; }; then
+  accel=KVM
+fi
+echo "real-stack: conditions: $accel, host $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), tools from $BIN"
 echo "real-stack: booting the VM (tests: $TESTS)"
 REAL_STACK_RW=$WORK REAL_STACK_TESTS=$TESTS REAL_STACK_TIMEOUT=${REAL_STACK_TIMEOUT:-1800} \
   "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"

@@ -6,12 +6,8 @@ enum AbortCommand: Command {
     static let spec = CommandSpec(
         name: "abort",
         summary: "Tell a device to discard the update in progress, so the next update starts over.",
-        options: [
-            .init(name: "--protocol", valueName: "NAME", help: "update protocol; default: the device's firmware (fleet devices)"),
-            .init(name: "--device", valueName: "ADDRESS", help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress)"),
-            .init(name: "--adapter", valueName: "NAME", help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
-            .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable", repeatable: true),
-        ] + SimulatorOptions.specOptions.filter { $0.name == "--sim-state" || $0.name == "--seed" },
+        options: CommandSpec.Option.deviceTarget(protocolHelp: "update protocol; default: the device's firmware (fleet devices)")
+            + SimulatorOptions.specOptions.filter { $0.name == "--sim-state" || $0.name == "--seed" },
         discussion: """
             Aborting is always explicit: a lost link or Ctrl-C pauses an update, it never aborts it.
             A simulated device only has an update in progress to abort when --sim-state keeps it

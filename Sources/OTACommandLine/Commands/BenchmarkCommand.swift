@@ -51,11 +51,7 @@ enum BenchmarkCommand: Command {
         let size: Int
         let seed: UInt64
         do {
-            var selected: [ProtocolDescriptor] = []
-            for name in arguments.values["--protocol"] ?? environment.registry.all.map(\.name) {
-                do { selected.append(try environment.registry.descriptor(named: name)) } catch { throw UsageError(error.message, command: "benchmark") }
-            }
-            descriptors = selected
+            descriptors = try environment.registry.selected(by: arguments, command: "benchmark")
             var selectedProfiles: [DeviceProfile] = []
             for name in arguments.values["--profile"] ?? DeviceProfile.builtIn.map(\.name) {
                 do { selectedProfiles.append(try DeviceProfile.named(name)) } catch { throw UsageError(error.message, command: "benchmark") }

@@ -2,7 +2,7 @@ import Foundation
 
 /// The `ota` tool: dispatches to a subcommand and turns every outcome into an exit code.
 public enum CommandLineTool {
-    static let commands: [any Command.Type] = [UpdateCommand.self, AbortCommand.self, InspectCommand.self, ScanCommand.self, DoctorCommand.self, ProtocolsCommand.self, DevicesCommand.self, BenchmarkCommand.self]
+    static let commands: [any Command.Type] = [UpdateCommand.self, AbortCommand.self, InspectCommand.self, ScanCommand.self, DoctorCommand.self, ProtocolsCommand.self, DevicesCommand.self, BenchmarkCommand.self, CompletionCommand.self]
 
     static let version = "0.1.0"
 

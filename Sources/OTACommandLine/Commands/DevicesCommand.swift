@@ -5,7 +5,7 @@ import OTATransportSimulator
 enum DevicesCommand: Command {
     static let spec = CommandSpec(
         name: "devices",
-        summary: "List the devices --device can name: the simulated device profiles.",
+        summary: "List the simulated hardware profiles for --device sim:PROFILE, which run any protocol ('ota scan' lists the fleet and real devices).",
         options: [.init(name: "--json", help: "print one JSON object per device")]
     )
 

@@ -21,7 +21,7 @@ enum InspectCommand: Command {
                 if !package.families.isEmpty { streams.out("  families: \(package.families.joined(separator: ", "))\n") }
                 if !package.hardware.isEmpty { streams.out("  hardware: \(package.hardware.joined(separator: ", "))\n") }
                 for image in package.images {
-                    streams.out("  \(image.file): \(image.size) bytes, SHA-256 \(Wording.hex(image.sha256)) (verified)\n")
+                    streams.out("  \(image.file): \(image.size) bytes, SHA-256 \(Hex.bytes(image.sha256)) (verified)\n")
                 }
                 streams.out("consistent\n")
                 return .success
@@ -43,8 +43,8 @@ enum InspectCommand: Command {
                 return .badInput
             }
             let image = try FirmwareImage(contentsOf: url)
-            let digest = Wording.hex(SHA256.hash(image.bytes))
-            streams.out("raw image \(image.name): \(image.count) bytes, CRC-32 \(Wording.hex32(image.crc32)), SHA-256 \(digest)\n")
+            let digest = Hex.bytes(SHA256.hash(image.bytes))
+            streams.out("raw image \(image.name): \(image.count) bytes, CRC-32 \(Hex.number(image.crc32, digits: 8)), SHA-256 \(digest)\n")
             return .success
         } catch {
             return UpdateCommand.fail(error, streams: streams)

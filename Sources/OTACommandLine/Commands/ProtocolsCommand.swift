@@ -14,14 +14,12 @@ enum ProtocolsCommand: Command {
     )
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
-        var descriptors: [ProtocolDescriptor] = []
-        for name in arguments.values["--protocol"] ?? environment.registry.all.map(\.name) {
-            do {
-                descriptors.append(try environment.registry.descriptor(named: name))
-            } catch {
-                streams.err("ota: error: \(UsageError(error.message, command: "protocols"))\n")
-                return .usage
-            }
+        let descriptors: [ProtocolDescriptor]
+        do {
+            descriptors = try environment.registry.selected(by: arguments, command: "protocols")
+        } catch {
+            streams.err("ota: error: \(error)\n")
+            return .usage
         }
         for descriptor in descriptors {
             if arguments.flag("--json") {

@@ -6,12 +6,14 @@ enum UpdateCommand: Command {
     static let spec = CommandSpec(
         name: "update",
         summary: "Send a firmware image or package to a device and wait for the device to accept it.",
-        options: [
-            .init(name: "--protocol", valueName: "NAME", help: "update protocol (see 'ota protocols'); default: chosen by the package or the device catalog"),
-            .init(name: "--device", valueName: "ADDRESS", help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress) (see 'ota scan', 'ota devices')"),
-            .init(name: "--adapter", valueName: "NAME", help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
-            .init(name: "--write-path", valueName: "PATH", help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)"),
-            .init(name: "--param", valueName: "KEY=VALUE", help: "protocol parameter, repeatable (see 'ota protocols')", repeatable: true),
+        options: CommandSpec.Option.deviceTarget(
+            protocolHelp: "update protocol (see 'ota protocols'); default: chosen by the package or the device catalog",
+            deviceNote: " (see 'ota scan', 'ota devices')",
+            linkOptions: [
+                .init(name: "--write-path", valueName: "PATH", help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)")
+            ],
+            parameterNote: " (see 'ota protocols')"
+        ) + [
             .init(name: "--catalog", valueName: "FILE", help: "device catalog to add to the built-in one, repeatable (see docs/manifest.md)", repeatable: true),
             .init(name: "--dry-run", help: "print which protocol would be used and why, without connecting"),
             .init(name: "--json", help: "print one JSON event per line on standard output"),
@@ -19,7 +21,9 @@ enum UpdateCommand: Command {
             .init(name: "--max-chunk", valueName: "BYTES", help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
         ] + SimulatorOptions.specOptions,
-        positionals: [.init(name: "FIRMWARE", help: "a firmware image file (.bin) or a package directory with manifest.json")],
+        positionals: [
+            .init(name: "FIRMWARE", help: "a firmware image (.bin), a package directory with manifest.json, or a Nordic DFU .zip (nordic-dfu)")
+        ],
         discussion: """
             The protocol comes from --protocol, else from the package's manifest, else from the device
             family the catalog matches; sources that disagree are an error. A package is verified
@@ -32,7 +36,7 @@ enum UpdateCommand: Command {
             flash unless --sim-state keeps them between runs.
 
             exit codes: 0 updated, 1 device refused the image, 2 usage, 3 bad firmware or manifest,
-            4 device unavailable, 5 link lost or timed out, 130 interrupted
+            4 device unavailable, 5 link lost or timed out, 70 a bug in ota, 130 interrupted
             """
     )
 
@@ -161,7 +165,7 @@ enum UpdateCommand: Command {
                 JSONRenderer(streams: streams).emit([
                     "event": .string("result"), "status": .string("completed"), "device": .string(device),
                     "protocol": .string(plan.selection.protocolName), "imageSize": .number(Double(report.imageSize)),
-                    "imageCRC32": .string(Wording.hex32(report.imageCRC32)), "duration": .number(report.duration.seconds),
+                    "imageCRC32": .string(Hex.number(report.imageCRC32, digits: 8)), "duration": .number(report.duration.seconds),
                     "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
                     "bytesSent": .number(Double(report.bytesSent)), "resumes": .number(Double(report.resumes)),
                     "chunkSize": .number(Double(report.chunkSize)),
@@ -170,7 +174,7 @@ enum UpdateCommand: Command {
                 let rate = report.protocolDuration > .zero ? Double(report.bytesSent) / report.protocolDuration.seconds : 0
                 let resumed = report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : ""
                 streams.out(
-                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Wording.hex32(report.imageCRC32))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success

@@ -112,7 +112,7 @@ struct UpdatePlan: Sendable {
         }
         for (index, image) in images.enumerated() {
             let part = images.count > 1 ? "part \(index + 1) of \(images.count): " : ""
-            lines.append("image: \(part)\(image.name), \(image.count) bytes, CRC-32 \(Wording.hex32(image.crc32))")
+            lines.append("image: \(part)\(image.name), \(image.count) bytes, CRC-32 \(Hex.number(image.crc32, digits: 8))")
         }
         lines += selection.reasons.map { "because: \($0)" }
         lines.append("protocol: \(selection.protocolName)")

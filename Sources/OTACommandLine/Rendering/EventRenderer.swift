@@ -22,17 +22,6 @@ enum Wording {
         String(oneDecimal: bytesPerSecond / 1000) + " kB/s"
     }
 
-    /// Lowercase hexadecimal digits, two per byte, as `sha256sum` prints a digest.
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-
-    /// "0x0E2E4B96".
-    static func hex32(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
-    }
-
     static func state(_ state: UpdateState, detail: String?) -> String {
         let text: String =
             switch state {

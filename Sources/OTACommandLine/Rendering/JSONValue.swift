@@ -1,3 +1,5 @@
+import OTACore
+
 /// A small JSON value with deterministic (sorted-key) serialization.
 enum JSONValue: Sendable, Equatable {
     case string(String)
@@ -32,8 +34,7 @@ enum JSONValue: Sendable, Equatable {
             case "\r": result += "\\r"
             case "\t": result += "\\t"
             case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                result += "\\u" + Hex.digits(scalar.value, digits: 4, uppercase: false)
             default: result.unicodeScalars.append(scalar)
             }
         }

@@ -40,8 +40,8 @@ public struct DeviceFamily: Sendable, Hashable {
             if let namePattern { parts.append("name matches '\(namePattern)'") }
             if !services.isEmpty { parts.append("advertises " + services.map(\.description).joined(separator: ", ")) }
             if let manufacturer {
-                let prefix = manufacturer.prefix.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
-                parts.append("manufacturer 0x\(String(manufacturer.companyID, radix: 16, uppercase: true))" + (prefix.isEmpty ? "" : " data \(prefix)…"))
+                let prefix = Hex.bytes(manufacturer.prefix)
+                parts.append("manufacturer \(Hex.number(manufacturer.companyID))" + (prefix.isEmpty ? "" : " data \(prefix)…"))
             }
             return parts.joined(separator: ", ")
         }

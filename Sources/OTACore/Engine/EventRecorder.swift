@@ -15,7 +15,8 @@ final class EventRecorder: Sendable {
     private let stopwatch: Stopwatch
     private let interval: Duration
     let totalBytes: Int
-    private let device: DeviceProgress
+    /// What the device holds: engine state the recorder reports, and the context updates.
+    let device: DeviceProgress
     private let state: Mutex<State>
 
     init(

@@ -26,20 +26,24 @@ public final class UpdateContext: Sendable {
     /// not the recorder's).
     private let dataWritesCompleted = Mutex(0)
 
+    /// The context of `updateProtocol` on `transport`: checks that the device exposes what the
+    /// protocol requires, then plans the chunks once for this connection.
     init(
-        transport: any Transport,
+        for updateProtocol: any UpdateProtocol,
+        over transport: any Transport,
         configuration: UpdateConfiguration,
         clock: any Clock<Duration>,
-        chunkPlan: ChunkPlan,
-        recorder: EventRecorder,
-        device: DeviceProgress
-    ) {
+        recorder: EventRecorder
+    ) throws(OTAError) {
+        try Self.require(
+            updateProtocol.requirements, on: transport, hint: "is the device running firmware with this update service?"
+        )
+        chunkPlan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
-        self.chunkPlan = chunkPlan
         self.recorder = recorder
-        self.device = device
+        device = recorder.device
     }
 
     // MARK: - The link

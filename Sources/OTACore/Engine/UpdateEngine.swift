@@ -77,7 +77,7 @@ public struct UpdateEngine: Sendable {
         let recorder = EventRecorder(sink: nil, stopwatch: Stopwatch(clock: clock), configuration: configuration, totalBytes: 0, device: device)
         let transport = try await connect(connector, recorder: recorder)
         do throws(OTAError) {
-            let context = try prepare(updateProtocol, over: transport, recorder: recorder, device: device)
+            let context = try prepare(updateProtocol, over: transport, recorder: recorder)
             try await abortable.abort(context: context)
             await transport.disconnect()
         } catch {
@@ -123,11 +123,9 @@ public struct UpdateEngine: Sendable {
         let policy = configuration.resume
         var transport: (any Transport)? = try await connect(connector, recorder: recorder)
         let connectDuration = recorder.elapsed
-        var attempt = 0
+        var failures = RunsWithoutProgress()
+        var requests = RunsWithoutProgress()
         var resumes = 0
-        var acknowledgedAtLastAttempt = -1
-        var reconnectRequests = 0
-        var acknowledgedAtLastRequest = -1
         var continuing = false
         while true {
             let outcome: UpdateOutcome
@@ -141,7 +139,7 @@ public struct UpdateEngine: Sendable {
                 }
                 guard let connected = transport else { continue }
                 link = connected
-                let context = try prepare(updateProtocol, over: link, recorder: recorder, device: device)
+                let context = try prepare(updateProtocol, over: link, recorder: recorder)
                 outcome = try await step(context, continuing)
                 if outcome == .accepted {
                     await link.disconnect()
@@ -154,12 +152,7 @@ public struct UpdateEngine: Sendable {
                 if let link = transport { await link.disconnect() }
                 transport = nil
                 guard resumable, Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
-                let acknowledged = device.acknowledged
-                if acknowledged > acknowledgedAtLastAttempt {
-                    attempt = 0
-                    acknowledgedAtLastAttempt = acknowledged
-                }
-                attempt += 1
+                let attempt = failures.count(acknowledged: device.acknowledged)
                 guard attempt <= policy.maximumAttempts else {
                     throw OTAError(
                         error.code,
@@ -181,12 +174,7 @@ public struct UpdateEngine: Sendable {
             guard case .reconnect(let reason, let after) = outcome else { continue }
             await link.disconnect()
             transport = nil
-            let acknowledged = device.acknowledged
-            if acknowledged > acknowledgedAtLastRequest {
-                reconnectRequests = 0
-                acknowledgedAtLastRequest = acknowledged
-            }
-            reconnectRequests += 1
+            let reconnectRequests = requests.count(acknowledged: device.acknowledged)
             guard reconnectRequests <= policy.maximumReconnectRequests else {
                 throw OTAError(
                     .deviceRejected,
@@ -229,23 +217,17 @@ public struct UpdateEngine: Sendable {
         }
     }
 
-    /// Checks the device's characteristics, plans the chunks once for this connection, and makes
-    /// the protocol's context.
+    /// Makes the protocol's context (which checks the device's characteristics and plans the
+    /// chunks once for this connection) and reports the link.
     private func prepare(
         _ updateProtocol: any UpdateProtocol,
         over transport: any Transport,
-        recorder: EventRecorder,
-        device: DeviceProgress
+        recorder: EventRecorder
     ) throws(OTAError) -> UpdateContext {
         recorder.enter(.negotiating)
-        try UpdateContext.require(
-            updateProtocol.requirements, on: transport, hint: "is the device running firmware with this update service?"
-        )
-        let plan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
-        let context = UpdateContext(
-            transport: transport, configuration: configuration, clock: clock, chunkPlan: plan, recorder: recorder, device: device
-        )
-        recorder.emit(.linkEstablished(transport.link, chunkSize: plan.payloadSize, at: recorder.elapsed))
+        let context = try UpdateContext(
+            for: updateProtocol, over: transport, configuration: configuration, clock: clock, recorder: recorder)
+        recorder.emit(.linkEstablished(transport.link, chunkSize: context.chunkPlan.payloadSize, at: recorder.elapsed))
         return context
     }
 
@@ -272,5 +254,24 @@ public struct UpdateEngine: Sendable {
             bytesSent: progress.bytesSent,
             resumes: resumes
         )
+    }
+}
+
+/// Counts the runs in a row that ended without the device taking more data: the count starts
+/// over whenever the device holds more than at the previous run. Failed attempts and reconnection
+/// requests are each limited this way.
+struct RunsWithoutProgress {
+    private var runs = 0
+    private var acknowledgedAtLastRun = -1
+
+    /// Counts a run after which the device holds `acknowledged` bytes; returns the runs in a row
+    /// without progress, this one included.
+    mutating func count(acknowledged: Int) -> Int {
+        if acknowledged > acknowledgedAtLastRun {
+            runs = 0
+            acknowledgedAtLastRun = acknowledged
+        }
+        runs += 1
+        return runs
     }
 }

@@ -33,6 +33,6 @@ public struct ATTStatus: RawRepresentable, Sendable, Hashable, Error, CustomStri
             case .cccdImproperlyConfigured: "CCCD improperly configured"
             default: rawValue >= 0x80 ? "application error" : "ATT error"
             }
-        return "ATT 0x\(String(rawValue, radix: 16, uppercase: true)) (\(name))"
+        return "ATT \(Hex.number(rawValue)) (\(name))"
     }
 }

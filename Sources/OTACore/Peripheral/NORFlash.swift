@@ -58,7 +58,7 @@ public final class NORFlash: FlashStorage, Sendable {
     public func checkErase(_ range: Range<Int>) throws(FlashError) {
         guard range.lowerBound >= 0, range.upperBound <= capacity else {
             throw FlashError(
-                "erase of 0x\(String(range.lowerBound, radix: 16))..<0x\(String(range.upperBound, radix: 16)) is outside the \(capacity)-byte slot"
+                "erase of 0x\(Hex.digits(range.lowerBound, uppercase: false))..<0x\(Hex.digits(range.upperBound, uppercase: false)) is outside the \(capacity)-byte slot"
             )
         }
     }
@@ -67,7 +67,7 @@ public final class NORFlash: FlashStorage, Sendable {
     public func checkWrite(count: Int, at offset: Int) throws(FlashError) {
         guard offset >= 0, offset + count <= capacity else {
             throw FlashError(
-                "write of \(count) bytes at 0x\(String(offset, radix: 16)) is outside the \(capacity)-byte slot")
+                "write of \(count) bytes at 0x\(Hex.digits(offset, uppercase: false)) is outside the \(capacity)-byte slot")
         }
     }
 

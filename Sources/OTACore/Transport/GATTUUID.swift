@@ -45,12 +45,8 @@ public struct GATTUUID: Hashable, Sendable, CustomStringConvertible, Comparable 
 
     /// The lowercase dashed 128-bit form.
     public var description: String {
-        let hex = bytes.map { byte in
-            let digits = String(byte, radix: 16)
-            return byte < 0x10 ? "0" + digits : digits
-        }
-        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16]
-            .map { hex[$0].joined() }
+        [0..<4, 4..<6, 6..<8, 8..<10, 10..<16]
+            .map { Hex.bytes(bytes[$0]) }
             .joined(separator: "-")
     }
 

@@ -113,13 +113,7 @@ public struct BlueZConnector: Connector {
     ///   `.other` when cancelled.
     public func connectTransport() async throws(TransportError) -> BlueZTransport {
         guard BlueZ.isValidAddress(address) else { throw BlueZFailure.invalidAddress(address) }
-        let session = try await BlueZSession.open(bus)
-        do {
-            return try await establish(over: session)
-        } catch {
-            await session.close()
-            throw error
-        }
+        return try await BlueZSession.open(bus, handingTo: establish(over:))
     }
 
     // MARK: - Steps
@@ -302,6 +296,19 @@ public struct BlueZConnector: Connector {
         baseline: UInt32
     ) async throws(TransportError) -> BlueZTransport {
         let gatt = try await session.objectTree().gattCharacteristics(of: device.path)
+        let writes = try await settleWrites(of: gatt, adapter: adapter, over: session)
+        return BlueZTransport(
+            session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
+            writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline)
+    }
+
+    /// Chooses how each characteristic that takes writes without response is written to (its
+    /// socket, or `WriteValue(command)`), and the link parameters that follow.
+    private func settleWrites(
+        of gatt: [CharacteristicID: BlueZObjectTree.Characteristic],
+        adapter: BlueZAdapter,
+        over session: BlueZSession
+    ) async throws(TransportError) -> BlueZTransport.Writes {
         var sockets: [CharacteristicID: BlueZWriteSocket] = [:]
         var writePaths: [CharacteristicID: BlueZTransport.WritePath] = [:]
         var mtu = gatt.values.compactMap(\.mtu).max()
@@ -329,10 +336,7 @@ public struct BlueZConnector: Connector {
         let link = BlueZ.linkParameters(
             attMTU: mtu ?? 23, writeWithoutResponseCap: configuration.writeWithoutResponseCap,
             summary: summary.joined(separator: ", "))
-        return BlueZTransport(
-            session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
-            sockets: sockets, writePaths: writePaths, link: link, configuration: configuration, signals: signals,
-            baselineSerial: baseline)
+        return BlueZTransport.Writes(sockets: sockets, paths: writePaths, link: link)
     }
 
     /// Acquires the characteristic's socket, or says why writes fall back to `WriteValue(command)`.

@@ -117,13 +117,7 @@ public struct BlueZScanner: Sendable {
     ///   discovery cannot start: bluetoothd not running, no or unknown adapter, adapter off,
     ///   discovery refused.
     public func discoveries() async throws(TransportError) -> AsyncThrowingStream<Discovery, any Error> {
-        let session = try await BlueZSession.open(bus)
-        do {
-            return try await start(over: session)
-        } catch {
-            await session.close()
-            throw error
-        }
+        try await BlueZSession.open(bus, handingTo: start(over:))
     }
 
     private func start(over session: BlueZSession) async throws(TransportError) -> AsyncThrowingStream<

@@ -25,11 +25,22 @@ struct BlueZSession: Sendable {
         _ bus: DBusConnection.Bus,
         _ body: (BlueZSession) async throws(TransportError) -> Result
     ) async throws(TransportError) -> Result {
-        let session = try await open(bus)
-        do {
+        try await open(bus) { (session) async throws(TransportError) -> Result in
             let result = try await body(session)
             await session.close()
             return result
+        }
+    }
+
+    /// Opens a session and hands it to `body`, which owns it from then on (a transport or a scan
+    /// keeps it open); the session is closed here only when `body` throws.
+    static func open<Result>(
+        _ bus: DBusConnection.Bus,
+        handingTo body: (BlueZSession) async throws(TransportError) -> Result
+    ) async throws(TransportError) -> Result {
+        let session = try await open(bus)
+        do {
+            return try await body(session)
         } catch {
             await session.close()
             throw error

@@ -98,6 +98,17 @@ public final class BlueZTransport: Transport, Sendable {
     private let notifyGate = SerialGate()
     private let state = Mutex(State())
 
+    /// How writes without response travel, as the connector settled it characteristic by
+    /// characteristic, and the link that results (the largest MTU a socket or BlueZ reported).
+    struct Writes: Sendable {
+        /// The `AcquireWrite` sockets, by characteristic.
+        var sockets: [CharacteristicID: BlueZWriteSocket] = [:]
+        /// Each writable characteristic's path: its socket, or `WriteValue(command)` and why.
+        var paths: [CharacteristicID: WritePath] = [:]
+        /// The negotiated link.
+        var link: LinkParameters
+    }
+
     /// The signal streams a transport watches, subscribed before connecting so that nothing is missed.
     struct Signals: Sendable {
         /// Everything BlueZ signals at or below the device's path.
@@ -114,9 +125,7 @@ public final class BlueZTransport: Transport, Sendable {
         adapter: String,
         devicePath: DBusObjectPath,
         gatt: [CharacteristicID: BlueZObjectTree.Characteristic],
-        sockets: [CharacteristicID: BlueZWriteSocket],
-        writePaths: [CharacteristicID: WritePath],
-        link: LinkParameters,
+        writes: Writes,
         configuration: BlueZConnector.Configuration,
         signals: Signals,
         baselineSerial: UInt32
@@ -125,9 +134,9 @@ public final class BlueZTransport: Transport, Sendable {
         self.address = address
         self.adapter = adapter
         self.devicePath = devicePath
-        self.sockets = sockets
-        self.writePaths = writePaths
-        self.link = link
+        sockets = writes.sockets
+        writePaths = writes.paths
+        link = writes.link
         self.configuration = configuration
         self.baselineSerial = baselineSerial
         characteristics = gatt.mapValues(\.properties)

@@ -17,49 +17,20 @@ import OTACore
 /// - Note: Every wait (listening for an advertisement, the pause while a device restarts between
 ///   two parts, the connector's timeouts) runs on ``clock``.
 public struct BlueZTransportProvider: TransportProvider {
-    /// How connectors behave; `--write-path` overrides ``BlueZConnector/Configuration/usesAcquireWrite``.
-    public var configuration: BlueZConnector.Configuration
-    /// The clock every wait runs on.
-    public var clock: any Clock<Duration>
-    /// How long to listen for a device's advertisement when the catalog must pick its protocol.
-    public var advertisementWindow: Duration
-    /// How long a device takes to restart into a part it received before it takes the next.
-    public var restartDelay: Duration
     /// Where bluetoothd is: the system bus, or a test bus.
     let bus: DBusConnection.Bus
+    /// How connectors behave; `--write-path` overrides ``BlueZConnector/Configuration/usesAcquireWrite``.
+    public var configuration = BlueZConnector.Configuration()
+    /// The clock every wait runs on.
+    public var clock: any Clock<Duration> = ContinuousClock()
+    /// How long to listen for a device's advertisement when the catalog must pick its protocol.
+    public var advertisementWindow: Duration = .seconds(5)
+    /// How long a device takes to restart into a part it received before it takes the next.
+    public var restartDelay: Duration = .seconds(2)
 
-    /// Creates the provider for the system's bluetoothd.
-    ///
-    /// - Parameters:
-    ///   - configuration: timeouts and write limits of the connectors it makes.
-    ///   - clock: the clock every wait runs on.
-    ///   - advertisementWindow: how long to listen for a device's advertisement; default 5 s.
-    ///   - restartDelay: the pause between two parts of a multi-part update; default 2 s.
-    public init(
-        configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
-        clock: any Clock<Duration> = ContinuousClock(),
-        advertisementWindow: Duration = .seconds(5),
-        restartDelay: Duration = .seconds(2)
-    ) {
-        self.init(
-            bus: .system, configuration: configuration, clock: clock, advertisementWindow: advertisementWindow,
-            restartDelay: restartDelay)
-    }
-
-    /// Creates the provider for bluetoothd on `bus` (tests).
-    init(
-        bus: DBusConnection.Bus,
-        configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
-        clock: any Clock<Duration> = ContinuousClock(),
-        advertisementWindow: Duration = .seconds(5),
-        restartDelay: Duration = .seconds(2)
-    ) {
-        self.bus = bus
-        self.configuration = configuration
-        self.clock = clock
-        self.advertisementWindow = advertisementWindow
-        self.restartDelay = restartDelay
-    }
+    // The memberwise initializer, `init(bus:configuration:clock:advertisementWindow:restartDelay:)`,
+    // creates the provider for bluetoothd on `bus` (tests); the public one is in the extension
+    // below so that Swift keeps synthesizing it.
 
     /// `bluez`.
     public var name: String { "bluez" }
@@ -164,5 +135,25 @@ struct BlueZDevice: TransportDevice {
         func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
             try await body()
         }
+    }
+}
+
+extension BlueZTransportProvider {
+    /// Creates the provider for the system's bluetoothd.
+    ///
+    /// - Parameters:
+    ///   - configuration: timeouts and write limits of the connectors it makes.
+    ///   - clock: the clock every wait runs on.
+    ///   - advertisementWindow: how long to listen for a device's advertisement; default 5 s.
+    ///   - restartDelay: the pause between two parts of a multi-part update; default 2 s.
+    public init(
+        configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        advertisementWindow: Duration = .seconds(5),
+        restartDelay: Duration = .seconds(2)
+    ) {
+        self.init(
+            bus: .system, configuration: configuration, clock: clock, advertisementWindow: advertisementWindow,
+            restartDelay: restartDelay)
     }
 }

@@ -43,7 +43,7 @@ extension ATTStatus {
         case 0x80...0x9F:
             name = "org.bluez.Error.Failed"
             // bluetoothd parses the whole message with strtol: nothing may follow the number.
-            message = "0x" + String(rawValue, radix: 16, uppercase: true)
+            message = Hex.number(rawValue)
         case ATTStatus.cccdImproperlyConfigured.rawValue:
             name = "org.bluez.Error.ImproperlyConfigured"
         case 0xFE:

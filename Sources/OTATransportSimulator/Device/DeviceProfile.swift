@@ -51,55 +51,28 @@ extension DeviceProfile {
     /// nRF52840 internal flash: 4 KiB pages, page erase and word writes as typical (not worst-case) figures.
     static let nrfFlash = FlashTiming(sectorSize: 4096, sectorEraseTime: .milliseconds(10), writeBytesPerSecond: 250_000)
 
+    /// One row of the built-in table: a profile with the default backlog and latency.
+    private static func row(
+        _ name: String, _ summary: String, _ link: LinkProfile, _ flash: FlashTiming, slot: Int, measured: Double
+    ) -> DeviceProfile {
+        DeviceProfile(name: name, summary: summary, link: link, flash: flash, slotSize: slot, measuredThroughput: measured)
+    }
+
+    /// A link with the table's common figures: `packets` per connection event every `interval`.
+    private static func link(_ phy: PHY, every interval: Duration, packets: Int, mtu: Int, llPayload: Int = 251) -> LinkProfile {
+        LinkProfile(phy: phy, connectionInterval: interval, packetsPerEvent: packets, deviceMaximumMTU: mtu, llPayload: llPayload)
+    }
+
     /// ESP32 with NimBLE that never raised its MTU: 20-byte writes, 1M PHY, no DLE.
-    public static let esp32MTU23 = DeviceProfile(
-        name: "esp32-mtu23-1m",
-        summary: "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M",
-        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 6, deviceMaximumMTU: 23, llPayload: 27),
-        flash: espFlash,
-        slotSize: 4 << 20,
-        measuredThroughput: 4
-    )
-
+    public static let esp32MTU23 = row("esp32-mtu23-1m", "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M", link(.le1M, every: .milliseconds(30), packets: 6, mtu: 23, llPayload: 27), espFlash, slot: 4 << 20, measured: 4)
     /// ESP32 that accepted MTU 185, 1M PHY.
-    public static let esp32MTU185 = DeviceProfile(
-        name: "esp32-mtu185-1m",
-        summary: "ESP32 + NimBLE, MTU 185, LE 1M",
-        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 4, deviceMaximumMTU: 185, llPayload: 251),
-        flash: espFlash,
-        slotSize: 4 << 20,
-        measuredThroughput: 22
-    )
-
+    public static let esp32MTU185 = row("esp32-mtu185-1m", "ESP32 + NimBLE, MTU 185, LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 185), espFlash, slot: 4 << 20, measured: 22)
     /// ESP32-S3 with MTU 247 (244-byte writes), 1M PHY.
-    public static let esp32S3MTU244OneM = DeviceProfile(
-        name: "esp32s3-mtu244-1m",
-        summary: "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M",
-        link: LinkProfile(phy: .le1M, connectionInterval: .milliseconds(30), packetsPerEvent: 4, deviceMaximumMTU: 247, llPayload: 251),
-        flash: espFlash,
-        slotSize: 12 << 20,
-        measuredThroughput: 33
-    )
-
+    public static let esp32S3MTU244OneM = row("esp32s3-mtu244-1m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 33)
     /// ESP32-S3 with MTU 247, 2M PHY.
-    public static let esp32S3MTU244TwoM = DeviceProfile(
-        name: "esp32s3-mtu244-2m",
-        summary: "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M",
-        link: LinkProfile(phy: .le2M, connectionInterval: .milliseconds(15), packetsPerEvent: 4, deviceMaximumMTU: 247, llPayload: 251),
-        flash: espFlash,
-        slotSize: 12 << 20,
-        measuredThroughput: 65
-    )
-
+    public static let esp32S3MTU244TwoM = row("esp32s3-mtu244-2m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 65)
     /// nRF52840 with MTU 247, 2M PHY.
-    public static let nrf52840 = DeviceProfile(
-        name: "nrf52840-mtu244-2m",
-        summary: "nRF52840, MTU 247 (244-byte writes), LE 2M",
-        link: LinkProfile(phy: .le2M, connectionInterval: .milliseconds(15), packetsPerEvent: 6, deviceMaximumMTU: 247, llPayload: 251),
-        flash: nrfFlash,
-        slotSize: 1 << 20,
-        measuredThroughput: 100
-    )
+    public static let nrf52840 = row("nrf52840-mtu244-2m", "nRF52840, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 6, mtu: 247), nrfFlash, slot: 1 << 20, measured: 100)
 
     /// The built-in profiles, slowest first.
     public static let builtIn: [DeviceProfile] = [esp32MTU23, esp32MTU185, esp32S3MTU244OneM, esp32S3MTU244TwoM, nrf52840]

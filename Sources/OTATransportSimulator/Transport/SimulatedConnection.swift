@@ -221,24 +221,35 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     }
 
     private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Result<Void, TransportError> {
+        await suspend { id, continuation in
+            statistics.writerWaits += 1
+            blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: continuation))
+        } withdraw: { id in
+            blockedWriters.firstIndex(where: { $0.id == id }).map { blockedWriters.remove(at: $0).continuation }
+        }
+    }
+
+    /// Suspends until the radio answers: under the lock, `register` files the continuation (unless
+    /// the link is down or the task cancelled, which answer at once); on cancellation `withdraw`
+    /// takes it back, if the radio has not answered yet, to answer "cancelled".
+    private func suspend<Value: Sendable>(
+        register: (UInt64, CheckedContinuation<Result<Value, TransportError>, Never>) -> Void,
+        withdraw: @Sendable (UInt64) -> CheckedContinuation<Result<Value, TransportError>, Never>?
+    ) async -> Result<Value, TransportError> {
         let id: UInt64 = withLock { makeID() }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, TransportError>, Never>) in
-                let immediate: Result<Void, TransportError>? = withLock {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, TransportError>, Never>) in
+                let immediate: Result<Value, TransportError>? = withLock {
                     if let reason = disconnectReason { return .failure(.disconnected(reason)) }
                     if Task.isCancelled { return .failure(Self.cancelled) }
-                    statistics.writerWaits += 1
-                    blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: continuation))
+                    register(id, continuation)
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let writer: BlockedWriter? = withLock {
-                guard let index = blockedWriters.firstIndex(where: { $0.id == id }) else { return nil }
-                return blockedWriters.remove(at: index)
-            }
-            writer?.continuation.resume(returning: .failure(Self.cancelled))
+            let continuation = withLock { withdraw(id) }
+            continuation?.resume(returning: .failure(Self.cancelled))
         }
     }
 
@@ -247,23 +258,13 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private enum RequestKind { case request, read }
 
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
-        let id: UInt64 = withLock { makeID() }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, TransportError>, Never>) in
-                let immediate: Result<Data, TransportError>? = withLock {
-                    if let reason = disconnectReason { return .failure(.disconnected(reason)) }
-                    if Task.isCancelled { return .failure(Self.cancelled) }
-                    pendingReplies[id] = continuation
-                    let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
-                    central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
-                    scheduleEvent()
-                    return nil
-                }
-                if let immediate { continuation.resume(returning: immediate) }
-            }
-        } onCancel: {
-            let continuation = withLock { pendingReplies.removeValue(forKey: id) }
-            continuation?.resume(returning: .failure(Self.cancelled))
+        await suspend { id, continuation in
+            pendingReplies[id] = continuation
+            let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
+            central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
+            scheduleEvent()
+        } withdraw: { id in
+            pendingReplies.removeValue(forKey: id)
         }
     }
 

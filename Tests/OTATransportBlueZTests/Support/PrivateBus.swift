@@ -32,6 +32,23 @@ final class PrivateBus: Sendable {
         return try await body(bus)
     }
 
+    /// Starts a bus with two connections, a server exporting ``TestService`` at `paths` and a
+    /// client, runs `body`, then closes both connections and stops the bus.
+    static func withServerAndClient<Result>(
+        exporting paths: [DBusObjectPath] = [TestService.path],
+        _ body: (_ bus: PrivateBus, _ server: DBusConnection, _ client: DBusConnection) async throws -> Result
+    ) async throws -> Result {
+        try await with { bus in
+            let server = try await bus.connect()
+            let client = try await bus.connect()
+            for path in paths { try await server.export(TestService.object(path: path)) }
+            let result = try await body(bus, server, client)
+            await client.close()
+            await server.close()
+            return result
+        }
+    }
+
     /// Opens a new connection to the bus.
     func connect() async throws -> DBusConnection {
         try await DBusConnection.connect(to: .address(address))

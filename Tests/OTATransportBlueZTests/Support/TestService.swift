@@ -27,11 +27,13 @@ enum TestService {
         }
     }
 
-    /// A call to the test object exported by `server`.
+    /// A call to an object exported by `server`: the test object unless `path` and `interface`
+    /// say otherwise.
     static func call(
         _ member: String,
         on server: DBusConnection,
         path: DBusObjectPath = path,
+        interface: String = interface,
         _ arguments: [DBusValue] = []
     ) -> DBusMessage {
         .methodCall(
