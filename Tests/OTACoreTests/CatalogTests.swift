@@ -97,7 +97,7 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": 7}]}"#, "test.json: families[0].protocol: expected a string"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {}, "protocol": "alpha"}]}"#, "test.json: families[0].match: needs at least one of name, services, manufacturer"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"services": ["nope"]}, "protocol": "alpha"}]}"#, "test.json: families[0].match.services[0]: 'nope' is not a Bluetooth UUID"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"batch": 99}}]}"#, "test.json: families[0].parameters: parameter 'batch': '99' is not an integer in 1...64"),
+        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"batch": 99}}]}"#, "test.json: families[0].parameters: parameter 'batch': '99' is out of range, expected 1...64"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"window": 2}}]}"#, "test.json: families[0].parameters: protocol 'alpha' has no parameter 'window'"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "mtu": 9000}]}"#, "test.json: families[0].mtu: expected an integer in 23...517"),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "maxChunk": 0}]}"#, "test.json: families[0].maxChunk: expected an integer in 1...512"),

@@ -57,13 +57,13 @@ private struct WidgetConfiguration {
     }
 
     @Test(arguments: [
-        (["count": "0"], "parameter 'count': '0' is not an integer in 1...1024"),
-        (["count": "1025"], "parameter 'count': '1025' is not an integer in 1...1024"),
-        (["count": "sixteen"], "parameter 'count': 'sixteen' is not an integer in 1...1024"),
-        (["wait-ms": "5001"], "parameter 'wait-ms': '5001' is not an integer in 0...5000"),
-        (["wait-ms": "-1"], "parameter 'wait-ms': '-1' is not an integer in 0...5000"),
+        (["count": "0"], "parameter 'count': '0' is out of range, expected 1...1024"),
+        (["count": "1025"], "parameter 'count': '1025' is out of range, expected 1...1024"),
+        (["count": "sixteen"], "parameter 'count': 'sixteen' is not an integer, expected 1...1024"),
+        (["wait-ms": "5001"], "parameter 'wait-ms': '5001' is out of range, expected 0...5000"),
+        (["wait-ms": "-1"], "parameter 'wait-ms': '-1' is out of range, expected 0...5000"),
         (["service-uuid": "nope"], "parameter 'service-uuid': 'nope' is not a Bluetooth UUID"),
-        (["version": "4294967296"], "parameter 'version': '4294967296' is not an integer in 0...4294967295"),
+        (["version": "4294967296"], "parameter 'version': '4294967296' is out of range, expected 0...4294967295"),
         (["cuont": "3"], "protocol 'widget' has no parameter 'cuont' (known: count, label, service-uuid, version, wait-ms)"),
     ])
     func aDeclarationRejectsOutOfRangeAndUnknownNames(values: [String: String], message: String) throws {
@@ -89,7 +89,7 @@ private struct WidgetConfiguration {
         )
         #expect(descriptor.parameters.map(\.name) == ["count", "wait-ms", "service-uuid", "label", "version"])
         let client = try #require(throws: OTAError.self) { try descriptor.makeClient(["count": "0"]) }
-        #expect(client.message == "parameter 'count': '0' is not an integer in 1...1024")
+        #expect(client.message == "parameter 'count': '0' is out of range, expected 1...1024")
         let device = try #require(throws: OTAError.self) { try descriptor.makeDeviceModel(["typo": "1"]) }
         #expect(device.message.hasPrefix("protocol 'widget' has no parameter 'typo'"))
         #expect(throws: OTAError.self) { try descriptor.validate(["label": "a", "count": "2000"]) }
@@ -124,6 +124,6 @@ private struct WidgetConfiguration {
         let broken = ProtocolRegistry([descriptor("bad", family: .init(name: "bad-ota", match: .init(namePattern: GlobPattern("B*")), parameters: ["count": "0"]))])
         let error = try #require(throws: OTAError.self) { try DeviceCatalog(defaultsOf: broken, source: "defaults") }
         #expect(error.code == .invalidManifest)
-        #expect(error.message == "defaults: family 'bad-ota' of protocol 'bad': parameter 'count': '0' is not an integer in 1...1024")
+        #expect(error.message == "defaults: family 'bad-ota' of protocol 'bad': parameter 'count': '0' is out of range, expected 1...1024")
     }
 }

@@ -186,7 +186,7 @@ import Testing
         _ = try await harness.update(image, using: Self.client)
         let engine = UpdateEngine(clock: harness.simulation.clock)
         let device = harness.device
-        try await harness.simulation.run {
+        _ = try await harness.simulation.run {
             try await engine.abort(using: Self.client, connector: SimulatedConnector(device: device))
         }
         let outcome = try await harness.update(image, using: Self.client)

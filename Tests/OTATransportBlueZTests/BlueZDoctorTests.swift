@@ -68,6 +68,11 @@ import Testing
         #expect(
             report.findings.first?.problem.hasPrefix(
                 "the D-Bus bus at unix:path=/nonexistent/ota-bus cannot be reached") == true)
+        // The cause once, then one fix: no hint nested inside the problem.
+        #expect(
+            report.findings.first?.description
+                == "the D-Bus bus at unix:path=/nonexistent/ota-bus cannot be reached (Failed to connect to socket /nonexistent/ota-bus: No such file or directory): start D-Bus ('systemctl start dbus'; 'systemctl status dbus' shows why it stopped) or check DBUS_SYSTEM_BUS_ADDRESS"
+        )
     }
 
     @Test func saysWhenThereIsNoAdapter() async throws {

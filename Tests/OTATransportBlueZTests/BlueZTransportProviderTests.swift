@@ -17,8 +17,9 @@ import Testing
             throw OTAError(.internal, "not used")
         }
 
-        func abort(context: UpdateContext) async throws(OTAError) {
+        func abort(context: UpdateContext) async throws(OTAError) -> AbortOutcome {
             try await context.write(Data([0xA5]), to: FakeBlueZ.control, kind: .withResponse, purpose: "ABORT")
+            return .unconfirmed
         }
     }
 
@@ -48,7 +49,7 @@ import Testing
             let reached = try await device.withSession(SessionRequest(protocolName: "control-abort")) {
                 session throws(OTAError) in
                 #expect(session.executor == nil)
-                try await session.run { () async throws(OTAError) in
+                _ = try await session.run { () async throws(OTAError) in
                     try await UpdateEngine(clock: session.clock).abort(using: ControlAbort(), connector: session.connector)
                 }
                 return session.connector.deviceDescription

@@ -33,18 +33,29 @@ enum AbortCommand: Command {
             } catch {
                 throw UsageError(error.message, command: "abort")
             }
+            // Said before connecting, and naming the protocol.
+            guard client is any AbortableUpdateProtocol else {
+                throw OTAError(.invalidParameter, "protocol '\(protocolName)' has no abort command")
+            }
         } catch {
             return UpdateCommand.fail(error, streams: streams)
         }
         do throws(OTAError) {
-            let reached = try await device.withSession(SessionRequest(protocolName: protocolName)) { session throws(OTAError) in
+            let (reached, outcome) = try await device.withSession(SessionRequest(protocolName: protocolName)) { session throws(OTAError) in
                 let engine = UpdateEngine(clock: session.clock)
-                try await session.run { () async throws(OTAError) in
+                let outcome = try await session.run { () async throws(OTAError) in
                     try await engine.abort(using: client, connector: session.connector)
                 }
-                return session.connector.deviceDescription
+                return (session.connector.deviceDescription, outcome)
             }
-            streams.out("aborted the update in progress on \(reached)\n")
+            switch outcome {
+            case .discarded(let detail):
+                streams.out("aborted the update in progress on \(reached) (\(detail))\n")
+            case .nothingInProgress(let detail):
+                streams.out("nothing to abort on \(reached): no update in progress (\(detail))\n")
+            case .unconfirmed:
+                streams.out("sent ABORT to \(reached); \(protocolName) devices do not say whether an update was in progress\n")
+            }
             return .success
         } catch {
             streams.err("ota: error: \(error.message)\n")

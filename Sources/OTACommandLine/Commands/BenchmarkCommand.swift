@@ -58,10 +58,7 @@ enum BenchmarkCommand: Command {
             }
             profiles = selectedProfiles
             size = try parseSize(arguments.value("--size") ?? "200K")
-            guard let parsedSeed = UInt64(arguments.value("--seed") ?? "1") else {
-                throw UsageError("--seed '\(arguments.value("--seed")!)' is not a non-negative integer", command: "benchmark")
-            }
-            seed = parsedSeed
+            seed = try SimulatorOptions.seed(arguments.value("--seed") ?? "1", command: "benchmark")
         } catch {
             streams.err("ota: error: \(error)\n")
             return .usage
@@ -143,7 +140,7 @@ enum BenchmarkCommand: Command {
         let perMB = 1_000_000 / Double(m.report.imageSize)
         return row([
             label(m.protocolName, m.variant), m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
-            m.report.protocolDuration.humanReadable, Wording.rate(m.report.goodput), Wording.rate(m.capacity),
+            virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput), Wording.rate(m.capacity),
             String(oneDecimal: m.ratio * 100) + "%", String(oneDecimal: m.headerOverhead * 100) + "%", "\(m.stats.notificationsDelivered)",
             "\(Int((m.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.cpu.seconds * perMB * 1000).rounded())) ms",
         ])
@@ -167,9 +164,17 @@ enum BenchmarkCommand: Command {
         "\(link.phy.rawValue) \(link.connectionInterval.humanReadable) \(link.packetsPerEvent.map { "\($0)/ev" } ?? "full")"
     }
 
-    private static let widths = [17, 20, 16, 4, 6, 9, 11, 11, 7, 8, 7, 9, 8]
+    /// Column widths, each wide enough for its longest cell, so that no row shifts the columns
+    /// after it ("virtual" up to "99999.9 s", host times up to "999999 ms").
+    static let widths = [17, 20, 16, 4, 6, 10, 11, 11, 7, 8, 7, 10, 10]
 
-    private static func row(_ cells: [String]) -> String {
+    /// Virtual time in seconds with one decimal, at any length of run: "3.5 s", "612.4 s" (not
+    /// "10 min 12 s", which would not fit the column).
+    static func virtualCell(_ duration: Duration) -> String {
+        String(oneDecimal: duration.seconds) + " s"
+    }
+
+    static func row(_ cells: [String]) -> String {
         zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
             .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
             .joined()

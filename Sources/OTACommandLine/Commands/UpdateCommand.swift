@@ -42,14 +42,30 @@ enum UpdateCommand: Command {
 
     static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         let plan: UpdatePlan
+        let json = arguments.flag("--json")
         do {
-            let interactive = streams.errorIsTerminal && !arguments.flag("--json")
+            let interactive = streams.errorIsTerminal && !json
             plan = try await UpdatePlan.make(arguments, environment: environment, command: "update", interactive: interactive)
         } catch {
-            return fail(error, streams: streams)
+            let code = fail(error, streams: streams)
+            if json {
+                // A refusal before connecting still ends the event stream with its result.
+                let otaError = error as? OTAError
+                JSONRenderer(streams: streams).emit([
+                    "event": .string("result"), "status": .string("failed"), "time": .number(0),
+                    "code": .string(otaError?.code.description ?? (error is UsageError ? "usage" : "internal")),
+                    "message": .string(otaError?.message ?? (error as? UsageError)?.description ?? "\(error)"),
+                    "device": .string(arguments.value("--device") ?? environment.defaultDevice),
+                ])
+            }
+            return code
         }
         if arguments.flag("--dry-run") {
-            for line in plan.explanation { streams.out(line + "\n") }
+            if json {
+                JSONRenderer(streams: streams).emit(plan.jsonPlan)
+            } else {
+                for line in plan.explanation { streams.out(line + "\n") }
+            }
             return .success
         }
         return await execute(plan, json: arguments.flag("--json"), streams: streams)
@@ -84,7 +100,7 @@ enum UpdateCommand: Command {
                             await update(image, plan: plan, engine: engine, connector: session.connector, renderer: renderer, executor: session.executor)
                         }
                     } catch {
-                        return .failure(error)
+                        return (.failure(error), .zero)
                     }
                 } between: {
                     // The device restarts into what it just received before taking the next part.
@@ -106,7 +122,7 @@ enum UpdateCommand: Command {
         _ plan: UpdatePlan,
         json: Bool,
         streams: any OutputStreams,
-        send: (FirmwareImage, any EventRenderer) async -> Result<UpdateReport, OTAError>,
+        send: (FirmwareImage, any EventRenderer) async -> (Result<UpdateReport, OTAError>, Duration),
         between: () async throws -> Void
     ) async -> ExitCode {
         var exitCode = ExitCode.success
@@ -116,7 +132,8 @@ enum UpdateCommand: Command {
             }
             let renderer: any EventRenderer =
                 if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
-            exitCode = report(await send(image, renderer), image: image, plan: plan, json: json, streams: streams)
+            let (result, time) = await send(image, renderer)
+            exitCode = report(result, time: time, image: image, plan: plan, json: json, streams: streams)
             if exitCode != .success { break }
             if index + 1 < plan.images.count {
                 do { try await between() } catch { return .interrupted }
@@ -125,8 +142,9 @@ enum UpdateCommand: Command {
         return exitCode
     }
 
-    /// One update with its events rendered. The renderer runs in its own task, not a child: on
-    /// Ctrl-C the update is cancelled, but its last events (paused, and why) must still be shown.
+    /// One update with its events rendered, and the time of its last event (for the result). The
+    /// renderer runs in its own task, not a child: on Ctrl-C the update is cancelled, but its last
+    /// events (paused, and why) must still be shown.
     private static func update(
         _ image: FirmwareImage,
         plan: UpdatePlan,
@@ -134,12 +152,17 @@ enum UpdateCommand: Command {
         connector: any Connector,
         renderer: any EventRenderer,
         executor: (any TaskExecutor)?
-    ) async -> Result<UpdateReport, OTAError> {
+    ) async -> (Result<UpdateReport, OTAError>, Duration) {
         let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
         let rendering = Task(executorPreference: executor) {
             var renderer = renderer
-            for await event in events { renderer.render(event) }
+            var last = Duration.zero
+            for await event in events {
+                renderer.render(event)
+                last = event.time
+            }
             renderer.finish()
+            return last
         }
         let result: Result<UpdateReport, OTAError>
         do throws(OTAError) {
@@ -147,12 +170,12 @@ enum UpdateCommand: Command {
         } catch {
             result = .failure(error)
         }
-        await rendering.value
-        return result
+        return (result, await rendering.value)
     }
 
     private static func report(
         _ result: Result<UpdateReport, OTAError>,
+        time: Duration,
         image: FirmwareImage,
         plan: UpdatePlan,
         json: Bool,
@@ -163,7 +186,7 @@ enum UpdateCommand: Command {
         case .success(let report):
             if json {
                 JSONRenderer(streams: streams).emit([
-                    "event": .string("result"), "status": .string("completed"), "device": .string(device),
+                    "event": .string("result"), "status": .string("completed"), "device": .string(device), "time": .number(time.seconds),
                     "protocol": .string(plan.selection.protocolName), "imageSize": .number(Double(report.imageSize)),
                     "imageCRC32": .string(Hex.number(report.imageCRC32, digits: 8)), "duration": .number(report.duration.seconds),
                     "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
@@ -174,7 +197,7 @@ enum UpdateCommand: Command {
                 let rate = report.protocolDuration > .zero ? Double(report.bytesSent) / report.protocolDuration.seconds : 0
                 let resumed = report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : ""
                 streams.out(
-                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)) at \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)), average \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success
@@ -184,6 +207,7 @@ enum UpdateCommand: Command {
                 JSONRenderer(streams: streams).emit([
                     "event": .string("result"), "status": .string(code == .interrupted ? "paused" : "failed"),
                     "code": .string(error.code.description), "message": .string(error.message), "device": .string(device),
+                    "time": .number(time.seconds),
                 ])
             }
             if code == .interrupted {

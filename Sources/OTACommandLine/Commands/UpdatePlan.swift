@@ -26,6 +26,11 @@ struct UpdatePlan: Sendable {
         if let explicitProtocol {
             do { _ = try registry.descriptor(named: explicitProtocol) } catch { throw UsageError(error.message, command: "protocols") }
         }
+        // A missing file is the first thing to say: no protocol or device question matters without it.
+        let firmwarePath = URL(fileURLWithPath: arguments.positionals[0]).path
+        guard FileManager.default.fileExists(atPath: firmwarePath) else {
+            throw OTAError(.invalidImage, "\(firmwarePath): no such file")
+        }
         let device = try await environment.device(
             arguments.value("--device") ?? environment.defaultDevice, arguments: arguments, interactive: interactive, command: command
         )
@@ -98,10 +103,31 @@ struct UpdatePlan: Sendable {
     }
 
     static func integer(_ text: String, option: String, in range: ClosedRange<Int>, command: String) throws(UsageError) -> Int {
-        guard let number = Int(text), range.contains(number) else {
-            throw UsageError("\(option) '\(text)' is not an integer in \(range.lowerBound)...\(range.upperBound)", command: command)
+        if let problem = ProtocolParameterSpec.integerProblem(text, in: range) {
+            throw UsageError("\(option) \(problem)", command: command)
         }
-        return number
+        return Int(text)!
+    }
+
+    /// The decision as one JSON object, for `--dry-run --json`: the same facts as
+    /// ``explanation``.
+    var jsonPlan: [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "event": .string("plan"), "time": .number(0), "device": .string(device.address), "deviceSummary": .string(device.summary),
+            "protocol": .string(selection.protocolName), "reasons": .array(selection.reasons.map { .string($0) }),
+            "attMTU": .number(Double(mtu)), "resumeAttempts": .number(Double(configuration.resume.maximumAttempts)),
+            "images": .array(
+                images.map { image in
+                    .object(["name": .string(image.name), "size": .number(Double(image.count)), "crc32": .string(Hex.number(image.crc32, digits: 8))])
+                }),
+        ]
+        if let package {
+            object["package"] = .object([
+                "name": .string(package.name ?? package.source), "version": .string(package.version ?? ""),
+                "images": .number(Double(package.images.count)),
+            ])
+        }
+        return object
     }
 
     /// The decision in words, for `--dry-run`.

@@ -88,7 +88,7 @@ struct SimulatedTarget: TransportDevice {
     ) async throws(OTAError) -> R {
         let simulation = Simulation(seed: options.seed, pace: options.pace)
         let (_, model) = try deviceModel(chosen: request.protocolName)
-        let device = try options.makeDevice(profile: profile, model: model, simulation: simulation, imageSize: request.imageSize)
+        let device = try options.makeDevice(profile: profile, model: model, simulation: simulation, imageSize: request.imageSize, address: address)
         let result = try await body(
             SimulatedSession(connector: SimulatedConnector(device: device, centralMTU: request.offeredMTU), simulation: simulation)
         )

@@ -54,8 +54,7 @@ struct SimulatorOptions: Sendable {
             options.pace = factor
         }
         if let text = arguments.value("--seed") {
-            guard let seed = UInt64(text) else { throw UsageError("--seed '\(text)' is not a non-negative integer", command: command) }
-            options.seed = seed
+            options.seed = try seed(text, command: command)
         }
         options.disconnects = try (arguments.values["--sim-disconnect-at"] ?? []).map { text throws(UsageError) in
             try threshold(text, option: "--sim-disconnect-at", command: command)
@@ -69,6 +68,14 @@ struct SimulatorOptions: Sendable {
         return options
     }
 
+    /// `--seed N`: 0 or more. "--seed 'x' is not an integer, expected 0 or more", "--seed '-1' is
+    /// out of range, expected 0 or more", as other integer options word it.
+    static func seed(_ text: String, command: String?) throws(UsageError) -> UInt64 {
+        if let seed = UInt64(text) { return seed }
+        let problem = Int(text) == nil ? "is not an integer" : "is out of range"
+        throw UsageError("--seed '\(text)' \(problem), expected 0 or more", command: command)
+    }
+
     private static func threshold(_ text: String, option: String, command: String?) throws(UsageError) -> Threshold {
         if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent > 0, percent < 100 {
             return .percent(percent)
@@ -78,8 +85,10 @@ struct SimulatorOptions: Sendable {
     }
 
     /// Makes the simulated device, restoring its flash from the state directory when there is one.
-    func makeDevice(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, imageSize: Int) throws(OTAError) -> SimulatedDevice {
-        let device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
+    func makeDevice(
+        profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, imageSize: Int, address: String? = nil
+    ) throws(OTAError) -> SimulatedDevice {
+        let device = SimulatedDevice(profile: profile, model: model, simulation: simulation, address: address)
         var faults = LinkFaults()
         faults.disconnectAtBytes = disconnects.map { $0.bytes(of: imageSize) }.sorted()
         faults.rebootAtBytes = reboots.map { $0.bytes(of: imageSize) }.sorted()

@@ -26,8 +26,9 @@ public struct SimulatorTransportProvider: TransportProvider {
     /// `sim`.
     public var name: String { "sim" }
 
-    /// "a simulated device (sim:NAME; see 'ota scan' and 'ota devices')".
-    public var addressForm: String { "a simulated device (sim:NAME; see 'ota scan' and 'ota devices')" }
+    /// "a simulated device (sim:NAME)". No hint of its own: the usage error that quotes it ends
+    /// with one, and the command's --help points at 'ota scan' and 'ota devices'.
+    public var addressForm: String { "a simulated device (sim:NAME)" }
 
     /// Whether `address` starts with `sim:`.
     public func recognises(_ address: String) -> Bool {

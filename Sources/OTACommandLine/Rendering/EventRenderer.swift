@@ -37,6 +37,12 @@ enum Wording {
         return detail.map { "\(text): \($0)" } ?? text
     }
 
+    /// The detail a person sees with a state: none for `failed`, whose reason the command prints
+    /// once as its `ota: error:` line (the JSON state event and result carry it too).
+    static func shownDetail(_ state: UpdateState, _ detail: String?) -> String? {
+        state == .failed ? nil : detail
+    }
+
     static func link(_ link: LinkParameters, chunkSize: Int) -> String {
         "link up: \(link); \(chunkSize)-byte chunks"
     }
@@ -44,7 +50,7 @@ enum Wording {
     static func progress(_ progress: UpdateProgress) -> String {
         let percent = Int(progress.fraction * 100)
         let done = max(progress.position, progress.bytesAcknowledged)
-        var text = "\(percent)%  \(bytes(done)) / \(bytes(progress.totalBytes))  \(rate(progress.currentRate))"
+        var text = "\(percent)%  \(bytes(done)) / \(bytes(progress.totalBytes))  now \(rate(progress.currentRate))"
         if progress.bytesSent > done { text += "  (\(bytes(progress.bytesSent - done)) re-sent)" }
         if let eta = progress.estimatedTimeRemaining, done < progress.totalBytes {
             text += "  ETA \(eta.humanReadable)"

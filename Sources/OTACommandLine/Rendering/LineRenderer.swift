@@ -13,7 +13,7 @@ struct LineRenderer: EventRenderer {
         let time = "[\(String(oneDecimal: event.time.seconds))s]"
         switch event {
         case .state(let state, let detail, _):
-            streams.err("\(time) \(Wording.state(state, detail: detail))\n")
+            streams.err("\(time) \(Wording.state(state, detail: Wording.shownDetail(state, detail)))\n")
         case .linkEstablished(let link, let chunkSize, _):
             streams.err("\(time) \(Wording.link(link, chunkSize: chunkSize))\n")
         case .progress(let progress, _):

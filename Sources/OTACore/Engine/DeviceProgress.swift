@@ -6,9 +6,20 @@ import Synchronization
 /// and the event recorder read it. Reporting never steers control flow: the recorder only reads.
 final class DeviceProgress: Sendable {
     private let value = Mutex(0)
+    private let held = Mutex<Int?>(nil)
 
     /// Bytes `[0, acknowledged)` of the image the device holds.
     var acknowledged: Int { value.withLock { $0 } }
+
+    /// Where this update's first data write started: the bytes of the image the device already
+    /// held (a session a previous run left), not sent in this update's timed span. `nil` while
+    /// no data was written.
+    var firstDataOffset: Int? { held.withLock { $0 } }
+
+    /// Records where the first data write of the update starts; later writes change nothing.
+    func dataStarts(at offset: Int) {
+        held.withLock { if $0 == nil { $0 = offset } }
+    }
 
     /// Records that the device holds the first `total` bytes (not an increment; it can go down
     /// when the device starts a session over).

@@ -58,7 +58,9 @@ public struct UpdateEngine: Sendable {
             )
         } catch {
             if error.code == .cancelled {
-                recorder.enter(.paused, detail: "stopped by the user; the device keeps what it received")
+                // What the pause means for the device is the caller's to say once (ota: "the device
+                // keeps what it received; run the same command again…").
+                recorder.enter(.paused, detail: "stopped by the user")
             } else {
                 recorder.enter(.failed, detail: error.message)
             }
@@ -68,8 +70,9 @@ public struct UpdateEngine: Sendable {
 
     /// Tells the device behind `connector` to discard its update session.
     ///
+    /// - Returns: what there was to discard, as far as the protocol can tell.
     /// - Throws: ``OTAError/Code/invalidParameter`` when the protocol cannot abort.
-    public func abort(using updateProtocol: any UpdateProtocol, connector: any Connector) async throws(OTAError) {
+    public func abort(using updateProtocol: any UpdateProtocol, connector: any Connector) async throws(OTAError) -> AbortOutcome {
         guard let abortable = updateProtocol as? any AbortableUpdateProtocol else {
             throw OTAError(.invalidParameter, "this protocol has no abort command")
         }
@@ -78,8 +81,9 @@ public struct UpdateEngine: Sendable {
         let transport = try await connect(connector, recorder: recorder)
         do throws(OTAError) {
             let context = try prepare(updateProtocol, over: transport, recorder: recorder)
-            try await abortable.abort(context: context)
+            let outcome = try await abortable.abort(context: context)
             await transport.disconnect()
+            return outcome
         } catch {
             await transport.disconnect()
             throw error
@@ -151,7 +155,15 @@ public struct UpdateEngine: Sendable {
             } catch {
                 if let link = transport { await link.disconnect() }
                 transport = nil
-                guard resumable, Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
+                guard resumable else {
+                    // Nothing picks up where this run stopped: the person has to start it again.
+                    guard error.code == .disconnected else { throw error }
+                    throw OTAError(
+                        error.code, "\(error.message); this protocol cannot resume: run the same command again to start over",
+                        underlying: error
+                    )
+                }
+                guard Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
                 let attempt = failures.count(acknowledged: device.acknowledged)
                 guard attempt <= policy.maximumAttempts else {
                     throw OTAError(
@@ -240,6 +252,9 @@ public struct UpdateEngine: Sendable {
         connectDuration: Duration,
         resumes: Int
     ) -> UpdateReport {
+        // What the device held before this run sent anything; all of it when nothing was sent
+        // (it already ran the image). Starting part-way is resuming an earlier run's session.
+        let held = device.firstDataOffset ?? image.count
         device.acknowledge(total: image.count)
         recorder.flushProgress()
         let progress = recorder.progress
@@ -252,7 +267,8 @@ public struct UpdateEngine: Sendable {
             duration: progress.elapsed,
             connectDuration: connectDuration,
             bytesSent: progress.bytesSent,
-            resumes: resumes
+            resumes: resumes + (held > 0 && held < image.count ? 1 : 0),
+            bytesHeldAtStart: held
         )
     }
 }

@@ -14,15 +14,20 @@ public struct UpdateReport: Sendable, Hashable {
     public var connectDuration: Duration
     /// Bytes written to the link in all, including any re-sent.
     public var bytesSent: Int
-    /// Times the engine reconnected and resumed.
+    /// Times the update continued where the device stood: after each reconnection, and once
+    /// more when this run started from a session an earlier run left on the device.
     public var resumes: Int
+    /// Bytes of the image the device held before this run sent any data (from an earlier run);
+    /// 0 for an update that started from scratch.
+    public var bytesHeldAtStart: Int = 0
 
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }
 
-    /// Image bytes per second over ``protocolDuration``: every command round trip, flash wait
-    /// and retransmission counts, connection setup does not.
+    /// Image bytes delivered per second over ``protocolDuration``: every command round trip,
+    /// flash wait and retransmission counts, connection setup does not. Bytes the device held
+    /// from an earlier run (``bytesHeldAtStart``) were not sent in that span and do not count.
     public var goodput: Double {
-        protocolDuration > .zero ? Double(imageSize) / protocolDuration.seconds : 0
+        protocolDuration > .zero ? Double(imageSize - bytesHeldAtStart) / protocolDuration.seconds : 0
     }
 }

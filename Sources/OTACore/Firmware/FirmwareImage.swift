@@ -34,8 +34,25 @@ public struct FirmwareImage: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
     ///   unreadable, a directory, or empty.
     public init(contentsOf url: URL) throws(OTAError) {
-        let data = try FirmwareFile.read(url, kind: "a firmware image")
+        let data = try FirmwareFile.read(
+            url, directoryProblem: "is a directory without manifest.json; a firmware package directory needs one (see docs/manifest.md)"
+        )
         try self.init(bytes: data, name: url.lastPathComponent)
+    }
+
+    /// Why `path` (which exists and is no directory) cannot be a firmware file, or `nil` for a
+    /// regular file (symbolic links followed): "is a device, not a regular file", "is a FIFO, not
+    /// a regular file". Reading a FIFO or a device would block or never end.
+    public static func notRegularFile(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFCHR, S_IFBLK: return "is a device, not a regular file"
+        case S_IFIFO: return "is a FIFO, not a regular file"
+        case S_IFSOCK: return "is a socket, not a regular file"
+        default: return "is not a regular file"
+        }
     }
 
     /// The number of bytes in the image.

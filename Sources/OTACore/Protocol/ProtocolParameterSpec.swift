@@ -58,15 +58,13 @@ public struct ProtocolParameterSpec: Sendable, Hashable {
 
     /// Checks `text` against the kind.
     ///
-    /// - Throws: ``OTAError/Code/invalidParameter``: "parameter 'batch': '0' is not an integer in 1...1024".
+    /// - Throws: ``OTAError/Code/invalidParameter``: "parameter 'batch': '0' is out of range,
+    ///   expected 1...1024", "parameter 'batch': 'x' is not an integer, expected 1...1024".
     public func check(_ text: String) throws(OTAError) {
         switch kind {
         case .integer(let range), .duration(milliseconds: let range):
-            guard let value = Int(text), range.contains(value) else {
-                throw OTAError(
-                    .invalidParameter,
-                    "parameter '\(name)': '\(text)' is not an integer in \(range.lowerBound)...\(range.upperBound)"
-                )
+            if let problem = Self.integerProblem(text, in: range) {
+                throw OTAError(.invalidParameter, "parameter '\(name)': \(problem)")
             }
         case .uuid:
             guard GATTUUID(text) != nil else {
@@ -161,5 +159,16 @@ extension ProtocolParameter where Value == String {
             defaultValue: defaultValue,
             convert: { $0 }
         )
+    }
+}
+
+extension ProtocolParameterSpec {
+    /// Why `text` is not an integer in `range`, or `nil` when it is one: "'x' is not an integer,
+    /// expected 1...1024" or "'0' is out of range, expected 1...1024". The one wording for every
+    /// integer the tools parse, protocol parameters and command-line options alike.
+    public static func integerProblem(_ text: String, in range: ClosedRange<Int>) -> String? {
+        let expected = "expected \(range.lowerBound)...\(range.upperBound)"
+        guard let value = Int(text) else { return "'\(text)' is not an integer, \(expected)" }
+        return range.contains(value) ? nil : "'\(text)' is out of range, \(expected)"
     }
 }

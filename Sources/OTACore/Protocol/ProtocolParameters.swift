@@ -22,7 +22,7 @@ public struct ProtocolParameters: Sendable, Hashable, ExpressibleByDictionaryLit
     /// then each value against its kind — and returns a reader of the declared parameters.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter``: "protocol 'framed' has no parameter 'bach'
-    ///   (known: …)" or "parameter 'batch': '0' is not an integer in 1...1024".
+    ///   (known: …)" or "parameter 'batch': '0' is out of range, expected 1...1024".
     public func reader(declared: [ProtocolParameterSpec], protocolName: String) throws(OTAError) -> ProtocolParameterReader {
         let known = declared.map(\.name)
         for name in values.keys.sorted() where !known.contains(name) {

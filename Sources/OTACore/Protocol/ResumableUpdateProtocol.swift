@@ -66,6 +66,20 @@ extension ResumePoint: Hashable where Checkpoint: Hashable {}
 /// Aborting is never automatic: only an explicit user request (`ota abort`) does it. A lost
 /// link or Ctrl-C pauses instead.
 public protocol AbortableUpdateProtocol: UpdateProtocol {
-    /// Tells the device to discard its update session.
-    func abort(context: UpdateContext) async throws(OTAError)
+    /// Tells the device to discard its update session, and says what there was to discard as
+    /// far as the protocol can tell.
+    func abort(context: UpdateContext) async throws(OTAError) -> AbortOutcome
+}
+
+/// What an abort found on the device, as far as its protocol can tell.
+public enum AbortOutcome: Sendable, Hashable {
+    /// The device had an update in progress and discarded it; `detail` says what it held
+    /// ("94400 of 200000 bytes").
+    case discarded(detail: String)
+    /// The device had no update in progress, so there was nothing to discard; `detail` says
+    /// what it reported ("its status is idle").
+    case nothingInProgress(detail: String)
+    /// The device was told to discard any update in progress, but the protocol has no way to
+    /// learn whether there was one (generic: ABORT has no reply and the device no status).
+    case unconfirmed
 }

@@ -116,15 +116,28 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         return try await statusRead.get()
     }
 
-    /// Tells the device to discard its session (ABORT) and waits for its reply.
-    public func abort(context: UpdateContext) async throws(OTAError) {
+    /// Reads Status to learn what the device holds, then, when it has a session, tells it to
+    /// discard it (ABORT) and waits for its reply. A device without a session is left alone.
+    public func abort(context: UpdateContext) async throws(OTAError) -> AbortOutcome {
         let profile = self.profile
-        try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) in
+        let status = try await readStatus(context: context)
+        let held: String
+        switch status.state {
+        case .idle:
+            return .nothingInProgress(detail: "its status is idle")
+        case .installed:
+            return .nothingInProgress(detail: "its last update, \(status.identity.size) bytes, is installed")
+        case .receiving, .complete:
+            held = "it held \(status.offset) of \(status.identity.size) bytes"
+        case .failed:
+            held = "its session had failed at byte \(status.offset) of \(status.identity.size)"
+        }
+        return try await context.withNotifications(from: profile.control) { (inbox) throws(OTAError) -> AbortOutcome in
             try await context.write(FramedCommand.abort.encoded, to: profile.control, kind: .withResponse, purpose: "ABORT")
             while true {
                 let value = try await inbox.next(awaiting: "ABORT reply")
                 switch FramedNotification(decoding: value) {
-                case .abortReply(.ok): return
+                case .abortReply(.ok): return .discarded(detail: held)
                 case .abortReply(let result): throw OTAError(.deviceRejected, "device rejected ABORT: \(result)")
                 case .ack, .nak: continue
                 default: throw FramedSession.malformed(value, awaiting: "the ABORT reply")

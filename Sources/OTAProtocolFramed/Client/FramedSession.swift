@@ -76,13 +76,17 @@ public struct FramedSession: Sendable {
     private var offset = 0
     private var deviceBatch = 1
     private var transferNeeded = false
+    /// Whether the Status came with the resume point, whose detail the engine has already shown.
+    private let statusAlreadyReported: Bool
 
     /// Prepares a session for `image` announced as `identity`, asking for ACKs every `batch`
     /// chunks.
     ///
     /// - Parameter knownStatus: the device's Status as read just before on this connection (the
-    ///   resume checkpoint); the session then does not read it again.
+    ///   resume checkpoint); the session then does not read it again, nor note it a second time
+    ///   (the engine shows the resume point's "device holds …").
     public init(image: FirmwareImage, identity: SessionIdentity, batch: UInt16, knownStatus: FramedDeviceStatus? = nil) {
+        statusAlreadyReported = knownStatus != nil
         self.identity = identity
         imageName = image.name
         imageSize = image.count
@@ -108,7 +112,7 @@ public struct FramedSession: Sendable {
         guard state == .beginning else { return outOfOrder("BEGIN sent") }
         state = .awaitingBegin
         let awaiting = Action.awaitNotification(awaiting: "BEGIN reply", verdict: false)
-        guard let status = knownStatus, status.state != .idle else { return awaiting }
+        guard let status = knownStatus, status.state != .idle, !statusAlreadyReported else { return awaiting }
         let same = status.identity == identity ? "this image" : "another image (\(status.identity))"
         return .note("device status before BEGIN: \(status.state), \(status.offset) bytes of \(same)", then: awaiting)
     }
@@ -182,7 +186,16 @@ public struct FramedSession: Sendable {
             deviceBatch = Int(batch)
             transferNeeded = deviceState == .receiving || Int(offset) < imageSize
             let position = Action.position(at: Int(offset))
-            return offset > 0 ? .note("continuing at byte \(offset) of \(imageSize)", then: position) : position
+            guard offset > 0 else { return position }
+            // Status reports the offset the device last recorded in flash; BEGIN first records
+            // what it received since, so the reply can be further on.
+            if let status = knownStatus, status.identity == identity, status.offset < offset {
+                return .note(
+                    "continuing at byte \(offset) of \(imageSize): the device had received \(offset - status.offset) bytes past the \(status.offset) it had recorded, and recorded them at BEGIN",
+                    then: position
+                )
+            }
+            return .note("continuing at byte \(offset) of \(imageSize)", then: position)
         default:
             return fail(OTAError(.malformedResponse, "device answered BEGIN in state \(deviceState)"))
         }

@@ -6,7 +6,7 @@ import OTACore
 /// Drives a ``GenericUpdateStateMachine`` over an ``UpdateContext``. The protocol cannot resume:
 /// an interrupted update starts again from the beginning on the next run (START resets the
 /// device).
-public struct GenericClient: UpdateProtocol {
+public struct GenericClient: UpdateProtocol, AbortableUpdateProtocol {
     /// The GATT layout.
     public var profile: GenericGATTProfile
 
@@ -21,6 +21,13 @@ public struct GenericClient: UpdateProtocol {
             CharacteristicRequirement("OTA Data", profile.data, properties: .writeWithoutResponse),
             CharacteristicRequirement("OTA Control", profile.control, properties: [.write, .notify]),
         ]
+    }
+
+    /// Writes ABORT (`03`) on OTA Control. The device does not reply and has no status to read,
+    /// so whether an update was in progress stays unknown.
+    public func abort(context: UpdateContext) async throws(OTAError) -> AbortOutcome {
+        try await context.write(GenericCommand.abort.encoded, to: profile.control, kind: .withResponse, purpose: "ABORT")
+        return .unconfirmed
     }
 
     /// Sends `image`: START, the whole image on OTA Data, COMMIT.

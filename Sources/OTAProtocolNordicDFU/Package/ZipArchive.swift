@@ -70,7 +70,7 @@ public struct ZipArchive: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` when the file cannot be read or is not an
     ///   acceptable zip archive.
     public init(contentsOf url: URL, limits: Limits = Limits()) throws(OTAError) {
-        let data = try FirmwareFile.read(url, kind: "a file")
+        let data = try FirmwareFile.read(url, directoryProblem: "is a directory, not a file")
         try self.init(data: data, name: url.lastPathComponent, limits: limits)
     }
 

@@ -48,12 +48,14 @@ public struct BlueZDoctor: Sendable {
         }
         let session: BlueZSession
         do {
-            session = try await BlueZSession.open(bus)
+            // Connected here rather than through BlueZSession.open, whose error carries a hint of
+            // its own: the finding states the cause once and gives its one fix.
+            session = BlueZSession(connection: try await DBusConnection.connect(to: bus), bus: bus)
         } catch {
             report.findings.append(
                 .init(
-                    problem: "\(report.bus) cannot be reached (\(error.message))",
-                    fix: "start D-Bus ('systemctl start dbus') or check DBUS_SYSTEM_BUS_ADDRESS"))
+                    problem: "\(report.bus) cannot be reached (\(BlueZFailure.busCause(error)))",
+                    fix: "start D-Bus ('systemctl start dbus'; 'systemctl status dbus' shows why it stopped) or check DBUS_SYSTEM_BUS_ADDRESS"))
             return report
         }
         report.isBusReachable = true

@@ -53,10 +53,15 @@ enum BlueZFailure {
 
     static func busUnreachable(_ bus: DBusConnection.Bus, _ error: any Error) -> TransportError {
         if let missing = error as? DBusLibraryUnavailable { return TransportError(.connectionFailed, missing.description) }
-        let cause = (error as? DBusError).map { $0.message.isEmpty ? $0.name.rawValue : $0.message } ?? "\(error)"
+        let cause = busCause(error)
         return TransportError(
             .connectionFailed,
             "cannot reach \(describe(bus)) (\(cause)): is dbus running? Check with 'systemctl status dbus'")
+    }
+
+    /// Why the bus could not be reached, without a hint: what libdbus said.
+    static func busCause(_ error: any Error) -> String {
+        (error as? DBusError).map { $0.message.isEmpty ? $0.name.rawValue : $0.message } ?? "\(error)"
     }
 
     static func noAdapter() -> TransportError {

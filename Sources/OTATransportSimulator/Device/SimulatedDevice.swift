@@ -30,13 +30,14 @@ public final class SimulatedDevice: Sendable {
     unowned let simulation: Simulation
     private let state = Mutex(State())
 
-    /// Creates a device running `model` on `profile`'s hardware inside `simulation`.
-    public init(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation) {
+    /// Creates a device running `model` on `profile`'s hardware inside `simulation`, reached at
+    /// `address` (by default `sim:` and the profile's name; a named fleet device passes its own).
+    public init(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, address: String? = nil) {
         self.profile = profile
         self.model = model
         self.simulation = simulation
         self.flash = SimulatedFlash(capacity: profile.slotSize, timing: profile.flash)
-        self.address = "sim:\(profile.name)"
+        self.address = address ?? "sim:\(profile.name)"
     }
 
     /// Faults the link injects on the way to this device.

@@ -384,7 +384,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 simulation.schedule(at: time) { device.reboot() }
             } else if outcome.disconnect {
                 simulation.schedule(at: time) { [weak self] in
-                    self?.drop(DisconnectReason("link lost (injected fault)"))
+                    self?.drop(DisconnectReason("injected fault"))
                 }
             }
         case .request(let id):
