@@ -3,7 +3,7 @@ import OTACore
 /// The framed protocol's settings, read from protocol parameters. Each parameter is declared
 /// once below; the declaration gives the stored property its default, checks values, and is what
 /// `ota protocols` lists.
-public struct FramedConfiguration: Sendable, Hashable {
+public struct FramedConfiguration: ProtocolConfiguration, Hashable {
     /// `batch`: chunks per acknowledgement.
     public static let batchParameter = ProtocolParameter.integer(
         "batch", summary: "chunks per acknowledgement the app asks for", default: 16, in: 1...1024
@@ -22,6 +22,8 @@ public struct FramedConfiguration: Sendable, Hashable {
     /// own, then its GATT profile's.
     public static let parameters =
         [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec] + FramedGATTProfile.parameters
+    /// `framed`, for the message about an undeclared parameter.
+    public static var protocolName: String { FramedProtocol.name }
 
     /// The GATT layout.
     public var profile = FramedGATTProfile()
@@ -37,12 +39,10 @@ public struct FramedConfiguration: Sendable, Hashable {
     /// The defaults.
     public init() {}
 
-    /// Reads ``parameters``: `batch`, `window`, `ack-timeout-ms`, `image-version` and the
-    /// profile's UUIDs.
+    /// Reads `batch`, `window`, `ack-timeout-ms`, `image-version` and the profile's UUIDs.
     ///
-    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value out of range.
-    public init(parameters: ProtocolParameters) throws(OTAError) {
-        let reader = try parameters.reader(declared: Self.parameters, protocolName: FramedProtocol.name)
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a value out of range.
+    public init(reading reader: ProtocolParameterReader) throws(OTAError) {
         profile = try FramedGATTProfile(reading: reader)
         batch = try reader.value(Self.batchParameter)
         windowBatches = try reader.value(Self.windowParameter)

@@ -5,7 +5,7 @@ import OTACore
 ///
 /// The UUIDs can be changed to match a device's firmware; the defaults are this project's own
 /// (documented in `docs/protocols/generic.md`).
-public struct GenericGATTProfile: Sendable, Hashable {
+public struct GenericGATTProfile: ProtocolConfiguration, Hashable {
     /// The OTA service.
     public var service: GATTUUID
     /// OTA Data: firmware bytes, written without response.
@@ -44,15 +44,11 @@ public struct GenericGATTProfile: Sendable, Hashable {
     /// The parameters the profile reads, in the order `ota protocols` lists them.
     public static let parameters = [serviceParameter.spec, dataParameter.spec, controlParameter.spec]
 
-    /// Reads `service-uuid`, `data-uuid` and `control-uuid` from `parameters`.
-    ///
-    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value that is not a UUID.
-    public init(parameters: ProtocolParameters) throws(OTAError) {
-        try self.init(reading: try parameters.reader(declared: Self.parameters, protocolName: GenericProtocol.name))
-    }
+    /// `generic`: the profile is all the generic protocol's configuration.
+    public static var protocolName: String { GenericProtocol.name }
 
-    /// Reads the profile's parameters from `reader`, which must have been made with
-    /// ``parameters`` among its declarations.
+    /// Reads `service-uuid`, `data-uuid` and `control-uuid` from `reader`, which must have been
+    /// made with ``parameters`` among its declarations.
     public init(reading reader: ProtocolParameterReader) throws(OTAError) {
         self.init(
             service: try reader.value(Self.serviceParameter),

@@ -149,13 +149,13 @@ import Testing
 
     @Test func dataStage() {
         let crc = { (n: Int) in CRC32.checksum(image.prefix(n)) }
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 0, crc: 0) == .init(offset: 0, executeFirst: false, continuePartialObject: false))
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 4096, crc: crc(4096)) == .init(offset: 4096, executeFirst: true, continuePartialObject: false))
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: crc(5000)) == .init(offset: 5000, executeFirst: false, continuePartialObject: true))
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 10_000, crc: crc(10_000)) == .init(offset: 10_000, executeFirst: true, continuePartialObject: false))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 0, crc: 0) == .create(from: 0))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 4096, crc: crc(4096)) == .executeThenCreate(from: 4096))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: crc(5000)) == .continueObject(at: 5000))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 10_000, crc: crc(10_000)) == .executeThenCreate(from: 10_000))
         // A bad CRC re-creates the object holding the bad bytes.
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 8192, crc: 1) == .init(offset: 4096, executeFirst: false, continuePartialObject: false))
-        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: 1) == .init(offset: 4096, executeFirst: false, continuePartialObject: false))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 8192, crc: 1) == .create(from: 4096))
+        #expect(DFUDataResumePoint.decide(image: image, maximumObjectSize: 4096, offset: 5000, crc: 1) == .create(from: 4096))
     }
 
     @Test func requestsAndResponsesOnTheWire() throws {

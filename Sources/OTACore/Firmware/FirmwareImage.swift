@@ -34,23 +34,9 @@ public struct FirmwareImage: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
     ///   unreadable, a directory, or empty.
     public init(contentsOf url: URL) throws(OTAError) {
-        let path = url.path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw OTAError(.invalidImage, "\(path): no such file")
-        }
-        guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(path): is a directory without manifest.json; a firmware package directory needs one (see docs/manifest.md)")
-        }
-        if let problem = Self.notRegularFile(path) {
-            throw OTAError(.invalidImage, "\(path): \(problem)")
-        }
-        let data: Data
-        do {
-            data = try Data(contentsOf: url, options: .alwaysMapped)
-        } catch {
-            throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
-        }
+        let data = try FirmwareFile.read(
+            url, directoryProblem: "is a directory without manifest.json; a firmware package directory needs one (see docs/manifest.md)"
+        )
         try self.init(bytes: data, name: url.lastPathComponent)
     }
 

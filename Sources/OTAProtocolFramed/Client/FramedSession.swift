@@ -230,7 +230,7 @@ public struct FramedSession: Sendable {
     }
 
     static func malformed(_ value: Data, awaiting purpose: String) -> OTAError {
-        let hex = value.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: " ")
+        let hex = Hex.bytes(value, uppercase: true, separator: " ")
         return OTAError(.malformedResponse, "malformed notification on framed Control while waiting for \(purpose): [\(hex)]")
     }
 }

@@ -127,7 +127,7 @@ public struct FramedTransferWindow: Sendable {
             acknowledged = offset
         }
         guard acknowledgedCRC.value == runningCRC else {
-            return .fail(OTAError(.verificationFailed, "device's data up to byte \(offset) has CRC-32 0x\(String(runningCRC, radix: 16, uppercase: true)), but this image's is 0x\(String(acknowledgedCRC.value, radix: 16, uppercase: true)); run 'ota abort' and update again")
+            return .fail(OTAError(.verificationFailed, "device's data up to byte \(offset) has CRC-32 \(Hex.number(runningCRC)), but this image's is \(Hex.number(acknowledgedCRC.value)); run 'ota abort' and update again")
             )
         }
         return nil

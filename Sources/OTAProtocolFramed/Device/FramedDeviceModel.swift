@@ -28,6 +28,19 @@ public final class FramedDeviceModel: DeviceModel {
         var tailMayBeDirty = false
         var acks = 0
         var naks = 0
+
+        /// A freshly started session for `identity`: nothing received, nothing erased.
+        mutating func receiveFromStart(_ identity: SessionIdentity, journal: FramedJournal) {
+            self.journal = journal
+            session = identity
+            state = .receiving
+            expected = 0
+            runningCRC = CRC32()
+            recordedOffset = 0
+            recordedCRC = 0
+            erasedUpTo = 0
+            tailMayBeDirty = false
+        }
     }
 
     /// The GATT layout.
@@ -175,15 +188,7 @@ public final class FramedDeviceModel: DeviceModel {
             state.state = .failed
             return .beginReply(.flashError, state: .failed, offset: 0, batch: 0)
         }
-        state.journal = journal
-        state.session = identity
-        state.state = .receiving
-        state.expected = 0
-        state.runningCRC = CRC32()
-        state.recordedOffset = 0
-        state.recordedCRC = 0
-        state.erasedUpTo = 0
-        state.tailMayBeDirty = false
+        state.receiveFromStart(identity, journal: journal)
         return .beginReply(.ok, state: .receiving, offset: 0, batch: UInt16(state.batch))
     }
 
@@ -217,14 +222,7 @@ public final class FramedDeviceModel: DeviceModel {
                 state.state = .failed
                 return (.commitReply(.flashError), false)
             }
-            state.journal = journal
-            state.state = .receiving
-            state.expected = 0
-            state.runningCRC = CRC32()
-            state.recordedOffset = 0
-            state.recordedCRC = 0
-            state.erasedUpTo = 0
-            state.tailMayBeDirty = false
+            state.receiveFromStart(session, journal: journal)
             return (.commitReply(.crcMismatch), false)
         }
         do {

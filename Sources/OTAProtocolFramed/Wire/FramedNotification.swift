@@ -15,7 +15,7 @@ public enum FramedNotification: Sendable, Hashable {
     case nak(NAKReason, offset: UInt32, runningCRC: UInt32)
 
     /// Why a device refused a chunk.
-    public struct NAKReason: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct NAKReason: WireCode {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         /// The chunk's CRC-32 did not match its payload.
@@ -27,15 +27,12 @@ public enum FramedNotification: Sendable, Hashable {
         /// No session, or past the image end.
         public static let outOfSession = NAKReason(rawValue: 4)
 
-        public var description: String {
-            switch self {
-            case .crcMismatch: "chunk CRC mismatch"
-            case .gap: "gap"
-            case .flashError: "flash write failed"
-            case .outOfSession: "not in a session"
-            default: "reason \(rawValue)"
-            }
-        }
+        public static let meanings: [NAKReason: String] = [
+            .crcMismatch: "chunk CRC mismatch", .gap: "gap", .flashError: "flash write failed",
+            .outOfSession: "not in a session",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt8) -> String { "reason \(rawValue)" }
     }
 
     /// The bytes on the wire.

@@ -1,5 +1,7 @@
+import OTACore
+
 /// A status byte in a framed-protocol reply.
-public struct FramedResult: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct FramedResult: WireCode {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -18,22 +20,13 @@ public struct FramedResult: RawRepresentable, Sendable, Hashable, CustomStringCo
     /// 0x06: a parameter is invalid (unsupported version, size 0, batch 0).
     public static let invalidParameter = FramedResult(rawValue: 0x06)
 
-    /// The meaning in a few words.
-    public var meaning: String {
-        switch self {
-        case .ok: "ok"
-        case .crcMismatch: "CRC mismatch"
-        case .incomplete: "image incomplete"
-        case .flashError: "flash error"
-        case .tooLarge: "image larger than the slot"
-        case .badState: "bad state"
-        case .invalidParameter: "invalid parameter"
-        default: "unknown status"
-        }
-    }
+    public static let meanings: [FramedResult: String] = [
+        .ok: "ok", .crcMismatch: "CRC mismatch", .incomplete: "image incomplete", .flashError: "flash error",
+        .tooLarge: "image larger than the slot", .badState: "bad state", .invalidParameter: "invalid parameter",
+    ]
+
+    public static func meaning(ofUnknown rawValue: UInt8) -> String { "unknown status" }
 
     /// "status 0x03, flash error".
-    public var description: String {
-        "status 0x\(rawValue < 0x10 ? "0" : "")\(String(rawValue, radix: 16, uppercase: true)), \(meaning)"
-    }
+    public var description: String { "status \(hexCode), \(meaning)" }
 }

@@ -18,6 +18,6 @@ public struct SessionIdentity: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(size) bytes, CRC-32 0x\(String(crc, radix: 16, uppercase: true)), version \(version)"
+        "\(size) bytes, CRC-32 \(Hex.number(crc)), version \(version)"
     }
 }

@@ -55,7 +55,7 @@ public struct GenericUpdateStateMachine: Sendable {
     /// The device notified `bytes` on OTA Control.
     public mutating func receive(_ bytes: Data) -> Action {
         guard let reply = GenericReply(decoding: bytes) else {
-            return fail(.malformedResponse, "malformed reply on OTA Control: \(bytes.hexDescription) (expected 0x81 or 0x82 and a status byte)")
+            return fail(.malformedResponse, "malformed reply on OTA Control: \(Hex.byteList(bytes)) (expected 0x81 or 0x82 and a status byte)")
         }
         switch (state, reply) {
         case (.awaitingStart, .start(.ok)):
@@ -80,7 +80,7 @@ public struct GenericUpdateStateMachine: Sendable {
                 return fail(.deviceRejected, "device rejected COMMIT: \(status)")
             }
         default:
-            return fail(.malformedResponse, "unexpected reply \(bytes.hexDescription) on OTA Control while \(state.activity)")
+            return fail(.malformedResponse, "unexpected reply \(Hex.byteList(bytes)) on OTA Control while \(state.activity)")
         }
     }
 
@@ -107,12 +107,5 @@ extension GenericUpdateStateMachine.State {
         case .done: "done"
         case .failed: "failed"
         }
-    }
-}
-
-extension Data {
-    /// "0x81 0x00" style, for messages.
-    var hexDescription: String {
-        isEmpty ? "(empty)" : map { "0x" + ($0 < 0x10 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: " ")
     }
 }

@@ -1,5 +1,7 @@
+import OTACore
+
 /// A status byte in a generic-protocol reply, as the seed ESP-IDF firmware sends it.
-public struct GenericStatus: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct GenericStatus: WireCode {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -12,20 +14,12 @@ public struct GenericStatus: RawRepresentable, Sendable, Hashable, CustomStringC
     /// 0xFF: the flash (or `esp_ota_begin` / `esp_ota_end`) failed.
     public static let flashError = GenericStatus(rawValue: 0xFF)
 
-    /// The status's meaning in a few words.
-    public var meaning: String {
-        switch self {
-        case .ok: "ok"
-        case .crcMismatch: "CRC mismatch"
-        case .sizeMismatch: "size mismatch"
-        case .flashError: "flash error"
-        default: "unknown status"
-        }
-    }
+    public static let meanings: [GenericStatus: String] = [
+        .ok: "ok", .crcMismatch: "CRC mismatch", .sizeMismatch: "size mismatch", .flashError: "flash error",
+    ]
+
+    public static func meaning(ofUnknown rawValue: UInt8) -> String { "unknown status" }
 
     /// "status 0xFF, flash error".
-    public var description: String {
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        return "status 0x\(rawValue < 0x10 ? "0" : "")\(hex), \(meaning)"
-    }
+    public var description: String { "status \(hexCode), \(meaning)" }
 }

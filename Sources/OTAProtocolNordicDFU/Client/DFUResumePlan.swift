@@ -20,36 +20,42 @@ public enum DFUResumePlan: Sendable, Equatable {
     }
 }
 
-/// The data stage's starting point.
-public struct DFUDataResumePoint: Sendable, Equatable {
-    /// Where the first object to create starts (a multiple of the object size), or where the
-    /// partially received object continues.
-    public var offset: Int
-    /// Execute the object that ends at `offset` first (it may not have been executed).
-    public var executeFirst: Bool
-    /// Continue the current object from `offset` without creating it.
-    public var continuePartialObject: Bool
+/// The data stage's starting point: one of three, never two at once.
+public enum DFUDataResumePoint: Sendable, Equatable {
+    /// Create objects from `offset`, a multiple of the object size (0: start over).
+    case create(from: Int)
+    /// Execute the object that ends at `offset` first (it may not have been executed), then
+    /// create from there.
+    case executeThenCreate(from: Int)
+    /// Continue the current, partially received object from `offset` without creating it.
+    case continueObject(at: Int)
 
-    /// Creates a resume point.
-    public init(offset: Int, executeFirst: Bool, continuePartialObject: Bool) {
-        self.offset = offset
-        self.executeFirst = executeFirst
-        self.continuePartialObject = continuePartialObject
+    /// Where the first object to create starts, or where the partially received object continues.
+    public var offset: Int {
+        switch self {
+        case .create(let offset), .executeThenCreate(let offset), .continueObject(let offset): offset
+        }
     }
+
+    /// Execute the object that ends at ``offset`` first.
+    public var executeFirst: Bool { if case .executeThenCreate = self { true } else { false } }
+
+    /// Continue the current object from ``offset`` without creating it.
+    public var continuePartialObject: Bool { if case .continueObject = self { true } else { false } }
 
     /// Decides from Select(data)'s offset and CRC, for an image and the device's object size.
     public static func decide(image: Data, maximumObjectSize: Int, offset: Int, crc: UInt32) -> DFUDataResumePoint {
         guard offset > 0, offset <= image.count else {
-            return DFUDataResumePoint(offset: 0, executeFirst: false, continuePartialObject: false)
+            return .create(from: 0)
         }
         guard CRC32.checksum(image.prefix(offset)) == crc else {
             // Re-create the object holding the bad bytes: the one before `offset` when aligned.
             let aligned = offset % maximumObjectSize == 0 ? offset - maximumObjectSize : offset - offset % maximumObjectSize
-            return DFUDataResumePoint(offset: max(0, aligned), executeFirst: false, continuePartialObject: false)
+            return .create(from: max(0, aligned))
         }
         if offset == image.count || offset % maximumObjectSize == 0 {
-            return DFUDataResumePoint(offset: offset, executeFirst: true, continuePartialObject: false)
+            return .executeThenCreate(from: offset)
         }
-        return DFUDataResumePoint(offset: offset, executeFirst: false, continuePartialObject: true)
+        return .continueObject(at: offset)
     }
 }

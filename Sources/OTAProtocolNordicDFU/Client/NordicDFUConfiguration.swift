@@ -3,7 +3,7 @@ import OTACore
 /// Settings of the Nordic DFU client, read from protocol parameters. Each parameter is declared
 /// once below; the declaration gives the stored property its default, checks values, and is what
 /// `ota protocols` lists.
-public struct NordicDFUConfiguration: Sendable, Hashable {
+public struct NordicDFUConfiguration: ProtocolConfiguration, Hashable {
     /// `prn`: the packet receipt notification interval.
     public static let packetReceiptParameter = ProtocolParameter.integer(
         "prn", summary: "packet receipt notification interval; 0 disables", default: 12, in: 0...65535
@@ -18,6 +18,8 @@ public struct NordicDFUConfiguration: Sendable, Hashable {
     )
     /// Every parameter the Nordic DFU client reads, in the order `ota protocols` lists them.
     public static let parameters = [packetReceiptParameter.spec, dataObjectDelayParameter.spec, objectAttemptsParameter.spec]
+    /// `nordic-dfu`, for the message about an undeclared parameter.
+    public static var protocolName: String { NordicDFUProtocol.name }
 
     /// Packet receipt notification interval: the bootloader reports offset and CRC after every
     /// this many packets, and the client waits for each report; 0 disables them (the transport's
@@ -32,11 +34,10 @@ public struct NordicDFUConfiguration: Sendable, Hashable {
     /// The defaults.
     public init() {}
 
-    /// Reads ``parameters``: `prn`, `object-delay-ms` and `object-attempts`.
+    /// Reads `prn`, `object-delay-ms` and `object-attempts`.
     ///
-    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a value out of range.
-    public init(parameters: ProtocolParameters) throws(OTAError) {
-        let reader = try parameters.reader(declared: Self.parameters, protocolName: NordicDFUProtocol.name)
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a value out of range.
+    public init(reading reader: ProtocolParameterReader) throws(OTAError) {
         packetReceiptInterval = try reader.value(Self.packetReceiptParameter)
         dataObjectDelay = try reader.value(Self.dataObjectDelayParameter)
         objectAttempts = try reader.value(Self.objectAttemptsParameter)

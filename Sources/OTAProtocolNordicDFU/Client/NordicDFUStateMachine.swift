@@ -200,7 +200,7 @@ public struct NordicDFUStateMachine: Sendable {
         var actions: [Action] = []
         if command.offset > 0 {
             let discarded = checkpoint.data.offset > 0 ? ", discarding the \(checkpoint.data.offset) bytes of data received under it" : ""
-            actions.append(.note("the bootloader holds another init packet (\(command.offset) bytes, CRC-32 0x\(String(command.crc, radix: 16, uppercase: true))); sending this one\(discarded)"))
+            actions.append(.note("the bootloader holds another init packet (\(command.offset) bytes, CRC-32 \(Hex.number(command.crc))); sending this one\(discarded)"))
         }
         return emit(actions + initPacketStage(command))
     }
@@ -283,7 +283,7 @@ public struct NordicDFUStateMachine: Sendable {
             guard Int(offset) == initPacket.count, crc == CRC32.checksum(initPacket) else {
                 return failing(
                     .verificationFailed,
-                    "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 0x\(String(crc, radix: 16, uppercase: true)); run the update again"
+                    "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 \(Hex.number(crc)); run the update again"
                 )
             }
             return ask(.executeInitPacket, .execute)

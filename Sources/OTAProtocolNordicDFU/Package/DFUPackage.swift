@@ -105,7 +105,7 @@ public struct DFUPackage: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` when the package cannot be read at all (not a
     ///   zip, no manifest, a missing file, a malformed init packet).
     public static func inspect(contentsOf url: URL) throws(OTAError) -> DFUPackageInspection {
-        let data = try readPackageFile(url)
+        let data = try FirmwareFile.read(url, directoryProblem: "is a directory, not a file")
         return try inspect(zipData: data, name: url.lastPathComponent)
     }
 
@@ -149,8 +149,8 @@ public struct DFUPackage: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` when a file cannot be read or the init packet is
     ///   malformed.
     public static func inspect(binary: URL, initPacket: URL) throws(OTAError) -> DFUPackageInspection {
-        let binaryData = try readPackageFile(binary)
-        let initPacketData = try readPackageFile(initPacket)
+        let binaryData = try FirmwareFile.read(binary, directoryProblem: "is a directory, not a file")
+        let initPacketData = try FirmwareFile.read(initPacket, directoryProblem: "is a directory, not a file")
         return try inspect(
             binary: binaryData, binaryName: binary.lastPathComponent,
             initPacket: initPacketData, initPacketName: initPacket.lastPathComponent

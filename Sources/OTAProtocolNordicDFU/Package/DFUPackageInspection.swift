@@ -122,8 +122,8 @@ struct PackagePartCheck {
         let bin = part.binFile
         let dat = "\(prefix)\(part.datFile)"
 
-        details.append(("image", "\(bin), \(part.image.count) bytes, CRC-32 \(PackageText.hex32(part.image.crc32))"))
-        details.append(("image SHA-256", PackageText.hex(part.imageSHA256)))
+        details.append(("image", "\(bin), \(part.image.count) bytes, CRC-32 \(Hex.number(part.image.crc32, digits: 8))"))
+        details.append(("image SHA-256", Hex.bytes(part.imageSHA256)))
         var packetLine = "\(part.datFile), \(packet.rawBytes.count) bytes, "
         if let signature = packet.signature {
             packetLine += "signed (\(signature.type), \(signature.bytes.count)-byte signature)"
@@ -303,21 +303,20 @@ struct PackagePartCheck {
             problems.append("\(dat): hash is \(stored.count) bytes; a SHA-256 has 32")
         } else {
             verdict = "(MISMATCH)"
-            problems.append("\(dat): hash does not match \(bin) (init packet has \(PackageText.hex(stored)), byte-reversed SHA-256 of \(bin) is \(PackageText.hex(expected)))")
+            problems.append("\(dat): hash does not match \(bin) (init packet has \(Hex.bytes(stored)), byte-reversed SHA-256 of \(bin) is \(Hex.bytes(expected)))")
         }
-        details.append(("hash", "\(hash.type) \(PackageText.hex(stored)) \(verdict)"))
+        details.append(("hash", "\(hash.type) \(Hex.bytes(stored)) \(verdict)"))
     }
 }
 
 /// "3", or "0xFFFFFFFF (4294967295)" for the "any" default and other large values.
 private func versionString(_ value: UInt32) -> String {
-    value < 0x10000 ? "\(value)" : "\(value) (0x\(String(value, radix: 16, uppercase: true)))"
+    value < 0x10000 ? "\(value)" : "\(value) (\(Hex.number(value)))"
 }
 
 /// "0x0101", or with the meaning of the special values.
 private func sdReqString(_ value: UInt32) -> String {
-    let digits = String(value, radix: 16, uppercase: true)
-    let text = "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    let text = Hex.number(value, digits: 4)
     switch value {
     case 0x0000: return text + " (no SoftDevice)"
     case 0xFFFE: return text + " (any)"

@@ -8,33 +8,14 @@ import OTACore
 /// tell "missing" from "zero". ``rawBytes`` keeps the message exactly as serialized: it is what
 /// the signature of a signed packet covers.
 public struct InitCommand: Sendable, Hashable {
-    /// `Hash`: the image digest the bootloader checks after the transfer.
-    public struct Hash: Sendable, Hashable {
-        /// The digest algorithm (``InitPacket/HashType/sha256`` for Secure DFU).
-        public var type: InitPacket.HashType
-        /// The digest as stored in the packet: for SHA-256, the digest **byte-reversed**.
-        public var bytes: Data
+    /// `Hash`: the image digest the bootloader checks after the transfer. Its `type` is the
+    /// digest algorithm (``InitPacket/HashType/sha256`` for Secure DFU); its `bytes` the digest as
+    /// stored in the packet: for SHA-256, the digest **byte-reversed**.
+    public typealias Hash = InitPacket.TypedBytes<InitPacket.HashType>
 
-        /// Creates a hash.
-        public init(type: InitPacket.HashType, bytes: Data) {
-            self.type = type
-            self.bytes = bytes
-        }
-    }
-
-    /// `BootValidation`: how the bootloader validates the image at every boot.
-    public struct BootValidation: Sendable, Hashable {
-        /// The validation method.
-        public var type: InitPacket.ValidationType
-        /// The method's data (empty for generated CRC and SHA-256; a signature for ECDSA).
-        public var bytes: Data
-
-        /// Creates a boot validation entry.
-        public init(type: InitPacket.ValidationType, bytes: Data) {
-            self.type = type
-            self.bytes = bytes
-        }
-    }
+    /// `BootValidation`: how the bootloader validates the image at every boot, and the method's
+    /// data (empty for generated CRC and SHA-256; a signature for ECDSA).
+    public typealias BootValidation = InitPacket.TypedBytes<InitPacket.ValidationType>
 
     /// `fw_version` (field 1): the version of the image (for SD+BL, of the bootloader).
     public private(set) var fwVersion: UInt32?
@@ -120,44 +101,47 @@ public struct InitCommand: Sendable, Hashable {
     }
 
     private func decodeHash(_ bytes: Data, fileName: String, _ parent: ProtobufReader) throws(OTAError) -> Hash {
-        var reader = ProtobufReader(bytes, fileName: fileName)
-        var type: UInt32?
-        var digest: Data?
-        while let field = try reader.next() {
-            switch field.number {
-            case 1: type = try reader.uint32(field, "Hash.hash_type")
-            case 2: digest = try reader.message(field, "Hash.hash")
-            default: continue
-            }
-        }
-        guard let type else { throw parent.error("InitCommand.hash has no hash_type") }
-        guard let digest else { throw parent.error("InitCommand.hash has no hash bytes") }
-        guard digest.count <= Self.maxHashSize else {
-            throw parent.error("InitCommand.hash is \(digest.count) bytes, more than \(Self.maxHashSize)")
-        }
-        return Hash(type: InitPacket.HashType(rawValue: type), bytes: Data(digest))
+        let (type, digest) = try decodeTypeAndBytes(
+            bytes, fileName: fileName, parent, fields: ("Hash.hash_type", "Hash.hash"),
+            missing: ("InitCommand.hash has no hash_type", "InitCommand.hash has no hash bytes"), maximumSize: Self.maxHashSize
+        ) { "InitCommand.hash is \($0) bytes, more than \(Self.maxHashSize)" }
+        return Hash(type: InitPacket.HashType(rawValue: type), bytes: digest)
     }
 
-    private func decodeBootValidation(
+    private func decodeBootValidation(_ bytes: Data, fileName: String, _ parent: ProtobufReader) throws(OTAError) -> BootValidation {
+        let (type, data) = try decodeTypeAndBytes(
+            bytes, fileName: fileName, parent, fields: ("BootValidation.type", "BootValidation.bytes"),
+            missing: ("InitCommand.boot_validation has no type", "InitCommand.boot_validation has no bytes"),
+            maximumSize: Self.maxBootValidationSize
+        ) { "InitCommand.boot_validation bytes are \($0) long, more than \(Self.maxBootValidationSize)" }
+        return BootValidation(type: InitPacket.ValidationType(rawValue: type), bytes: data)
+    }
+
+    /// Decodes the `{ 1: enum type; 2: bytes }` message that `Hash` and `BootValidation` both
+    /// are; `fields` names the two fields, `missing` says what to report when either is absent,
+    /// `tooLong` words the error for more than `maximumSize` bytes.
+    private func decodeTypeAndBytes(
         _ bytes: Data,
         fileName: String,
-        _ parent: ProtobufReader
-    ) throws(OTAError) -> BootValidation {
+        _ parent: ProtobufReader,
+        fields: (type: String, bytes: String),
+        missing: (type: String, bytes: String),
+        maximumSize: Int,
+        tooLong: (Int) -> String
+    ) throws(OTAError) -> (type: UInt32, bytes: Data) {
         var reader = ProtobufReader(bytes, fileName: fileName)
         var type: UInt32?
         var data: Data?
         while let field = try reader.next() {
             switch field.number {
-            case 1: type = try reader.uint32(field, "BootValidation.type")
-            case 2: data = try reader.message(field, "BootValidation.bytes")
+            case 1: type = try reader.uint32(field, fields.type)
+            case 2: data = try reader.message(field, fields.bytes)
             default: continue
             }
         }
-        guard let type else { throw parent.error("InitCommand.boot_validation has no type") }
-        guard let data else { throw parent.error("InitCommand.boot_validation has no bytes") }
-        guard data.count <= Self.maxBootValidationSize else {
-            throw parent.error("InitCommand.boot_validation bytes are \(data.count) long, more than \(Self.maxBootValidationSize)")
-        }
-        return BootValidation(type: InitPacket.ValidationType(rawValue: type), bytes: Data(data))
+        guard let type else { throw parent.error(missing.type) }
+        guard let data else { throw parent.error(missing.bytes) }
+        guard data.count <= maximumSize else { throw parent.error(tooLong(data.count)) }
+        return (type, Data(data))
     }
 }

@@ -1,6 +1,24 @@
+import Foundation
+import OTACore
+
 extension InitPacket {
+    /// A dfu-cc.proto value that is a type and bytes: `Hash`, `BootValidation` and a signed
+    /// command's signature all are.
+    public struct TypedBytes<Kind: WireCode>: Sendable, Hashable {
+        /// What the bytes are (a digest algorithm, a validation method, a signature algorithm).
+        public var type: Kind
+        /// The bytes as stored in the packet.
+        public var bytes: Data
+
+        /// Creates a value.
+        public init(type: Kind, bytes: Data) {
+            self.type = type
+            self.bytes = bytes
+        }
+    }
+
     /// `Command.op_code` of dfu-cc.proto.
-    public struct OpCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct OpCode: WireCode {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates an op code from its number (unknown numbers are kept).
@@ -11,18 +29,15 @@ extension InitPacket {
         /// INIT (1): the only op code a bootloader accepts in a command object.
         public static let initialize = OpCode(rawValue: 1)
 
-        /// The schema's name, or "unknown (N)".
-        public var description: String {
-            switch rawValue {
-            case 0: "RESET"
-            case 1: "INIT"
-            default: "unknown (\(rawValue))"
-            }
-        }
+        public static let meanings: [OpCode: String] = [
+            .reset: "RESET", .initialize: "INIT",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `FwType` of dfu-cc.proto: what kind of image the init packet describes.
-    public struct FirmwareType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct FirmwareType: WireCode {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a type from its number (unknown numbers are kept).
@@ -39,21 +54,16 @@ extension InitPacket {
         /// EXTERNAL_APPLICATION (4): an image the bootloader passes on instead of applying.
         public static let externalApplication = FirmwareType(rawValue: 4)
 
-        /// The schema's name, or "unknown (N)".
-        public var description: String {
-            switch rawValue {
-            case 0: "APPLICATION"
-            case 1: "SOFTDEVICE"
-            case 2: "BOOTLOADER"
-            case 3: "SOFTDEVICE_BOOTLOADER"
-            case 4: "EXTERNAL_APPLICATION"
-            default: "unknown (\(rawValue))"
-            }
-        }
+        public static let meanings: [FirmwareType: String] = [
+            .application: "APPLICATION", .softdevice: "SOFTDEVICE", .bootloader: "BOOTLOADER",
+            .softdeviceBootloader: "SOFTDEVICE_BOOTLOADER", .externalApplication: "EXTERNAL_APPLICATION",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `HashType` of dfu-cc.proto.
-    public struct HashType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct HashType: WireCode {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a hash type from its number (unknown numbers are kept).
@@ -70,21 +80,15 @@ extension InitPacket {
         /// SHA512 (4).
         public static let sha512 = HashType(rawValue: 4)
 
-        /// The schema's name, or "unknown (N)".
-        public var description: String {
-            switch rawValue {
-            case 0: "NO_HASH"
-            case 1: "CRC"
-            case 2: "SHA128"
-            case 3: "SHA256"
-            case 4: "SHA512"
-            default: "unknown (\(rawValue))"
-            }
-        }
+        public static let meanings: [HashType: String] = [
+            .none: "NO_HASH", .crc: "CRC", .sha128: "SHA128", .sha256: "SHA256", .sha512: "SHA512",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `ValidationType` of dfu-cc.proto: how the bootloader checks the image at every boot.
-    public struct ValidationType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct ValidationType: WireCode {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a validation type from its number (unknown numbers are kept).
@@ -99,20 +103,16 @@ extension InitPacket {
         /// VALIDATE_ECDSA_P256_SHA256 (3): the bytes are a signature over the image.
         public static let ecdsaP256SHA256 = ValidationType(rawValue: 3)
 
-        /// The schema's name, or "unknown (N)".
-        public var description: String {
-            switch rawValue {
-            case 0: "NO_VALIDATION"
-            case 1: "VALIDATE_GENERATED_CRC"
-            case 2: "VALIDATE_SHA256"
-            case 3: "VALIDATE_ECDSA_P256_SHA256"
-            default: "unknown (\(rawValue))"
-            }
-        }
+        public static let meanings: [ValidationType: String] = [
+            .none: "NO_VALIDATION", .generatedCRC: "VALIDATE_GENERATED_CRC", .sha256: "VALIDATE_SHA256",
+            .ecdsaP256SHA256: "VALIDATE_ECDSA_P256_SHA256",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `SignatureType` of dfu-cc.proto.
-    public struct SignatureType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct SignatureType: WireCode {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a signature type from its number (unknown numbers are kept).
@@ -123,13 +123,10 @@ extension InitPacket {
         /// ED25519 (1).
         public static let ed25519 = SignatureType(rawValue: 1)
 
-        /// The schema's name, or "unknown (N)".
-        public var description: String {
-            switch rawValue {
-            case 0: "ECDSA_P256_SHA256"
-            case 1: "ED25519"
-            default: "unknown (\(rawValue))"
-            }
-        }
+        public static let meanings: [SignatureType: String] = [
+            .ecdsaP256SHA256: "ECDSA_P256_SHA256", .ed25519: "ED25519",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 }

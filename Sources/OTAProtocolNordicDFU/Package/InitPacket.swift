@@ -14,13 +14,9 @@ import OTACore
 /// packet.isSigned           // false
 /// ```
 public struct InitPacket: Sendable, Hashable {
-    /// The signature of a signed packet.
-    public struct Signature: Sendable, Hashable {
-        /// The algorithm.
-        public var type: SignatureType
-        /// The signature as stored (for ECDSA P-256: r and s, 32 bytes each, each byte-reversed).
-        public var bytes: Data
-    }
+    /// The signature of a signed packet: its algorithm, and the signature as stored (for ECDSA
+    /// P-256: r and s, 32 bytes each, each byte-reversed).
+    public typealias Signature = TypedBytes<SignatureType>
 
     /// The packet exactly as read from the file: what is sent to the device.
     public let rawBytes: Data
@@ -59,12 +55,8 @@ public struct InitPacket: Sendable, Hashable {
         var signedCommand: Data?
         while let field = try reader.next() {
             switch field.number {
-            case 1:
-                guard unsignedCommand == nil else { throw reader.error("Packet.command appears twice (at byte \(field.offset))") }
-                unsignedCommand = try reader.message(field, "Packet.command")
-            case 2:
-                guard signedCommand == nil else { throw reader.error("Packet.signed_command appears twice (at byte \(field.offset))") }
-                signedCommand = try reader.message(field, "Packet.signed_command")
+            case 1: unsignedCommand = try reader.onlyMessage(field, "Packet.command", previous: unsignedCommand)
+            case 2: signedCommand = try reader.onlyMessage(field, "Packet.signed_command", previous: signedCommand)
             default:
                 continue
             }
@@ -96,9 +88,7 @@ public struct InitPacket: Sendable, Hashable {
         var signature: Data?
         while let field = try reader.next() {
             switch field.number {
-            case 1:
-                guard command == nil else { throw reader.error("SignedCommand.command appears twice (at byte \(field.offset))") }
-                command = try reader.message(field, "SignedCommand.command")
+            case 1: command = try reader.onlyMessage(field, "SignedCommand.command", previous: command)
             case 2: type = try reader.uint32(field, "SignedCommand.signature_type")
             case 3: signature = try reader.message(field, "SignedCommand.signature")
             default: continue

@@ -157,6 +157,13 @@ extension ProtobufReader {
         return narrow
     }
 
+    /// A length-delimited field the schema allows once: its bytes, or an error naming the byte
+    /// where it appears again when `previous` already holds it.
+    func onlyMessage(_ field: Field, _ name: String, previous: Data?) throws(OTAError) -> Data {
+        guard previous == nil else { throw error("\(name) appears twice (at byte \(field.offset))") }
+        return try message(field, name)
+    }
+
     /// The bytes of a length-delimited `field` (a nested message or a bytes value).
     func message(_ field: Field, _ name: String) throws(OTAError) -> Data {
         guard case .lengthDelimited(let bytes) = field.value else {

@@ -41,7 +41,7 @@ extension ZipArchive {
         }
         let crc = CRC32.checksum(bytes)
         guard crc == entry.crc32 else {
-            throw OTAError(.invalidImage, "\(name): \(entry.name): CRC-32 mismatch (archive says \(PackageText.hex32(entry.crc32)), contents give \(PackageText.hex32(crc)))")
+            throw OTAError(.invalidImage, "\(name): \(entry.name): CRC-32 mismatch (archive says \(Hex.number(entry.crc32, digits: 8)), contents give \(Hex.number(crc, digits: 8)))")
         }
         return bytes
     }

@@ -70,33 +70,13 @@ public struct ZipArchive: Sendable {
     /// - Throws: ``OTAError/Code/invalidImage`` when the file cannot be read or is not an
     ///   acceptable zip archive.
     public init(contentsOf url: URL, limits: Limits = Limits()) throws(OTAError) {
-        let data = try readPackageFile(url)
+        let data = try FirmwareFile.read(url, directoryProblem: "is a directory, not a file")
         try self.init(data: data, name: url.lastPathComponent, limits: limits)
     }
 
     /// The entry with exactly this name, if there is one.
     public func entry(named name: String) -> ZipEntry? {
         entries.first { $0.name == name }
-    }
-}
-
-/// Reads a whole file (memory-mapped where possible) with one-line errors.
-func readPackageFile(_ url: URL) throws(OTAError) -> Data {
-    let path = url.path
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-        throw OTAError(.invalidImage, "\(path): no such file")
-    }
-    guard !isDirectory.boolValue else {
-        throw OTAError(.invalidImage, "\(path): is a directory, not a file")
-    }
-    if let problem = FirmwareImage.notRegularFile(path) {
-        throw OTAError(.invalidImage, "\(path): \(problem)")
-    }
-    do {
-        return try Data(contentsOf: url, options: .alwaysMapped)
-    } catch {
-        throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)")
     }
 }
 
@@ -223,21 +203,17 @@ private struct ZipDirectoryParser {
         let fixedEnd = offset + Self.centralHeaderSize
         guard fixedEnd <= directoryEnd,
             data.uint32(at: offset) == Self.centralHeaderSignature,
-            let flags = data.uint16(at: offset + 8),
-            let methodNumber = data.uint16(at: offset + 10),
-            let crc = data.uint32(at: offset + 16),
-            let compressed = data.uint32(at: offset + 20),
-            let uncompressed = data.uint32(at: offset + 24),
-            let nameLength = data.uint16(at: offset + 28),
-            let extraLength = data.uint16(at: offset + 30),
+            let fields = ZipHeaderFields(data, at: offset + 6),
             let commentLength = data.uint16(at: offset + 32),
             let diskStart = data.uint16(at: offset + 34),
             let localOffset = data.uint32(at: offset + 42)
         else {
             throw fail("central directory entry \(index + 1) is truncated or damaged")
         }
-        let nameEnd = fixedEnd + Int(nameLength)
-        let extraEnd = nameEnd + Int(extraLength)
+        let (flags, methodNumber, crc) = (fields.flags, fields.method, fields.crc)
+        let (compressed, uncompressed) = (fields.compressed, fields.uncompressed)
+        let nameEnd = fixedEnd + Int(fields.nameLength)
+        let extraEnd = nameEnd + Int(fields.extraLength)
         let next = extraEnd + Int(commentLength)
         guard next <= directoryEnd else {
             throw fail("central directory entry \(index + 1) runs past the end of the directory")
@@ -277,8 +253,8 @@ private struct ZipDirectoryParser {
         }
 
         let dataOffset = try checkLocalHeader(
-            at: Int(localOffset), entryName: entryName, nameBytes: nameBytes, flags: flags, method: methodNumber,
-            crc: crc, compressed: compressed, uncompressed: uncompressed, centralDirectoryOffset: centralDirectoryOffset
+            at: Int(localOffset), entryName: entryName, nameBytes: nameBytes, central: fields,
+            centralDirectoryOffset: centralDirectoryOffset
         )
         let entry = ZipEntry(
             name: entryName, method: method, crc32: crc, compressedSize: compressedSize,
@@ -292,51 +268,42 @@ private struct ZipDirectoryParser {
         at offset: Int,
         entryName: String,
         nameBytes: Data,
-        flags: UInt16,
-        method: UInt16,
-        crc: UInt32,
-        compressed: UInt32,
-        uncompressed: UInt32,
+        central: ZipHeaderFields,
         centralDirectoryOffset: Int
     ) throws(OTAError) -> Int {
         let fixedEnd = offset + Self.localHeaderSize
         guard fixedEnd <= centralDirectoryOffset,
             data.uint32(at: offset) == Self.localHeaderSignature,
-            let localFlags = data.uint16(at: offset + 6),
-            let localMethod = data.uint16(at: offset + 8),
-            let localCRC = data.uint32(at: offset + 14),
-            let localCompressed = data.uint32(at: offset + 18),
-            let localUncompressed = data.uint32(at: offset + 22),
-            let nameLength = data.uint16(at: offset + 26),
-            let extraLength = data.uint16(at: offset + 28)
+            let local = ZipHeaderFields(data, at: offset + 4)
         else {
             throw fail("\(entryName): local header is missing or damaged (at byte \(offset))")
         }
-        let nameEnd = fixedEnd + Int(nameLength)
-        let dataOffset = nameEnd + Int(extraLength)
+        let nameEnd = fixedEnd + Int(local.nameLength)
+        let dataOffset = nameEnd + Int(local.extraLength)
         guard dataOffset <= centralDirectoryOffset else {
             throw fail("\(entryName): local header runs into the central directory")
         }
         guard data[fixedEnd..<nameEnd] == nameBytes else {
             throw fail("\(entryName): local header names a different file than the central directory")
         }
-        guard localMethod == method else {
-            throw fail("\(entryName): local header says method \(localMethod), central directory says \(method)")
+        guard local.method == central.method else {
+            throw fail("\(entryName): local header says method \(local.method), central directory says \(central.method)")
         }
-        guard localFlags & 0x2041 == 0 else {
+        guard local.flags & 0x2041 == 0 else {
             throw fail("\(entryName): entry is encrypted; DFU packages must not be")
         }
         if hasZip64Field(data[nameEnd..<dataOffset]) {
             throw fail("\(entryName): ZIP64 entries are not supported")
         }
         // Bit 3: CRC and sizes follow the data (in a data descriptor) and may be 0 here.
-        let usesDataDescriptor = flags & 0x0008 != 0 || localFlags & 0x0008 != 0
+        let usesDataDescriptor = central.flags & 0x0008 != 0 || local.flags & 0x0008 != 0
         if !usesDataDescriptor {
-            guard localCRC == crc, localCompressed == compressed, localUncompressed == uncompressed else {
+            guard local.crc == central.crc, local.compressed == central.compressed, local.uncompressed == central.uncompressed
+            else {
                 throw fail("\(entryName): local header CRC or sizes differ from the central directory")
             }
         }
-        guard dataOffset + Int(compressed) <= centralDirectoryOffset else {
+        guard dataOffset + Int(central.compressed) <= centralDirectoryOffset else {
             throw fail("truncated: \(entryName) data runs past the start of the central directory")
         }
         return dataOffset
@@ -391,6 +358,38 @@ private struct ZipDirectoryParser {
         where previous.dataRange.upperBound > next.headerOffset {
             throw fail("\(previous.name) and \(next.name) overlap in the archive, refused as a possible zip bomb")
         }
+    }
+}
+
+/// The fields a central directory header repeats from its entry's local header, from "version
+/// needed to extract" to "extra field length" (APPNOTE.TXT 4.3.7 and 4.3.12): the one layout both
+/// headers are read with, so the two can be compared field by field.
+private struct ZipHeaderFields {
+    /// General purpose bit flags.
+    var flags: UInt16
+    /// The compression method number.
+    var method: UInt16
+    /// CRC-32 of the uncompressed bytes.
+    var crc: UInt32
+    /// Compressed size.
+    var compressed: UInt32
+    /// Uncompressed size.
+    var uncompressed: UInt32
+    /// Length of the file name that follows the fixed part.
+    var nameLength: UInt16
+    /// Length of the extra field that follows the name.
+    var extraLength: UInt16
+
+    /// Reads the fields starting at `offset` ("version needed to extract"); nil when truncated.
+    init?(_ data: Data, at offset: Int) {
+        guard let flags = data.uint16(at: offset + 2), let method = data.uint16(at: offset + 4),
+            let crc = data.uint32(at: offset + 10), let compressed = data.uint32(at: offset + 14),
+            let uncompressed = data.uint32(at: offset + 18), let nameLength = data.uint16(at: offset + 22),
+            let extraLength = data.uint16(at: offset + 24)
+        else { return nil }
+        (self.flags, self.method, self.crc) = (flags, method, crc)
+        (self.compressed, self.uncompressed) = (compressed, uncompressed)
+        (self.nameLength, self.extraLength) = (nameLength, extraLength)
     }
 }
 

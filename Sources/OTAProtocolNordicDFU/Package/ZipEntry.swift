@@ -1,10 +1,12 @@
+import OTACore
+
 /// One file in a ``ZipArchive``, as described by the archive's central directory and checked
 /// against its local header.
 ///
 /// An entry only describes the file; ``ZipArchive/contents(of:)`` extracts and verifies it.
 public struct ZipEntry: Sendable, Hashable {
     /// How an entry's bytes are stored.
-    public struct Method: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Method: WireCode {
         /// The zip compression method number.
         public let rawValue: UInt16
 
@@ -16,14 +18,11 @@ public struct ZipEntry: Sendable, Hashable {
         /// Method 8: raw deflate (RFC 1951).
         public static let deflate = Method(rawValue: 8)
 
-        /// "stored", "deflate" or "method N".
-        public var description: String {
-            switch self {
-            case .stored: "stored"
-            case .deflate: "deflate"
-            default: "method \(rawValue)"
-            }
-        }
+        public static let meanings: [Method: String] = [
+            .stored: "stored", .deflate: "deflate",
+        ]
+
+        public static func meaning(ofUnknown rawValue: UInt16) -> String { "method \(rawValue)" }
     }
 
     /// The file name: a plain name at the root of the archive (no directories).

@@ -1,4 +1,5 @@
 import Foundation
+import OTACore
 
 /// A request to the buttonless DFU characteristic of an application (nRF5 SDK `ble_dfu`), and
 /// its indicated response `20 op status`.
@@ -46,7 +47,7 @@ public enum ButtonlessRequest: Sendable, Hashable {
         case 0x05: "invalid advertising name"
         case 0x06: "busy"
         case 0x07: "not bonded"
-        default: "unknown status 0x\(String(status, radix: 16))"
+        default: "unknown status 0x\(Hex.digits(status, uppercase: false))"
         }
     }
 }
@@ -61,8 +62,7 @@ public enum BootloaderAddress {
         guard octets.count == 6, octets.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }), let last = octets.last, let value = UInt8(last, radix: 16) else {
             return nil
         }
-        let next = String(value &+ 1, radix: 16, uppercase: true)
-        octets[5] = next.count == 1 ? "0" + next : next
+        octets[5] = Hex.digits(value &+ 1, digits: 2)
         return octets.joined(separator: ":")
     }
 }

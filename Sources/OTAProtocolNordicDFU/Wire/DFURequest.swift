@@ -65,10 +65,8 @@ public enum DFURequest: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .create(let type, let size): "Create \(type) of \(size) bytes"
         case .setPRN(let value): "Set PRN to \(value)"
-        case .calculateChecksum: "Calculate Checksum"
-        case .execute: "Execute"
         case .select(let type): "Select \(type)"
-        case .abort: "Abort"
+        case .calculateChecksum, .execute, .abort: opCode.description
         }
     }
 }

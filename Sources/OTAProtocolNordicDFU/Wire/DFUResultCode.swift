@@ -1,5 +1,7 @@
+import OTACore
+
 /// A Control Point result code, with Nordic's meaning.
-public struct DFUResultCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct DFUResultCode: WireCode {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -15,29 +17,28 @@ public struct DFUResultCode: RawRepresentable, Sendable, Hashable, CustomStringC
     public static let operationFailed = DFUResultCode(rawValue: 0x0A)
     public static let extendedError = DFUResultCode(rawValue: 0x0B)
 
-    /// Nordic's meaning.
-    public var meaning: String {
-        switch self {
-        case .invalid: "invalid op code"
-        case .success: "success"
-        case .opCodeNotSupported: "op code not supported"
-        case .invalidParameter: "invalid parameter"
-        case .insufficientResources: "insufficient resources (object or image too large)"
-        case .invalidObject: "invalid object (init packet malformed or bad signature)"
-        case .signatureMismatch: "signature mismatch"
-        case .unsupportedType: "unsupported object type"
-        case .operationNotPermitted: "operation not permitted in this state"
-        case .operationFailed: "operation failed"
-        case .extendedError: "extended error"
-        default: "unknown result"
-        }
-    }
+    public static let meanings: [DFUResultCode: String] = [
+        .invalid: "invalid op code",
+        .success: "success",
+        .opCodeNotSupported: "op code not supported",
+        .invalidParameter: "invalid parameter",
+        .insufficientResources: "insufficient resources (object or image too large)",
+        .invalidObject: "invalid object (init packet malformed or bad signature)",
+        .signatureMismatch: "signature mismatch",
+        .unsupportedType: "unsupported object type",
+        .operationNotPermitted: "operation not permitted in this state",
+        .operationFailed: "operation failed",
+        .extendedError: "extended error",
+    ]
 
-    public var description: String { "0x\(rawValue < 0x10 ? "0" : "")\(String(rawValue, radix: 16, uppercase: true)) (\(meaning))" }
+    public static func meaning(ofUnknown rawValue: UInt8) -> String { "unknown result" }
+
+    /// "0x0B (extended error)".
+    public var description: String { "\(hexCode) (\(meaning))" }
 }
 
 /// The byte after result 0x0B: what exactly the bootloader refused.
-public struct DFUExtendedError: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct DFUExtendedError: WireCode {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -55,25 +56,24 @@ public struct DFUExtendedError: RawRepresentable, Sendable, Hashable, CustomStri
     public static let verificationFailed = DFUExtendedError(rawValue: 0x0C)
     public static let insufficientSpace = DFUExtendedError(rawValue: 0x0D)
 
-    /// Nordic's meaning, with what to do.
-    public var meaning: String {
-        switch self {
-        case .noError: "no error"
-        case .wrongCommandFormat: "wrong command format"
-        case .unknownCommand: "unknown command"
-        case .initCommandInvalid: "init packet invalid (missing type, size, hw_version or fw_version)"
-        case .firmwareVersionFailure: "firmware version too low (must not be older than the installed one)"
-        case .hardwareVersionFailure: "hardware version mismatch (hw_version differs from the bootloader's)"
-        case .softDeviceVersionFailure: "SoftDevice requirement not met (sd_req lacks the installed SoftDevice)"
-        case .signatureMissing: "signature missing (this bootloader only accepts signed packages)"
-        case .wrongHashType: "wrong hash type (must be SHA-256)"
-        case .hashFailed: "hash could not be computed"
-        case .wrongSignatureType: "wrong signature type (must be ECDSA P-256 SHA-256)"
-        case .verificationFailed: "verification failed (the received image's hash differs from the init packet's)"
-        case .insufficientSpace: "insufficient flash space for the image"
-        default: "unknown extended error"
-        }
-    }
+    public static let meanings: [DFUExtendedError: String] = [
+        .noError: "no error",
+        .wrongCommandFormat: "wrong command format",
+        .unknownCommand: "unknown command",
+        .initCommandInvalid: "init packet invalid (missing type, size, hw_version or fw_version)",
+        .firmwareVersionFailure: "firmware version too low (must not be older than the installed one)",
+        .hardwareVersionFailure: "hardware version mismatch (hw_version differs from the bootloader's)",
+        .softDeviceVersionFailure: "SoftDevice requirement not met (sd_req lacks the installed SoftDevice)",
+        .signatureMissing: "signature missing (this bootloader only accepts signed packages)",
+        .wrongHashType: "wrong hash type (must be SHA-256)",
+        .hashFailed: "hash could not be computed",
+        .wrongSignatureType: "wrong signature type (must be ECDSA P-256 SHA-256)",
+        .verificationFailed: "verification failed (the received image's hash differs from the init packet's)",
+        .insufficientSpace: "insufficient flash space for the image",
+    ]
 
-    public var description: String { "0x\(rawValue < 0x10 ? "0" : "")\(String(rawValue, radix: 16, uppercase: true)) (\(meaning))" }
+    public static func meaning(ofUnknown rawValue: UInt8) -> String { "unknown extended error" }
+
+    /// "0x0B (extended error)".
+    public var description: String { "\(hexCode) (\(meaning))" }
 }
