@@ -387,6 +387,11 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                     self?.drop(DisconnectReason("link lost (injected fault)"))
                 }
             }
+            if let delay = outcome.dropAfter {
+                simulation.schedule(at: time + delay) { [weak self] in
+                    self?.drop(DisconnectReason("link lost (injected fault: the data path died \(delay.humanReadable) earlier)"))
+                }
+            }
         case .request(let id):
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
             enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
