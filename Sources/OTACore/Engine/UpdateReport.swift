@@ -16,6 +16,9 @@ public struct UpdateReport: Sendable, Hashable {
     public var bytesSent: Int
     /// Times the engine reconnected and resumed.
     public var resumes: Int
+    /// Times the engine reconnected and started over from byte 0, for a protocol that cannot
+    /// resume.
+    public var restarts: Int = 0
 
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }
