@@ -16,6 +16,8 @@
 #   peripheral-framed-resume  framed-central.py (Python) against --drop-link-after 100000, >= 1 resume
 #   generic-restart           ota update --protocol generic, peripheral --drop-link-after 100000: generic
 #                             cannot resume, so it must complete with "restarts" >= 1 (START again)
+#   generic-dying-link        the same against --dying-link-after 100000: the data dies while requests are
+#                             answered, so COMMIT gets "size mismatch" before the link drops: >= 1 restart
 #   nordic-app                ota update nordic-app.zip (nrfutil's app-unsigned.zip) against the Nordic
 #                             bootloader model; the flash must hold its app.bin
 #   nordic-sd-bl-app          ota update nordic-sd-bl-app.zip (nrfutil: SoftDevice+bootloader, then the
@@ -39,7 +41,7 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-writevalue"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-writevalue"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -194,6 +196,7 @@ for test in $TESTS; do
     peripheral-generic)       run_case "$test" generic python-generic 0 ;;
     peripheral-framed-resume) run_case "$test" framed python-framed 1 --drop-link-after 100000 ;;
     generic-restart)          MIN_RESTARTS=1 run_case "$test" generic ota 0 --drop-link-after 100000 ;;
+    generic-dying-link)       MIN_RESTARTS=1 run_case "$test" generic ota 0 --dying-link-after 100000 ;;
     # --max-chunk 244: the bootloader takes Packet writes of at most 244 bytes (MAX_DFU_PKT_LEN);
     # a real one negotiates ATT MTU 247, ota-peripheral cannot cap bluetoothd's 517.
     nordic-app)               INPUT=$WORK/nordic-app.zip EXPECT=$WORK/nordic-app.expect OTA_ARGS="--max-chunk 244" \
