@@ -62,7 +62,7 @@ let package = Package(
         // real-stack tests and demos (Linux only: elsewhere it says so and exits).
         .executableTarget(
             name: "ota-peripheral",
-            dependencies: ["OTACommandLine", "OTACore", blueZ],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolNordicDFU", blueZ],
             swiftSettings: strictSettings
         ),
 

@@ -3,7 +3,8 @@
 //
 //   ota-peripheral --protocol NAME [--param KEY=VALUE]... [--adapter hci1] [--name OTA-Test]
 //                  [--flash-size BYTES] [--image-out PATH] [--image-size BYTES]
-//                  [--drop-link-after BYTES] [--readvertise SECONDS]
+//                  [--drop-link-after BYTES] [--dying-link-after BYTES] [--dying-link-for SECONDS]
+//                  [--softdevice FWID] [--readvertise SECONDS]
 //
 // Prints `ready <adapter address>` on standard output once the GATT application and the
 // advertisement are registered, then serves until SIGTERM or SIGINT. On the way out it unregisters
@@ -16,6 +17,7 @@
 import Foundation
 import OTACommandLine
 import OTACore
+import OTAProtocolNordicDFU
 import OTATransportBlueZ
 
 let spec = CommandSpec(
@@ -32,6 +34,15 @@ let spec = CommandSpec(
         .init(
             name: "--drop-link-after", valueName: "BYTES",
             help: "disconnect the central once BYTES bytes of data (writes without response) arrived, once"),
+        .init(
+            name: "--dying-link-after", valueName: "BYTES",
+            help: "once BYTES bytes of data arrived, lose further data but answer requests, then disconnect (once)"),
+        .init(
+            name: "--dying-link-for", valueName: "SECONDS",
+            help: "how long a dying link keeps answering requests before it drops (default 2, bluetoothd's timer)"),
+        .init(
+            name: "--softdevice", valueName: "FWID",
+            help: "nordic-dfu: the SoftDevice FWID the bootloader has installed, such as 0x0101 (default 0x0100)"),
         .init(
             name: "--readvertise", valueName: "SECONDS",
             help: "while no central is connected, advertise again this often (for btvirt)"),
@@ -63,6 +74,9 @@ struct Options {
     var imageOut: String?
     var imageSize: Int?
     var dropLinkAfter: Int?
+    var dyingLinkAfter: Int?
+    var dyingLinkFor: Duration = .seconds(2)
+    var softDevice: UInt16?
     var readvertise: Duration?
 }
 
@@ -96,6 +110,17 @@ func parseOptions(_ arguments: [String]) -> Options {
     options.imageOut = parsed.value("--image-out")
     options.imageSize = bytes("--image-size")
     options.dropLinkAfter = bytes("--drop-link-after")
+    options.dyingLinkAfter = bytes("--dying-link-after")
+    if let text = parsed.value("--dying-link-for") {
+        guard let seconds = Double(text), seconds >= 0 else { usageError("--dying-link-for needs a number of seconds, got '\(text)'") }
+        options.dyingLinkFor = .milliseconds(Int((seconds * 1000).rounded()))
+    }
+    if let text = parsed.value("--softdevice") {
+        let digits = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
+        guard let fwid = UInt16(digits, radix: 16) else { usageError("--softdevice needs a hexadecimal FWID such as 0x0101, got '\(text)'") }
+        guard protocolName == NordicDFUProtocol.name else { usageError("--softdevice applies to --protocol \(NordicDFUProtocol.name)") }
+        options.softDevice = fwid
+    }
     if let text = parsed.value("--readvertise") {
         guard let seconds = Double(text), seconds > 0 else { usageError("--readvertise needs a number of seconds, got '\(text)'") }
         options.readvertise = .milliseconds(Int((seconds * 1000).rounded()))
@@ -112,19 +137,31 @@ func parseOptions(_ arguments: [String]) -> Options {
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
 let model: any DeviceModel
 do {
-    model = try ToolEnvironment.standard.registry.descriptor(named: options.protocolName).makeDeviceModel(options.parameters)
+    let made = try ToolEnvironment.standard.registry.descriptor(named: options.protocolName).makeDeviceModel(options.parameters)
+    if let softDevice = options.softDevice {
+        var bootloader = NordicBootloaderModel.Configuration()
+        bootloader.installedSoftDevice = softDevice
+        model = NordicBootloaderModel(configuration: bootloader)
+    } else {
+        model = made
+    }
 } catch {
     usageError(error.message)
 }
 let flash = NORFlash(capacity: options.flashSize)
-let configuration = BlueZPeripheral.Configuration(
-    adapter: options.adapter,
-    localName: options.name,
-    flash: flash,
-    dropLinkAfterDataBytes: options.dropLinkAfter,
-    readvertiseInterval: options.readvertise,
-    log: { printError("ota-peripheral: \($0)\n") }
-)
+let configuration = {
+    var configuration = BlueZPeripheral.Configuration(
+        adapter: options.adapter,
+        localName: options.name,
+        flash: flash,
+        dropLinkAfterDataBytes: options.dropLinkAfter,
+        readvertiseInterval: options.readvertise,
+        log: { printError("ota-peripheral: \($0)\n") }
+    )
+    configuration.dyingLinkAfterDataBytes = options.dyingLinkAfter
+    configuration.dyingLinkDuration = options.dyingLinkFor
+    return configuration
+}()
 let peripheralBox = PeripheralBox()
 
 /// Keeps the running peripheral for the statistics printed at exit.

@@ -100,6 +100,18 @@ private struct CheckpointProtocol: ResumableUpdateProtocol {
     }
 }
 
+/// A protocol that cannot resume; each run does what `script` says for its run number.
+private struct ScriptedProtocol: UpdateProtocol {
+    var runs = Runs()
+    var script: @Sendable (_ run: Int, _ context: UpdateContext) throws(OTAError) -> UpdateOutcome
+
+    var requirements: [CharacteristicRequirement] { [] }
+
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+        try script(runs.next(), context)
+    }
+}
+
 private func collect(
     _ image: FirmwareImage,
     _ updateProtocol: any UpdateProtocol,
@@ -246,5 +258,72 @@ private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(trunc
         #expect(error.code == .disconnected)
         #expect(error.message.hasPrefix("gave up after 1 reconnection attempts without progress"))
         #expect(stuck.runs.total == 2)
+    }
+}
+
+@Suite struct UpdateEngineRestartTests {
+    private var configuration: UpdateConfiguration {
+        var configuration = UpdateConfiguration()
+        configuration.resume.initialDelay = .zero
+        configuration.resume.maximumAttempts = 2
+        return configuration
+    }
+
+    @Test func aProtocolThatCannotResumeStartsOverAfterALostLink() async throws {
+        let client = ScriptedProtocol { run, context throws(OTAError) in
+            guard run > 1 else {
+                context.acknowledged(total: 1000)
+                throw OTAError(.disconnected, "link lost")
+            }
+            return .accepted
+        }
+        let connector = CountingConnector()
+        let (result, events) = await collect(image, client, connector: connector, configuration: configuration)
+        let report = try result.get()
+        #expect(report.restarts == 1)
+        #expect(report.resumes == 0)
+        #expect(connector.connections == 2)
+        #expect(events.contains { event in
+            if case .state(.paused, let detail?, _) = event {
+                detail.hasPrefix("link lost; link lost at byte 0; restarting from byte 0") && detail.hasSuffix("(attempt 1 of 2)")
+            } else { false }
+        })
+    }
+
+    @Test func restartsAreBoundedBecauseNoneIsProgress() async throws {
+        // Every run gets further before the link drops, but the device keeps none of it.
+        let client = ScriptedProtocol { run, context throws(OTAError) in
+            context.acknowledged(total: run * 1000)
+            throw OTAError(.transport, "bytes lost on the link")
+        }
+        let (result, _) = await collect(image, client, connector: CountingConnector(), configuration: configuration)
+        guard case .failure(let error) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.code == .transport)
+        #expect(error.message == "gave up after 2 restarts from byte 0: bytes lost on the link")
+        #expect(client.runs.total == 3)
+    }
+
+    @Test(arguments: [OTAError.Code.timeout, .stalled, .deviceRejected])
+    func aDeviceThatStopsAnsweringOrRefusesIsNotRestarted(code: OTAError.Code) async throws {
+        let client = ScriptedProtocol { _, _ throws(OTAError) in throw OTAError(code, "no") }
+        let (result, _) = await collect(image, client, connector: CountingConnector(), configuration: configuration)
+        #expect(throws: OTAError.self) { try result.get() }
+        #expect(client.runs.total == 1)
+    }
+
+    @Test func withoutAttemptsALostLinkEndsTheUpdate() async throws {
+        var configuration = configuration
+        configuration.resume.maximumAttempts = 0
+        let client = ScriptedProtocol { _, _ throws(OTAError) in throw OTAError(.disconnected, "link lost") }
+        let (result, _) = await collect(image, client, connector: CountingConnector(), configuration: configuration)
+        guard case .failure(let error) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.message == "link lost; this protocol cannot resume: run the same command again to start over")
+        #expect(client.runs.total == 1)
     }
 }

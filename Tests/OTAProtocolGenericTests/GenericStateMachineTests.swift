@@ -46,7 +46,7 @@ import Testing
 
     @Test(arguments: [
         (UInt8(0x01), OTAError.Code.verificationFailed, "status 0x01, CRC mismatch"),
-        (UInt8(0x02), OTAError.Code.verificationFailed, "status 0x02, size mismatch"),
+
         (UInt8(0xFF), OTAError.Code.deviceRejected, "status 0xFF, flash error"),
         (UInt8(0x42), OTAError.Code.deviceRejected, "status 0x42, unknown status"),
     ])
@@ -57,6 +57,17 @@ import Testing
         let error = try #require(failure(machine.receive(Data([0x82, status]))))
         #expect(error.code == code)
         #expect(error.message.contains("device rejected COMMIT: \(text)"))
+    }
+
+    /// A size mismatch is bytes lost on the link, not a refusal: a transport failure, which the
+    /// engine answers by starting over.
+    @Test func aSizeMismatchAtCommitIsALostLink() throws {
+        var machine = startedMachine()
+        _ = machine.receive(Data([0x81, 0x00]))
+        _ = machine.streamFinished()
+        let error = try #require(failure(machine.receive(Data([0x82, 0x02]))))
+        #expect(error.code == .transport)
+        #expect(error.message == "device answered COMMIT with status 0x02, size mismatch: it received a different number of bytes than START announced, so bytes were lost on the link")
     }
 
     @Test(arguments: [[], [0x81], [0x81, 0x00, 0x00], [0x99, 0x00], [0x82, 0x00]])

@@ -220,9 +220,10 @@ import Testing
         #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
         let crc = rightCRC ? Self.crc(image, offset) : 0xBAD
         #expect(drain(&machine, machine.received(.success(.calculateChecksum, [UInt32(offset), crc]))) == [
-            .note("object at byte 0: bootloader reports \(offset) bytes with a different CRC; sending the object again (attempt 2)"),
-            .send(.create(.data, size: 4096)),
+            .note("object at byte 0: bootloader reports \(offset) bytes with a different CRC; sending the object again in 500 ms (attempt 2)"),
+            .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"),
         ])
+        #expect(machine.delayElapsed() == .send(.create(.data, size: 4096)))
         #expect(machine.objectsResent == 1)
         // No second delay: the first-object delay is asked for once.
         #expect(machine.received(.success(.create)) == .stream(0..<2928, receipt: true))
@@ -234,14 +235,51 @@ import Testing
         #expect(machine.delayElapsed() == .stream(0..<3000, receipt: false))
         #expect(machine.streamed() == .send(.calculateChecksum))
         _ = drain(&machine, machine.received(.success(.calculateChecksum, [2500, 1])))
+        #expect(machine.delayElapsed() == .send(.create(.data, size: 3000)))
         #expect(machine.received(.success(.create)) == .stream(0..<3000, receipt: false))
         _ = machine.streamed()
-        let failure = machine.received(.success(.calculateChecksum, [2744, 1]))
+        // The last attempt failed too: wait for the link's verdict, then ask the bootloader.
+        #expect(drain(&machine, machine.received(.success(.calculateChecksum, [2744, 1]))) == [
+            .note("object at byte 0: bootloader reports 2744 bytes with a different CRC, 2 times; waiting 3.0 s for the link before giving up"),
+            .sleep(.seconds(3), purpose: "waiting for the link's verdict after repeated checksum failures"),
+        ])
+        #expect(machine.delayElapsed() == .send(.select(.data)))
+        // It answered: the link stayed up, and the advice names the settings in force.
+        let failure = machine.received(.success(.select, [4096, 2744, 1]))
         #expect(failure == .fail(OTAError(
             .verificationFailed,
-            "object at byte 0 failed its checksum 2 times (bootloader has 2744 bytes); the link or the bootloader drops packets, try a packet receipt interval (--param prn=12)"
+            "object at byte 0 failed its checksum 2 times on a link that stayed up (bootloader has 2744 bytes); the bootloader drops packets: packet receipts are off; try --param prn=12, or a lower --max-chunk (such as 120)"
         )))
         #expect(machine.objectsResent == 1)
+    }
+
+    @Test(arguments: [
+        (12, "prn=12 is already set; try --param prn=1 or a lower --max-chunk (packets are 244 bytes; such as 120)"),
+        (1, "prn=1 is already set; try a lower --max-chunk (packets are 244 bytes; such as 120)"),
+    ])
+    func theAdviceNamesTheReceiptIntervalInForce(prn: Int, advice: String) throws {
+        let image = try Self.image(size: 2000)
+        var machine = try Self.machineInDataStage(image, prn: prn, attempts: 1)
+        var action = machine.delayElapsed()
+        // Stream to the object's end, answering receipts with a wrong CRC.
+        while case .stream(let range, let receipt) = action {
+            action = receipt ? machine.received(.success(.calculateChecksum, [UInt32(range.upperBound), 0xBAD])) : machine.streamed()
+            if case .send(.calculateChecksum, _) = action { action = machine.received(.success(.calculateChecksum, [2000, 0xBAD])) }
+        }
+        let pause = drain(&machine, action)
+        #expect(pause.last == .sleep(.seconds(3), purpose: "waiting for the link's verdict after repeated checksum failures"))
+        #expect(machine.delayElapsed() == .send(.select(.data)))
+        guard case .fail(let error) = machine.received(.success(.select, [4096, 2000, 0xBAD])) else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.message.hasSuffix("the bootloader drops packets: \(advice)"))
+    }
+
+    /// Resends are paced: 0.5 s, 1 s, 2 s, then at most 4 s between attempts.
+    @Test func resendDelaysGrow() {
+        let delays = (1...6).map { NordicDFUStateMachine.resendDelay(afterFailures: $0) }
+        #expect(delays == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4), .seconds(4)])
     }
 
     @Test func aLossyLinkRecoversWithinTheAttempts() throws {
@@ -252,7 +290,8 @@ import Testing
         #expect(trace.last == .finished)
         #expect(bootloader.data == image.bytes)
         #expect(trace.filter { if case .note(let text) = $0 { text.contains("sending the object again") } else { false } }.count == 2)
-        #expect(trace.filter { if case .sleep = $0 { true } else { false } }.count == 1)
+        // The first-object delay, and a pause before each of the two resends.
+        #expect(trace.filter { if case .sleep = $0 { true } else { false } }.count == 3)
     }
 
     @Test func noFirstObjectDelayWhenItIsZero() throws {

@@ -208,19 +208,50 @@ import Testing
         }
     }
 
+    @Test func aDyingLinkLosesDataButAnswersRequestsUntilItDrops() async throws {
+        let clock = TestClock()
+        try await withPeripheral(dyingLinkAfter: 1000, clock: clock) { fake, peripheral, model in
+            try await fake.setConnected(true)
+            for index in 0..<20 {
+                try await fake.send(Self.dataPath, "WriteValue", [.bytes([UInt8](repeating: UInt8(index), count: 100)), PeripheralFakeBlueZ.options])
+            }
+            // The data path died at 1000 bytes; a request still reaches the model and is answered.
+            try await fake.call(Self.controlPath, "WriteValue", [.bytes(Array("count".utf8)), PeripheralFakeBlueZ.options])
+            #expect(model.dataWrites.count == 1000)
+            #expect(peripheral.statistics.discardedWrites == 10)
+            #expect(!fake.calls.contains("Disconnect \(PeripheralFakeBlueZ.devicePath)"))
+            // bluetoothd's timer: the link drops once the configured time has passed on the clock.
+            #expect(await eventually { clock.sleeperCount > 0 })
+            clock.advance(by: .seconds(2))
+            #expect(await eventually { fake.calls.contains("Disconnect \(PeripheralFakeBlueZ.devicePath)") })
+            #expect(await eventually { model.events == ["connected", "disconnected"] })
+            // Only once: after a reconnection everything arrives.
+            try await fake.setConnected(true)
+            for _ in 0..<20 {
+                try await fake.send(Self.dataPath, "WriteValue", [.bytes([UInt8](repeating: 0, count: 100)), PeripheralFakeBlueZ.options])
+            }
+            try await fake.call(Self.controlPath, "WriteValue", [.bytes(Array("count".utf8)), PeripheralFakeBlueZ.options])
+            #expect(model.dataWrites.count == 3000)
+        }
+    }
+
     // MARK: - Helpers
 
     static func configuration(
-        _ bus: PrivateBus, dropLinkAfter: Int? = nil, readvertise: Duration? = nil, clock: any Clock<Duration> = TestClock()
+        _ bus: PrivateBus, dropLinkAfter: Int? = nil, dyingLinkAfter: Int? = nil, readvertise: Duration? = nil,
+        clock: any Clock<Duration> = TestClock()
     ) -> BlueZPeripheral.Configuration {
-        BlueZPeripheral.Configuration(
+        var configuration = BlueZPeripheral.Configuration(
             adapter: "hci1", localName: "Unit-Test", flash: NORFlash(capacity: 65536), dropLinkAfterDataBytes: dropLinkAfter,
             readvertiseInterval: readvertise, clock: clock, bus: .address(bus.address))
+        configuration.dyingLinkAfterDataBytes = dyingLinkAfter
+        return configuration
     }
 
     /// Serves a ``PeripheralTestModel`` against a fake bluetoothd, runs `body` once it is ready, then stops.
     func withPeripheral(
         dropLinkAfter: Int? = nil,
+        dyingLinkAfter: Int? = nil,
         readvertise: Duration? = nil,
         clock: any Clock<Duration> = TestClock(),
         _ body: (PeripheralFakeBlueZ, BlueZPeripheral, PeripheralTestModel) async throws -> Void
@@ -230,7 +261,7 @@ import Testing
             let model = PeripheralTestModel()
             let ready = AsyncStream.makeStream(of: BlueZPeripheral.self)
             let serving = Task {
-                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, readvertise: readvertise, clock: clock)) {
+                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, dyingLinkAfter: dyingLinkAfter, readvertise: readvertise, clock: clock)) {
                     ready.continuation.yield($0)
                     ready.continuation.finish()
                 }

@@ -18,8 +18,9 @@
 #   REAL_STACK_OPTIONAL=1      a VM that cannot start is a skip, not a failure
 #   REAL_STACK_SETUP=0         do not run vm-setup.sh (expect it done)
 #   REAL_STACK_TESTS="..."     a subset: ota-generic ota-framed ota-framed-resume
-#                              peripheral-generic peripheral-framed-resume bench-acquirewrite
-#                              bench-writevalue (default: all)
+#                              peripheral-generic peripheral-framed-resume generic-restart
+#                              generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link
+#                              bench-acquirewrite bench-writevalue (default: all)
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
 #   REAL_STACK_EATT=1          keep bluetoothd's EATT (off by default; see vm-init.sh)
@@ -33,7 +34,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-writevalue"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 
@@ -87,6 +88,38 @@ done
 WORK=$(mktemp -d /tmp/realstack.XXXXXX)
 /usr/bin/python3 -c "import random, sys; random.seed(20240601); open(sys.argv[1], 'wb').write(random.randbytes($IMAGE_SIZE))" \
   "$WORK/image.bin" || { echo "real-stack: cannot write $WORK/image.bin"; exit 1; }
+# The Nordic packages (nrfutil's, from the unit tests' fixtures) and what the bootloader model's
+# flash holds after each: app.bin; after SoftDevice+bootloader (6144 bytes) then the application
+# (3072), each written from byte 0 and each object's pages erased first, the application, the rest
+# of its page erased, then sd_bl.bin from its second page on (NordicDFUEndToEndTests pins this).
+/usr/bin/python3 - "$ROOT/Tests/OTAProtocolNordicDFUTests/Fixtures" "$WORK" <<'EOF' || { echo "real-stack: cannot prepare the Nordic packages"; exit 1; }
+import shutil, sys, zipfile
+fixtures, work = sys.argv[1], sys.argv[2]
+shutil.copy(f"{fixtures}/app-unsigned.zip", f"{work}/nordic-app.zip")
+open(f"{work}/nordic-app.expect", "wb").write(zipfile.ZipFile(f"{work}/nordic-app.zip").read("app.bin"))
+shutil.copy(f"{fixtures}/sd-bl-app.zip", f"{work}/nordic-sd-bl-app.zip")
+package = zipfile.ZipFile(f"{work}/nordic-sd-bl-app.zip")
+app, sd_bl = package.read("app.bin"), package.read("sd_bl.bin")
+assert len(app) == 3072 and len(sd_bl) == 6144
+open(f"{work}/nordic-sd-bl-app.expect", "wb").write(app + b"\xff" * 1024 + sd_bl[4096:])
+# image.bin as a Nordic .bin with its .dat beside it: the unsigned init packet the project's own
+# InitPacketBuilder.unsignedApplication makes (fw 1, hw 52, sd_req 0x0100, SHA-256 byte-reversed).
+def varint(value):
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+def field(number, value): return varint(number << 3) + varint(value)
+def delimited(number, payload): return varint(number << 3 | 2) + varint(len(payload)) + payload
+import hashlib
+image = open(f"{work}/image.bin", "rb").read()
+init = field(1, 1) + field(2, 52) + delimited(3, varint(0x0100)) + field(4, 0) + field(7, len(image))
+init += delimited(8, field(1, 3) + delimited(2, hashlib.sha256(image).digest()[::-1]))
+shutil.copy(f"{work}/image.bin", f"{work}/nordic-image.bin")
+open(f"{work}/nordic-image.dat", "wb").write(delimited(1, field(1, 1) + delimited(2, init)))
+EOF
 
 # 4. One VM for every test. The conditions first, as the bench-* figures depend on them: the
 # accelerator (run-in-vm.sh's rule), the host's CPUs and load, and which build of the tools.

@@ -14,6 +14,21 @@
 #   peripheral-generic        generic-central.py (Python, BlueZ D-Bus) instead of ota: checks the
 #                             peripheral alone, with an ATT error, START/data/COMMIT and the reboot
 #   peripheral-framed-resume  framed-central.py (Python) against --drop-link-after 100000, >= 1 resume
+#   generic-restart           ota update --protocol generic, peripheral --drop-link-after 100000: generic
+#                             cannot resume, so it must complete with "restarts" >= 1 (START again)
+#   generic-dying-link        the same against --dying-link-after 100000: the data dies while requests are
+#                             answered, so COMMIT gets "size mismatch" before the link drops: >= 1 restart
+#   nordic-app                ota update nordic-app.zip (nrfutil's app-unsigned.zip) against the Nordic
+#                             bootloader model; the flash must hold its app.bin
+#   nordic-sd-bl-app          ota update nordic-sd-bl-app.zip (nrfutil: SoftDevice+bootloader, then the
+#                             application; peripheral --softdevice 0x0101): two parts, the bootloader
+#                             restarts between them; the flash must hold nordic-sd-bl-app.expect
+#   nordic-resume             ota update nordic-image.bin (image.bin with an unsigned init packet,
+#                             nordic-image.dat, beside it), peripheral --drop-link-after 100000: >= 1 resume
+#   nordic-dying-link         the same with --param prn=0 against --dying-link-after 100000: the data
+#                             path dies mid-object while the Control Point answers for 2 s (checksums
+#                             fail), then the link drops: >= 1 resume, no "drops packets" verdict
+# A case may send another file than image.bin (INPUT) and expect another flash (EXPECT); see below.
 # REAL_STACK_TESTS="name ..." runs a subset (default: all, in this order).
 set -uo pipefail
 WORK=$1
@@ -26,7 +41,8 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-TESTS=${REAL_STACK_TESTS:-ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue}
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-writevalue"
+TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
 
@@ -43,7 +59,8 @@ reset_central() {
     "objpath:/org/bluez/$CENTRAL_ADAPTER/dev_${PERIPHERAL_ADDRESS//:/_}" > /dev/null 2>&1 || true
 }
 
-# Prints the result line of `ota update --json` as "status resumes duration goodput", or nothing.
+# Prints the result line of `ota update --json` as "status resumes restarts duration goodput message",
+# or nothing.
 ota_result() {
   "$PY" - "$1" <<'EOF'
 import json, sys
@@ -59,7 +76,7 @@ for line in open(sys.argv[1], errors='replace'):
             result = event
 if result:
     duration = result.get('duration')
-    print(result.get('status'), int(result.get('resumes', -1)),
+    print(result.get('status'), int(result.get('resumes', -1)), int(result.get('restarts', 0)),
           '%.2f' % duration if isinstance(duration, (int, float)) else '?',
           int(result['goodput']) if isinstance(result.get('goodput'), (int, float)) else '?',
           result.get('message', '').replace(' ', '_') or '-')
@@ -67,8 +84,14 @@ EOF
 }
 
 # run_case NAME PROTOCOL CENTRAL MIN_RESUMES [PERIPHERAL ARGS...]
+# Set for one case (as VAR=value before run_case): INPUT, the file ota sends (default image.bin);
+# EXPECT, what the flash must hold from byte 0 (default image.bin); OTA_ARGS, more `ota update`
+# arguments; MIN_RESTARTS, the restarts from byte 0 ota must report.
 run_case() {
   local name=$1 protocol=$2 central=$3 min_resumes=$4; shift 4
+  local input=${INPUT:-$IMAGE} expect=${EXPECT:-$IMAGE} min_restarts=${MIN_RESTARTS:-0}
+  local size
+  size=$(stat -c %s "$expect")
   local dir=$WORK/logs/$name n=1
   while [ -e "$dir" ]; do n=$((n + 1)); dir=$WORK/logs/$name.$n; done   # a test run twice keeps both logs
   mkdir -p "$dir"
@@ -78,7 +101,7 @@ run_case() {
   # again, a central found the peripheral only after 10-50 s, or not at all, in about one run of
   # three.
   "$BIN/ota-peripheral" --protocol "$protocol" --adapter $PERIPHERAL_ADAPTER --readvertise 1 \
-    --image-out "$dir/received.bin" --image-size "$SIZE" "$@" > "$dir/peripheral.out" 2> "$dir/peripheral.err" &
+    --image-out "$dir/received.bin" --image-size "$size" "$@" > "$dir/peripheral.out" 2> "$dir/peripheral.err" &
   local peripheral=$!
   local ready=""
   for _ in $(seq 150); do
@@ -99,8 +122,9 @@ run_case() {
       local path=acquire
       [ "$central" = ota-writevalue ] && path=writevalue
       local TIMEFORMAT='%R %U %S'
-      { time timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$IMAGE" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
-          --adapter $CENTRAL_ADAPTER --write-path $path --json > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
+      # shellcheck disable=SC2086
+      { time timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$input" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
+          --adapter $CENTRAL_ADAPTER --write-path $path ${OTA_ARGS:-} --json > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
       status=$? ;;
     python-generic)
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/generic-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \
@@ -125,17 +149,21 @@ run_case() {
   if [ "$central" = ota ] || [ "$central" = ota-writevalue ]; then
     local result
     result=$(ota_result "$dir/central.out")
-    read -r r_status r_resumes r_duration r_goodput r_message <<< "$result"
+    read -r r_status r_resumes r_restarts r_duration r_goodput r_message <<< "$result"
     if [ -z "$result" ]; then
       why="no JSON result line from ota (exit $status): $(tail -n1 "$dir/central.err")"
     elif [ "$r_status" != completed ]; then
       why="ota reported '$r_status' (exit $status): ${r_message//_/ }"
     elif [ "$r_resumes" -lt "$min_resumes" ]; then
       why="completed with $r_resumes resumes, expected at least $min_resumes"
+    elif [ "$r_restarts" -lt "$min_restarts" ]; then
+      why="completed with $r_restarts restarts, expected at least $min_restarts"
+    elif grep -q 'drops packets' "$dir/central.err" "$dir/central.out" 2>/dev/null; then
+      why="ota judged the device to drop packets"
     fi
     local wall="" user="" system=""
     read -r wall user system < "$dir/time" 2>/dev/null
-    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, resumes ${r_resumes:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
+    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
   else
     [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
@@ -145,12 +173,12 @@ run_case() {
   if [ -z "$why" ]; then
     if [ ! -f "$dir/received.bin" ]; then
       why="ota-peripheral wrote no image"
-    elif ! cmp -s "$IMAGE" "$dir/received.bin"; then
-      why="the device's flash differs from the image: $(cmp "$IMAGE" "$dir/received.bin" 2>&1 | head -n1)"
+    elif ! cmp -s "$expect" "$dir/received.bin"; then
+      why="the device's flash differs from $(basename "$expect"): $(cmp "$expect" "$dir/received.bin" 2>&1 | head -n1)"
     fi
   fi
   if [ -z "$why" ]; then
-    record PASS "$name" "${seconds} s; $detail; image identical, $SIZE bytes; peripheral: $stats"
+    record PASS "$name" "${seconds} s; $detail; flash identical to $(basename "$expect"), $size bytes; peripheral: $stats"
   else
     record FAIL "$name" "$why; peripheral: $stats; logs: $dir"
     for f in peripheral.err central.err central.out; do
@@ -167,11 +195,23 @@ for test in $TESTS; do
     ota-framed-resume)        run_case "$test" framed ota 1 --drop-link-after 100000 ;;
     peripheral-generic)       run_case "$test" generic python-generic 0 ;;
     peripheral-framed-resume) run_case "$test" framed python-framed 1 --drop-link-after 100000 ;;
+    generic-restart)          MIN_RESTARTS=1 run_case "$test" generic ota 0 --drop-link-after 100000 ;;
+    generic-dying-link)       MIN_RESTARTS=1 run_case "$test" generic ota 0 --dying-link-after 100000 ;;
+    # --max-chunk 244: the bootloader takes Packet writes of at most 244 bytes (MAX_DFU_PKT_LEN);
+    # a real one negotiates ATT MTU 247, ota-peripheral cannot cap bluetoothd's 517.
+    nordic-app)               INPUT=$WORK/nordic-app.zip EXPECT=$WORK/nordic-app.expect OTA_ARGS="--max-chunk 244" \
+                                run_case "$test" nordic-dfu ota 0 ;;
+    nordic-sd-bl-app)         INPUT=$WORK/nordic-sd-bl-app.zip EXPECT=$WORK/nordic-sd-bl-app.expect OTA_ARGS="--max-chunk 244" \
+                                run_case "$test" nordic-dfu ota 0 --softdevice 0x0101 ;;
+    nordic-resume)            INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244" \
+                                run_case "$test" nordic-dfu ota 1 --drop-link-after 100000 ;;
+    nordic-dying-link)        INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param prn=0" \
+                                run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
     # The write-path benchmark: the same generic update through AcquireWrite and through
     # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
     bench-acquirewrite)       run_case "$test" generic ota 0 ;;
     bench-writevalue)         run_case "$test" generic ota-writevalue 0 ;;
-    *) record FAIL "$test" "unknown test (known: ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume bench-acquirewrite bench-writevalue)" ;;
+    *) record FAIL "$test" "unknown test (known: $ALL_TESTS)" ;;
   esac
 done
 cp "${REAL_STACK_VM_DIR:-/nonexistent}/bluetoothd.log" "$WORK/logs/" 2>/dev/null || true

@@ -1,10 +1,13 @@
-/// How the engine reconnects after a lost link, for protocols that can resume.
+/// How the engine reconnects after a lost link: a protocol that can resume continues, another
+/// one starts over from byte 0.
 ///
 /// Delays grow from ``initialDelay`` by ``backoffMultiplier`` up to ``maximumDelay``. The engine
 /// gives up after ``maximumAttempts`` reconnections in a row that brought no progress; an attempt
-/// after which the device acknowledged more bytes resets the count.
+/// after which the device acknowledged more bytes resets the count. A restart from byte 0 never
+/// counts as progress, so ``maximumAttempts`` bounds the restarts in a row.
 public struct ResumePolicy: Sendable, Hashable {
-    /// Reconnections in a row without progress before giving up. 0 disables resuming.
+    /// Reconnections in a row without progress before giving up. 0 disables resuming and
+    /// restarting.
     public var maximumAttempts: Int = 5
     /// Delay before the first reconnection.
     public var initialDelay: Duration = .milliseconds(500)

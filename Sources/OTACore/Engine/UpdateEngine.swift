@@ -1,7 +1,7 @@
 /// Runs an update: connect, check the device, plan the chunks, read and check the device's
 /// standard services once (``Preflight``), run the protocol, report state and progress,
-/// reconnect when the protocol asks for it, and — for protocols that can resume — reconnect and
-/// continue after a lost link.
+/// reconnect when the protocol asks for it, and after a lost link reconnect and continue
+/// (protocols that can resume) or start over from byte 0 (protocols that cannot).
 ///
 /// ```swift
 /// let (events, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
@@ -94,6 +94,11 @@ public struct UpdateEngine: Sendable {
     /// Errors after which a resumable protocol reconnects and continues.
     private static let resumableCodes: Set<OTAError.Code> = [.disconnected, .stalled, .timeout, .connectionFailed, .transport]
 
+    /// Errors after which a protocol that cannot resume reconnects and starts over: a lost link
+    /// (or bytes lost on it), not a device that stopped answering, whose next run would end the
+    /// same way.
+    private static let restartCodes: Set<OTAError.Code> = [.disconnected, .connectionFailed, .transport]
+
     /// One run of the protocol over a fresh context; `continuing` is true after a reconnection.
     private typealias RunStep = (_ context: UpdateContext, _ continuing: Bool) async throws(OTAError) -> UpdateOutcome
 
@@ -132,6 +137,7 @@ public struct UpdateEngine: Sendable {
         var failures = RunsWithoutProgress()
         var requests = RunsWithoutProgress()
         var resumes = 0
+        var restarts = 0
         var continuing = false
         while true {
             let outcome: UpdateOutcome
@@ -159,36 +165,46 @@ public struct UpdateEngine: Sendable {
                     await link.disconnect()
                     return finish(
                         image, link: link.link, chunkSize: context.chunkPlan.payloadSize,
-                        recorder: recorder, device: device, connectDuration: connectDuration, resumes: resumes
+                        recorder: recorder, device: device, connectDuration: connectDuration, resumes: resumes, restarts: restarts
                     )
                 }
             } catch {
                 if let link = transport { await link.disconnect() }
                 transport = nil
-                guard resumable else {
+                let retried = resumable ? Self.resumableCodes : Self.restartCodes
+                guard retried.contains(error.code), policy.maximumAttempts > 0 else {
                     // Nothing picks up where this run stopped: the person has to start it again.
-                    guard error.code == .disconnected else { throw error }
+                    guard !resumable, error.code == .disconnected else { throw error }
                     throw OTAError(
                         error.code, "\(error.message); this protocol cannot resume: run the same command again to start over",
                         underlying: error
                     )
                 }
-                guard Self.resumableCodes.contains(error.code), policy.maximumAttempts > 0 else { throw error }
-                let attempt = failures.count(acknowledged: device.acknowledged)
+                // A protocol that cannot resume starts over: the device keeps nothing of the run
+                // (its START resets the session), so no restart is progress, and the same
+                // policy bounds the restarts in a row.
+                let attempt = failures.count(acknowledged: resumable ? device.acknowledged : 0)
                 guard attempt <= policy.maximumAttempts else {
-                    throw OTAError(
-                        error.code,
-                        "gave up after \(policy.maximumAttempts) reconnection attempts without progress: \(error.message)",
-                        underlying: error
-                    )
+                    let what = resumable ? "reconnection attempts without progress" : "restarts from byte 0"
+                    throw OTAError(error.code, "gave up after \(policy.maximumAttempts) \(what): \(error.message)", underlying: error)
                 }
                 let delay = policy.delay(beforeAttempt: attempt)
-                recorder.enter(
-                    .paused,
-                    detail: "\(error.message); reconnecting in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
-                )
+                if resumable {
+                    recorder.enter(
+                        .paused,
+                        detail: "\(error.message); reconnecting in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
+                    )
+                } else {
+                    let lostAt = recorder.progress.position
+                    recorder.rewound(to: 0)
+                    device.acknowledge(total: 0)
+                    recorder.enter(
+                        .paused,
+                        detail: "\(error.message); link lost at byte \(lostAt); restarting from byte 0 in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
+                    )
+                }
                 try await sleep(for: delay, purpose: "waiting to reconnect")
-                resumes += 1
+                if resumable { resumes += 1 } else { restarts += 1 }
                 continuing = true
                 continue
             }
@@ -260,7 +276,8 @@ public struct UpdateEngine: Sendable {
         recorder: EventRecorder,
         device: DeviceProgress,
         connectDuration: Duration,
-        resumes: Int
+        resumes: Int,
+        restarts: Int
     ) -> UpdateReport {
         // What the device held before this run sent anything; all of it when nothing was sent
         // (it already ran the image). Starting part-way is resuming an earlier run's session.
@@ -278,7 +295,8 @@ public struct UpdateEngine: Sendable {
             connectDuration: connectDuration,
             bytesSent: progress.bytesSent,
             resumes: resumes + (held > 0 && held < image.count ? 1 : 0),
-            bytesHeldAtStart: held
+            bytesHeldAtStart: held,
+            restarts: restarts
         )
     }
 }

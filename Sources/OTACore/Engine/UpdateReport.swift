@@ -21,6 +21,9 @@ public struct UpdateReport: Sendable, Hashable {
     /// Bytes of the image the device held before this run sent any data (from an earlier run);
     /// 0 for an update that started from scratch.
     public var bytesHeldAtStart: Int = 0
+    /// Times the engine reconnected and started over from byte 0, for a protocol that cannot
+    /// resume.
+    public var restarts: Int = 0
 
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }

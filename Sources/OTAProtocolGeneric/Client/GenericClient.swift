@@ -4,8 +4,9 @@ import OTACore
 /// The client side of the generic two-characteristic protocol: START, stream, COMMIT.
 ///
 /// Drives a ``GenericUpdateStateMachine`` over an ``UpdateContext``. The protocol cannot resume:
-/// an interrupted update starts again from the beginning on the next run (START resets the
-/// device).
+/// after a lost link (or a COMMIT answered with a size mismatch: bytes were lost) the engine
+/// reconnects and runs it again from byte 0 — START resets the device — as often as its
+/// ``ResumePolicy`` allows.
 public struct GenericClient: UpdateProtocol, AbortableUpdateProtocol {
     /// The GATT layout.
     public var profile: GenericGATTProfile

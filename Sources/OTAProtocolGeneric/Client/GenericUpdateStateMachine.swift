@@ -10,6 +10,9 @@ import OTACore
 ///                        ▼                                                           ▼
 ///                      failed ◀───────────── malformed or unexpected reply ───────  failed
 /// ```
+///
+/// `0x82 02` (size mismatch) fails as ``OTAError/Code/transport``: bytes were lost on the link, so
+/// the engine treats it as a lost link and starts the update over (the protocol cannot resume).
 public struct GenericUpdateStateMachine: Sendable {
     /// Where the exchange stands.
     public enum State: Sendable, Hashable {
@@ -72,9 +75,11 @@ public struct GenericUpdateStateMachine: Sendable {
             case .crcMismatch:
                 return fail(.verificationFailed, "device rejected COMMIT: \(status); the image arrived corrupted, run the update again")
             case .sizeMismatch:
+                // Not a refusal of the image: bytes were lost on the link (a dying link loses
+                // data while its requests still get answers). A lost link, so the engine starts over.
                 return fail(
-                    .verificationFailed,
-                    "device rejected COMMIT: \(status); it received a different number of bytes than START announced (bytes lost on the link), run the update again"
+                    .transport,
+                    "device answered COMMIT with \(status): it received a different number of bytes than START announced, so bytes were lost on the link"
                 )
             default:
                 return fail(.deviceRejected, "device rejected COMMIT: \(status)")

@@ -20,7 +20,11 @@ import OTACore
 ///   ▼  per object
 /// Create(data) ─▶ [first object: sleep] ─▶ stream (receipt every n packets) ─▶ Checksum ─▶ Execute ─▶ next
 ///        ▲                                        │ receipt or checksum differs                 │ last
-///        └──────────── again, up to objectAttempts ┘                                            ▼ finished
+///        └── sleep 0.5 s, 1 s, 2 s… ◀─ up to objectAttempts ┤                                    ▼ finished
+///                                                         │ the last attempt failed too
+///                                                         ▼
+///                     sleep ≥ 3 s ─▶ Select(data) ─▶ answered: fail ("drops packets", advice for the settings)
+///                                                    (a dying link fails the request: the engine resumes)
 /// ```
 ///
 /// A receipt that lands on the object's end stands for the Checksum. (*) After a Create(command)
@@ -90,13 +94,32 @@ public struct NordicDFUStateMachine: Sendable {
     private enum Step: Sendable, Hashable {
         case selectCommand, createCommand, disableReceipts, checkInitPacket, executeInitPacket
         case enableReceipts, selectData, executeHeldObject, createObject, checkObject, executeObject
+        /// Select(data) after the last failed attempt and the pause: the link is still up.
+        case probeLink
     }
 
-    /// What a ``Action/sleep(_:purpose:)`` leads to. Retries paced on the clock add a case here.
+    /// What a ``Action/sleep(_:purpose:)`` leads to.
     private enum AfterDelay: Sendable, Hashable {
         /// Stream the object just created (the first-object delay).
         case streamObject
+        /// Create the object again after a failed checksum (the pause between attempts).
+        case resendObject
+        /// Ask the bootloader something after the last failed attempt: if the link died
+        /// meanwhile the request fails and the engine resumes; if it answers, the device drops
+        /// packets on a healthy link.
+        case probeLink
     }
+
+    /// The pause after the `failures`-th failed checksum of an object before it is sent again:
+    /// 0.5 s, doubling, at most 4 s. A link whose data path is gone while its Control Point still
+    /// answers (bluetoothd keeps a dying link ~2 s) drops meanwhile, and the engine resumes.
+    public static func resendDelay(afterFailures failures: Int) -> Duration {
+        .milliseconds(500 * (1 << min(max(failures, 1) - 1, 3)))
+    }
+
+    /// The least pause after the last failed attempt before the device is judged: longer than
+    /// bluetoothd's ~2 s disconnect timer, so a dying link has given its verdict.
+    public static let linkVerdictDelay: Duration = .seconds(3)
 
     private enum Phase: Sendable, Hashable {
         case idle
@@ -135,6 +158,7 @@ public struct NordicDFUStateMachine: Sendable {
     private var crcAtPosition = CRC32()
     private var attempt = 1
     private var firstObject = true
+    private var lastReportedOffset = 0
 
     /// Objects sent again because their bytes did not all arrive.
     public private(set) var objectsResent = 0
@@ -253,6 +277,8 @@ public struct NordicDFUStateMachine: Sendable {
         guard case .delaying(let next) = phase, pending.isEmpty else { preconditionFailure("delayElapsed() while \(activity)") }
         switch next {
         case .streamObject: return emit(nextSegment())
+        case .resendObject: return emit(createObject())
+        case .probeLink: return emit(ask(.probeLink, .select(.data)))
         }
     }
 
@@ -265,6 +291,7 @@ public struct NordicDFUStateMachine: Sendable {
     // MARK: - Answers
 
     private mutating func answer(_ response: DFUResponse, to step: Step, request: DFURequest) -> [Action] {
+        if step == .probeLink { return droppingPackets(probe: response) }
         let executes: Set<Step> = [.executeInitPacket, .executeHeldObject, .executeObject]
         if !executes.contains(step), response.result != .success {
             return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
@@ -298,6 +325,8 @@ public struct NordicDFUStateMachine: Sendable {
             // here starts with Create(data), which makes the data object current.
             if let checkpoint, skippedInitPacket || !createdCommandObject { return dataStage(checkpoint.data) }
             return ask(.selectData, .select(.data))
+        case .probeLink:
+            return droppingPackets(probe: response)
         case .selectData:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
             return dataStage(selection)
@@ -431,21 +460,51 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// The bootloader holds other bytes than were sent for the current object: send it again,
-    /// up to `objectAttempts` times in all.
+    /// up to `objectAttempts` times in all, paced on the clock.
     ///
-    /// This is the one place that decides about an object that arrived wrong; pacing retries on
-    /// the clock, or handing a dying link to the engine first, belongs here.
+    /// This is the one place that decides about an object that arrived wrong. A link problem is
+    /// assumed first: when the data path is gone but the Control Point still answers (a link in
+    /// bluetoothd's disconnect timer), every resend fails at once, and the bootloader's progress
+    /// is intact. So each resend waits ``resendDelay(afterFailures:)`` first, and after the last
+    /// failed attempt the machine waits at least ``linkVerdictDelay`` and then asks Select(data):
+    /// a link that died meanwhile fails that request, and the engine reconnects and resumes from
+    /// Select. Only a bootloader that answers it, on a link that stayed up, is reported as
+    /// dropping packets, with advice for the settings in force.
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
+        let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
-            return failing(
-                .verificationFailed,
-                "object at byte \(objectStart) failed its checksum \(attempt) times (bootloader has \(offset) bytes); the link or the bootloader drops packets, try a packet receipt interval (--param prn=12)"
-            )
+            let wait = max(delay, Self.linkVerdictDelay)
+            lastReportedOffset = offset
+            phase = .delaying(then: .probeLink)
+            return [
+                .note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC, \(attempt) times; waiting \(wait.humanReadable) for the link before giving up"),
+                .sleep(wait, purpose: "waiting for the link's verdict after repeated checksum failures"),
+            ]
         }
         attempt += 1
         objectsResent += 1
-        return [.note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again (attempt \(attempt))")]
-            + createObject()
+        phase = .delaying(then: .resendObject)
+        return [
+            .note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) (attempt \(attempt))"),
+            .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
+        ]
+    }
+
+    /// The bootloader answered after the last failed attempt: the link is up, and it keeps
+    /// losing packets. The advice names the settings in force.
+    private mutating func droppingPackets(probe response: DFUResponse) -> [Action] {
+        let held = (response.result == .success ? DFUObjectSelection(response)?.offset : nil) ?? lastReportedOffset
+        let smaller = max(20, payloadSize / 2 / 4 * 4)
+        let advice: String
+        switch receiptInterval {
+        case 0: advice = "packet receipts are off; try --param prn=12, or a lower --max-chunk (such as \(smaller))"
+        case 1: advice = "prn=1 is already set; try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
+        default: advice = "prn=\(receiptInterval) is already set; try --param prn=1 or a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
+        }
+        return failing(
+            .verificationFailed,
+            "object at byte \(objectStart) failed its checksum \(attempt) times on a link that stayed up (bootloader has \(held) bytes); the bootloader drops packets: \(advice)"
+        )
     }
 
     private mutating func finish(_ actions: [Action]) -> [Action] {

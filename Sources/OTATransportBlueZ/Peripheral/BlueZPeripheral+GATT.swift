@@ -67,14 +67,20 @@ extension BlueZPeripheral {
     /// Gives a write to the model, unless an injected link drop is under way.
     private func write(_ value: Data, to characteristic: GATTApplication.Characteristic, kind: WriteKind, device: DBusObjectPath?) -> ATTStatus {
         if let device { linkUp(device) }
+        var dying: DBusObjectPath?
         let (discard, startDrop): (Bool, DBusObjectPath?) = state.withLock { state in
-            if state.dropping {
+            if state.dropping || (state.dying && kind == .withoutResponse) {
                 state.statistics.discardedWrites += 1
                 return (true, nil)
             }
             state.statistics.writes += 1
             guard kind == .withoutResponse else { return (false, nil) }
             state.statistics.dataBytes += value.count
+            if let limit = configuration.dyingLinkAfterDataBytes, !state.died, state.statistics.dataBytes >= limit {
+                state.died = true
+                state.dying = true
+                dying = state.central ?? device
+            }
             if let limit = configuration.dropLinkAfterDataBytes, !state.dropped, state.statistics.dataBytes >= limit {
                 state.dropped = true
                 state.dropping = true
@@ -89,6 +95,14 @@ extension BlueZPeripheral {
             let bytes = state.withLock { $0.statistics.dataBytes }
             configuration.log("dropping the link after \(bytes) data bytes (limit \(configuration.dropLinkAfterDataBytes ?? 0))")
             Task { await self.disconnect(startDrop, reason: "injected link drop") }
+        }
+        if let dying {
+            let delay = configuration.dyingLinkDuration
+            configuration.log("the data path dies after \(state.withLock { $0.statistics.dataBytes }) data bytes; the link drops in \(delay)")
+            Task {
+                try? await self.configuration.clock.sleep(for: delay)
+                await self.disconnect(dying, reason: "injected dying link")
+            }
         }
         return status
     }

@@ -86,6 +86,7 @@ extension BlueZPeripheral {
             let wasUp = state.withLock { state in
                 guard state.central == device || state.central == nil else { return false }
                 state.dropping = false
+                state.dying = false
                 guard state.central == device else { return false }
                 state.central = nil
                 state.subscriptions = []

@@ -86,6 +86,11 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
         var dropping = false
         /// The injected link drop happened (it happens once).
         var dropped = false
+        /// The injected dying link started: writes without response are discarded until the link
+        /// is down.
+        var dying = false
+        /// The injected dying link happened (it happens once).
+        var died = false
         /// An order barrier failed (and was reported).
         var barrierFailed = false
         var statistics = Statistics()

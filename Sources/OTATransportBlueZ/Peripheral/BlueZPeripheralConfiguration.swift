@@ -15,6 +15,14 @@ extension BlueZPeripheral {
         /// what arrives until the link is down, as if the link had been lost there. Happens once
         /// per ``BlueZPeripheral``; `nil` never.
         public var dropLinkAfterDataBytes: Int?
+        /// Fault injection: once this many bytes of writes without response have arrived, the
+        /// data path dies: further writes without response are discarded, while writes with
+        /// response (a Control Point) still reach the model and get their answers, for
+        /// ``dyingLinkDuration``; then the peripheral disconnects the central. What a central
+        /// sees of a link in bluetoothd's disconnect timer. Happens once; `nil` never.
+        public var dyingLinkAfterDataBytes: Int?
+        /// How long a dying link keeps answering before it drops. Default 2 s.
+        public var dyingLinkDuration: Duration = .seconds(2)
         /// While no central is connected, unregister and register the advertisement again this
         /// often; `nil` (the default) never.
         ///

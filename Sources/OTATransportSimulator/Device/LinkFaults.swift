@@ -19,6 +19,14 @@ public struct LinkFaults: Sendable, Hashable {
     /// From this many data bytes on, the device stops taking packets without dropping the link
     /// (a hung firmware), until the link goes down.
     public var stallAtBytes: Int?
+    /// From this many data bytes on, the link's data path is gone while requests still get their
+    /// answers, and the link drops ``dyingLinkDuration`` later (once): what a central sees behind
+    /// bluetoothd's ~2 s disconnect timer. Writes without response are lost on the way; writes with
+    /// response, reads and notifications still go through until the drop.
+    public var dyingLinkAtBytes: Int?
+    /// How long a dying link keeps answering before it drops. Default 2 s (bluetoothd's
+    /// disconnect timer).
+    public var dyingLinkDuration: Duration = .seconds(2)
 
     /// No faults.
     public init() {}

@@ -16,6 +16,7 @@ public final class SimulatedDevice: Sendable {
         var held: Data?
         var stalled = false
         var battery: Double?
+        var dying = false
     }
 
     /// The hardware profile.
@@ -126,6 +127,7 @@ public final class SimulatedDevice: Sendable {
             if state.connection === connection { state.connection = nil }
             state.held = nil
             state.stalled = false
+            state.dying = false
         }
     }
 
@@ -154,6 +156,8 @@ public final class SimulatedDevice: Sendable {
         var disconnect = false
         /// Reboot the device after delivering.
         var reboot = false
+        /// The data path just died: drop the link after this long.
+        var dropAfter: Duration?
     }
 
     /// Applies link faults to a data write about to be delivered.
@@ -162,7 +166,7 @@ public final class SimulatedDevice: Sendable {
             let index = state.dataWritesDelivered
             state.dataWritesDelivered += 1
             let faults = state.faults
-            if faults.dropWrites.contains(index) { return FaultOutcome(deliveries: []) }
+            if state.dying || faults.dropWrites.contains(index) { return FaultOutcome(deliveries: []) }
             var delivered = value
             if faults.corruptWrites.contains(index), let last = delivered.indices.last {
                 delivered[last] ^= 0xFF
@@ -187,6 +191,11 @@ public final class SimulatedDevice: Sendable {
             if let threshold = faults.rebootAtBytes.first(where: { $0 <= total }) {
                 state.faults.rebootAtBytes.removeAll { $0 == threshold }
                 outcome.reboot = true
+            }
+            if let dying = faults.dyingLinkAtBytes, total >= dying {
+                state.faults.dyingLinkAtBytes = nil
+                state.dying = true
+                outcome.dropAfter = faults.dyingLinkDuration
             }
             if let stall = faults.stallAtBytes, total >= stall {
                 state.faults.stallAtBytes = nil

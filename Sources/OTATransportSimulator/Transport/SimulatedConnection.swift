@@ -388,6 +388,11 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                     self?.drop(DisconnectReason("injected fault"))
                 }
             }
+            if let delay = outcome.dropAfter {
+                simulation.schedule(at: time + delay) { [weak self] in
+                    self?.drop(DisconnectReason("link lost (injected fault: the data path died \(delay.humanReadable) earlier)"))
+                }
+            }
         case .request(let id):
             device.consumeEnergy(receiving: pdu.value.count)
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
