@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import OTAProtocolFramed
+@testable import OTAProtocolFramed
 import OTATestSupport
 import OTATransportSimulator
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import OTAProtocolFramed
+@testable import OTAProtocolFramed
 import Testing
 
 @Suite struct FramedWireTests {

@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import OTAProtocolGeneric
+@testable import OTAProtocolGeneric
 import OTATransportSimulator
 import Testing
 

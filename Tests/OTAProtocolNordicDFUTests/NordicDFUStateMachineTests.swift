@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import OTAProtocolNordicDFU
+@testable import OTAProtocolNordicDFU
 import Testing
 
 /// The Nordic client's wire logic without a transport: scripted answers, and an ideal bootloader

@@ -14,15 +14,6 @@ public struct FramedDeviceStatus: Sendable, Hashable {
     /// Largest batch the device accepts.
     public var maximumBatch: UInt16
 
-    /// Creates a status.
-    public init(state: FramedSessionState, offset: UInt32, runningCRC: UInt32, identity: SessionIdentity, maximumBatch: UInt16) {
-        self.state = state
-        self.offset = offset
-        self.runningCRC = runningCRC
-        self.identity = identity
-        self.maximumBatch = maximumBatch
-    }
-
     /// The bytes read from Status.
     public var encoded: Data {
         var writer = ByteWriter(capacity: 24)
@@ -36,7 +27,9 @@ public struct FramedDeviceStatus: Sendable, Hashable {
         writer.u16(maximumBatch)
         return writer.data
     }
+}
 
+extension FramedDeviceStatus {
     /// Parses a Status value; `nil` unless it is 24 bytes of version 1 with a known state.
     public init?(decoding data: Data) {
         var reader = ByteReader(data)

@@ -10,13 +10,6 @@ public struct SessionIdentity: Sendable, Hashable, CustomStringConvertible {
     /// A version number the app chooses (the firmware's version, or 0).
     public var version: UInt32
 
-    /// Creates an identity.
-    public init(size: UInt32, crc: UInt32, version: UInt32) {
-        self.size = size
-        self.crc = crc
-        self.version = version
-    }
-
     public var description: String {
         "\(size) bytes, CRC-32 \(Hex.number(crc)), version \(version)"
     }

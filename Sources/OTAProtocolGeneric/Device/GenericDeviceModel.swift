@@ -37,12 +37,6 @@ public final class GenericDeviceModel: DeviceModel {
         public var size: Int
         /// Its CRC-32.
         public var crc32: UInt32
-
-        /// Creates a description of an installed image.
-        public init(size: Int, crc32: UInt32) {
-            self.size = size
-            self.crc32 = crc32
-        }
     }
 
     private struct State {

@@ -14,14 +14,9 @@ public struct DFUObjectSelection: Sendable, Hashable {
     public var offset: Int
     /// CRC-32 of those bytes.
     public var crc: UInt32
+}
 
-    /// Creates a selection.
-    public init(maximumSize: Int, offset: Int, crc: UInt32) {
-        self.maximumSize = maximumSize
-        self.offset = offset
-        self.crc = crc
-    }
-
+extension DFUObjectSelection {
     /// The values of a successful Select response (max size, offset, CRC); `nil` for any other.
     public init?(_ response: DFUResponse) {
         guard response.opCode == DFUOpCode.select.rawValue, response.result == .success, response.values.count == 3 else { return nil }

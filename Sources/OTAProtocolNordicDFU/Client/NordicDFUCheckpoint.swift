@@ -15,12 +15,6 @@ public struct NordicDFUCheckpoint: Sendable, Hashable {
     /// What Select(data) reported: the image bytes the bootloader holds.
     public var data: DFUObjectSelection
 
-    /// Creates a checkpoint.
-    public init(command: DFUObjectSelection, data: DFUObjectSelection) {
-        self.command = command
-        self.data = data
-    }
-
     /// Whether the bootloader holds all of `initPacket` in its command object: offset equal to
     /// its length and CRC-32 equal to its CRC-32.
     public func holdsWhole(initPacket: Data) -> Bool {

@@ -8,12 +8,6 @@ public struct BlueZDoctorReport: Sendable, Hashable {
         /// What to do ("run 'bluetoothctl power on'").
         public var fix: String
 
-        /// Creates a finding.
-        public init(problem: String, fix: String) {
-            self.problem = problem
-            self.fix = fix
-        }
-
         /// "problem: fix".
         public var description: String { "\(problem): \(fix)" }
     }
