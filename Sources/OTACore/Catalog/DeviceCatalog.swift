@@ -33,8 +33,14 @@ public struct DeviceCatalog: Sendable {
         self = catalog
     }
 
+    /// The most families a catalog may define (docs/manifest.md).
+    public static let maximumFamilies = 10_000
+
+    /// The largest catalog file ``load(_:registry:)`` reads, in bytes (docs/manifest.md).
+    public static let maximumFileSize = 4 << 20
+
     /// Parses a catalog file's contents, checking every family's protocol and parameters against
-    /// `registry`.
+    /// `registry`. Time and memory grow linearly with the number of families.
     ///
     /// - Throws: ``OTAError/Code/invalidManifest`` naming `source` and the field.
     public static func parse(_ data: Data, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
@@ -44,10 +50,17 @@ public struct DeviceCatalog: Sendable {
             throw OTAError(.invalidManifest, "\(source): catalog: unsupported version (this build reads version 1)")
         }
         var catalog = DeviceCatalog()
-        for node in try root.required("families").array() {
+        let familiesNode = try root.required("families")
+        let nodes = try familiesNode.array()
+        guard nodes.count <= maximumFamilies else {
+            throw familiesNode.error("\(nodes.count) families, more than the \(maximumFamilies) a catalog may hold")
+        }
+        catalog.families.reserveCapacity(nodes.count)
+        var names = Set<String>()
+        for node in nodes {
             let family = try parseFamily(node, source: source, registry: registry)
-            if let twin = catalog.families.first(where: { $0.name == family.name }) {
-                throw OTAError(.invalidManifest, "\(source): \(node.path).name: family '\(family.name)' is already defined in \(twin.source)")
+            guard names.insert(family.name).inserted else {
+                throw OTAError(.invalidManifest, "\(source): \(node.path).name: family '\(MessageText.name(family.name))' is already defined in \(source)")
             }
             catalog.families.append(family)
         }
@@ -58,9 +71,16 @@ public struct DeviceCatalog: Sendable {
     public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            // Read one byte past the cap, so a larger file is refused without reading it all.
+            data = try handle.read(upToCount: maximumFileSize + 1) ?? Data()
         } catch {
             throw OTAError(.invalidManifest, "\(url.path): cannot be read (does it exist?)")
+        }
+        guard data.count <= maximumFileSize else {
+            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? data.count
+            throw OTAError(.invalidManifest, "\(url.path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
         }
         return try parse(data, source: url.path, registry: registry)
     }
@@ -70,13 +90,15 @@ public struct DeviceCatalog: Sendable {
     /// - Throws: ``OTAError/Code/invalidManifest`` when both define a family of the same name.
     public func merging(_ other: DeviceCatalog) throws(OTAError) -> DeviceCatalog {
         var merged = self
+        var sources = Dictionary(families.map { ($0.name, $0.source) }, uniquingKeysWith: { first, _ in first })
         for family in other.families {
-            if let twin = merged.families.first(where: { $0.name == family.name }) {
+            if let twinSource = sources[family.name] {
                 throw OTAError(
                     .invalidManifest,
-                    "family '\(family.name)' is defined in both \(twin.source) and \(family.source); rename one or drop a catalog"
+                    "family '\(family.name)' is defined in both \(twinSource) and \(family.source); rename one or drop a catalog"
                 )
             }
+            sources[family.name] = family.source
             merged.families.append(family)
         }
         return merged
@@ -163,7 +185,9 @@ public struct DeviceCatalog: Sendable {
             let companyNode = try manufacturer.required("company")
             var companyText = try companyNode.string()
             if companyText.hasPrefix("0x") || companyText.hasPrefix("0X") { companyText.removeFirst(2) }
-            guard let company = UInt16(companyText, radix: 16) else {
+            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ ManifestReader.Node.asciiHexValue($0) != nil }),
+                let company = UInt16(companyText, radix: 16)
+            else {
                 throw OTAError(.invalidManifest, "\(node.source): \(companyNode.path): expected a 16-bit company identifier such as \"0x0059\"")
             }
             match.manufacturer = (company, try manufacturer.optional("prefix")?.hexBytes() ?? Data())

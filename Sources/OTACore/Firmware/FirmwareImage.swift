@@ -1,6 +1,7 @@
 import Foundation
 
-/// A firmware image to send: its bytes (memory-mapped when loaded from a file), size and CRC-32.
+/// A firmware image to send: its bytes (read into memory, never mapped: a file truncated while
+/// mapped would kill the process with SIGBUS), size and CRC-32.
 ///
 /// Chunks are slices of the one buffer: nothing is copied per chunk, so memory stays flat as
 /// images grow.
@@ -29,7 +30,8 @@ public struct FirmwareImage: Sendable {
         self.attachments = attachments
     }
 
-    /// Loads an image from a file, memory-mapped where the platform allows it.
+    /// Loads an image from a file, read into memory once: what is checked is what is sent, and
+    /// changing the file during an update changes nothing.
     ///
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
     ///   unreadable, a directory, or empty.
@@ -37,16 +39,16 @@ public struct FirmwareImage: Sendable {
         let path = url.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw OTAError(.invalidImage, "\(path): no such file")
+            throw OTAError(.invalidImage, "\(MessageText.name(path)): no such file")
         }
         guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(path): is a directory, not a firmware image")
+            throw OTAError(.invalidImage, "\(MessageText.name(path)): is a directory, not a firmware image")
         }
         let data: Data
         do {
-            data = try Data(contentsOf: url, options: .alwaysMapped)
+            data = try Data(contentsOf: url)
         } catch {
-            throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
+            throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
         }
         try self.init(bytes: data, name: url.lastPathComponent)
     }

@@ -80,20 +80,21 @@ public struct ZipArchive: Sendable {
     }
 }
 
-/// Reads a whole file (memory-mapped where possible) with one-line errors.
+/// Reads a whole file into memory (not mapped: a file truncated while mapped raises SIGBUS) with
+/// one-line errors.
 func readPackageFile(_ url: URL) throws(OTAError) -> Data {
     let path = url.path
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-        throw OTAError(.invalidImage, "\(path): no such file")
+        throw OTAError(.invalidImage, "\(MessageText.name(path)): no such file")
     }
     guard !isDirectory.boolValue else {
-        throw OTAError(.invalidImage, "\(path): is a directory, not a file")
+        throw OTAError(.invalidImage, "\(MessageText.name(path)): is a directory, not a file")
     }
     do {
-        return try Data(contentsOf: url, options: .alwaysMapped)
+        return try Data(contentsOf: url)
     } catch {
-        throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)")
+        throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)")
     }
 }
 
