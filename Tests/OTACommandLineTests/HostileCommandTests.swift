@@ -1,0 +1,100 @@
+import Foundation
+import OTACore
+@testable import OTACommandLine
+import Testing
+
+/// Issue 14: hostile input to `ota` gets one line and a non-zero exit, before anything connects.
+@Suite(.serialized) struct HostileCommandTests {
+    // Row 7: SIGTERM and SIGHUP pause like Ctrl-C instead of killing the process unsaved.
+
+    /// The `ota` executable beside the test bundle, built with the tests.
+    static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ota")
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)), arguments: [SIGTERM, SIGHUP])
+    func sigtermAndSighupPauseLikeCtrlCAndSaveTheSimulatedDevice(signalNumber: Int32) async throws {
+        #expect(CommandLineTool.interruptSignals == [SIGINT, SIGTERM, SIGHUP])
+        let image = try temporaryImage(size: 400_000)
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("ota-signal-state-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: image)
+            try? FileManager.default.removeItem(at: state)
+        }
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = [
+            "update", image.path, "--protocol", "framed", "--device", "sim:esp32s3-mtu244-2m", "--sim-speed", "1", "--sim-state", state.path,
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try await Task.sleep(for: .milliseconds(1500))
+        kill(process.processIdentifier, signalNumber)
+        process.waitUntilExit()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 130, "\(text)")
+        #expect(text.hasSuffix("ota: interrupted: the device keeps what it received; run the same command again to continue or restart\n"))
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: state.path).isEmpty)
+    }
+
+    // Row 8: what the chosen protocol cannot send is refused before connecting, with the reason.
+
+    private func nordicZip() throws -> URL {
+        try #require(Bundle.module.url(forResource: "app-unsigned", withExtension: "zip", subdirectory: "Fixtures"))
+    }
+
+    @Test(arguments: ["generic", "framed"])
+    func aNordicZipSentToARawImageProtocolIsRefused(protocolName: String) async throws {
+        let (code, streams) = await runTool(["update", try nordicZip().path, "--protocol", protocolName, "--device", "sim:esp32s3-mtu244-2m"])
+        #expect(code == 3)
+        #expect(
+            streams.standardError
+                == "ota: error: app-unsigned.zip is a nordic-dfu container, but \(protocolName) sends an image as it is: use --protocol nordic-dfu, or send the image inside\n"
+        )
+    }
+
+    @Test func aBinWithoutItsInitPacketIsRefusedBeforeConnecting() async throws {
+        let image = try temporaryImage(size: 4096)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "nordic-dfu", "--device", "sim:nrf52840"])
+        #expect(code == 3)
+        #expect(
+            streams.standardError
+                == "ota: error: \(image.lastPathComponent): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat\n"
+        )
+    }
+
+    // Row 9: `inspect` gives a package the verdict `update` gives it.
+
+    private func package(protocolName: String, images: Int) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ota-hostile-package-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let bytes = Data((0..<2048).map { UInt8(truncatingIfNeeded: $0 &* 5) })
+        var entries: [String] = []
+        for index in 0..<images {
+            try bytes.write(to: directory.appendingPathComponent("part\(index).bin"))
+            entries.append(#"{"file": "part\#(index).bin", "size": 2048, "sha256": "\#(Hex.bytes(SHA256.hash(bytes)))"}"#)
+        }
+        try Data(#"{"package": 1, "protocol": "\#(protocolName)", "images": [\#(entries.joined(separator: ","))]}"#.utf8)
+            .write(to: directory.appendingPathComponent("manifest.json"))
+        return directory
+    }
+
+    @Test(arguments: [("no-such-protocol", 1), ("generic", 2)])
+    func inspectAndUpdateGiveAPackageTheSameVerdict(protocolName: String, images: Int) async throws {
+        let directory = try package(protocolName: protocolName, images: images)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let update = await runTool(["update", directory.path, "--device", "sim:esp32s3-mtu244-2m"])
+        let inspect = await runTool(["inspect", directory.path])
+        #expect(update.code == 3)
+        #expect(inspect.code == update.code)
+        #expect(inspect.streams.standardError == update.streams.standardError)
+        #expect(!inspect.streams.standardOutput.contains("consistent"))
+        let expected =
+            images == 2
+            ? "ota: error: \(directory.path)/manifest.json: images: the package has 2 images, but this protocol sends one file\n"
+            : "ota: error: \(directory.path)/manifest.json: protocol: "
+        #expect(update.streams.standardError.hasPrefix(expected), "\(update.streams.standardError)")
+    }
+}
