@@ -97,4 +97,30 @@ import Testing
             : "ota: error: \(directory.path)/manifest.json: protocol: "
         #expect(update.streams.standardError.hasPrefix(expected), "\(update.streams.standardError)")
     }
+
+    // Row 6: the documented example catalog works for devices that advertise a shipped protocol's
+    // service: the user's families take precedence over the built-in ones.
+
+    @Test func theExampleCatalogInTheManualTakesPrecedenceOverTheBuiltInOne() throws {
+        let manual = try String(contentsOf: DocumentedCommandsTests.packageRoot.appendingPathComponent("docs/manifest.md"), encoding: .utf8)
+        let start = try #require(manual.range(of: "```json\n"))
+        let end = try #require(manual.range(of: "```", range: start.upperBound..<manual.endIndex))
+        let file = try temporaryFile(String(manual[start.upperBound..<end.lowerBound]))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        var environment = ToolEnvironment.standard
+        environment.userCatalogPath = nil
+        let catalog = try environment.catalog(adding: [file.path])
+        let sensor = Advertisement(
+            name: "ACME-Sensor-12", serviceUUIDs: [try #require(GATTUUID("4f544100-8a2e-4c1b-9f3d-2b7e5c6a0001"))],
+            manufacturerData: [0x02E5: Data([0x41, 0x53, 0x07])]
+        )
+        #expect(try catalog.family(for: sensor, device: "sensor")?.name == "acme-sensor")
+        let lock = Advertisement(
+            name: "BoltLock 3", serviceUUIDs: [try #require(GATTUUID("4f544200-8a2e-4c1b-9f3d-2b7e5c6a0001"))], manufacturerData: [0x02E5: Data([0x42, 0x4C])]
+        )
+        #expect(try catalog.family(for: lock, device: "lock")?.name == "bolt-lock")
+        // A device the example does not describe still gets the built-in family.
+        let other = Advertisement(name: "Other", serviceUUIDs: [try #require(GATTUUID("4f544200-8a2e-4c1b-9f3d-2b7e5c6a0001"))])
+        #expect(try catalog.family(for: other, device: "other")?.name == "framed-ota")
+    }
 }

@@ -3,11 +3,16 @@ import Foundation
 /// Device families, from one or more JSON catalogs: which protocol, with which parameters,
 /// updates a device recognised by its advertisement. The schema is in docs/manifest.md.
 ///
-/// Catalogs merge; a family defined twice, or a device that two families match, is an error
-/// that names both sources — the catalog never guesses.
+/// Catalogs merge, or one overrides another (``overridden(by:)``: a user's catalog over the
+/// built-in one). A family name defined twice is an error; a device that two families of the
+/// same precedence match is an error that names both sources — the catalog never guesses — while
+/// a family of higher precedence wins over those below it.
 public struct DeviceCatalog: Sendable {
     /// The families, in the order they were defined.
     public private(set) var families: [DeviceFamily]
+
+    /// Each family's precedence by name (absent: 0); a match of higher precedence wins.
+    private var precedence: [String: Int] = [:]
 
     /// A catalog of `families`.
     public init(families: [DeviceFamily] = []) {
@@ -100,15 +105,30 @@ public struct DeviceCatalog: Sendable {
             }
             sources[family.name] = family.source
             merged.families.append(family)
+            merged.precedence[family.name] = other.precedence[family.name]
         }
         return merged
+    }
+
+    /// This catalog with `other`'s families taking precedence: a device that families of both
+    /// match gets `other`'s (docs/decisions/0016-catalog-precedence.md). Within `other`, the order
+    /// of its own precedence stays.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when both define a family of the same name.
+    public func overridden(by other: DeviceCatalog) throws(OTAError) -> DeviceCatalog {
+        var raised = other
+        let base = (precedence.values.max() ?? 0) + 1
+        for family in other.families { raised.precedence[family.name] = base + (other.precedence[family.name] ?? 0) }
+        return try merging(raised)
     }
 
     /// The family whose match criteria `advertisement` satisfies, or `nil` when none does.
     ///
     /// - Throws: ``OTAError/Code/selectionFailed`` when more than one family matches.
     public func family(for advertisement: Advertisement, device: String) throws(OTAError) -> DeviceFamily? {
-        let matches = families.filter { $0.match.matches(advertisement) }
+        let candidates = families.filter { $0.match.matches(advertisement) }
+        let top = candidates.map { precedence[$0.name] ?? 0 }.max()
+        let matches = candidates.filter { precedence[$0.name] ?? 0 == top }
         guard matches.count <= 1 else {
             let names = matches.map { "'\($0.name)' (\($0.source))" }.joined(separator: " and ")
             throw OTAError(.selectionFailed, "\(device) matches \(matches.count) device families: \(names); make their match rules exclusive")
