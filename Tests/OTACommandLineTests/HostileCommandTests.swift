@@ -123,4 +123,16 @@ import Testing
         let other = Advertisement(name: "Other", serviceUUIDs: [try #require(GATTUUID("4f544200-8a2e-4c1b-9f3d-2b7e5c6a0001"))])
         #expect(try catalog.family(for: other, device: "other")?.name == "framed-ota")
     }
+
+    // Row 10: a huge name from the command line is not echoed back whole.
+
+    @Test(arguments: [["update", "LONG", "--protocol", "generic"], ["inspect", "LONG"], ["update", "x.bin", "--protocol", "LONG"], ["update", "x.bin", "--catalog", "LONG"]])
+    func aMillionCharacterArgumentIsCutInTheMessage(arguments: [String]) async throws {
+        let long = "/tmp/" + String(repeating: "n", count: 1_000_000)
+        let (code, streams) = await runTool(arguments.map { $0 == "LONG" ? long : $0 })
+        #expect(code != 0)
+        #expect(streams.standardError.count < 1000, "\(streams.standardError.prefix(300))")
+        #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
+    }
 }
+

@@ -81,7 +81,7 @@ public struct DeviceCatalog: Sendable {
             // Read one byte past the cap, so a larger file is refused without reading it all.
             data = try handle.read(upToCount: maximumFileSize + 1) ?? Data()
         } catch {
-            throw OTAError(.invalidManifest, "\(url.path): cannot be read (does it exist?)")
+            throw OTAError(.invalidManifest, "\(MessageText.name(url.path)): cannot be read (does it exist?)")
         }
         guard data.count <= maximumFileSize else {
             let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? data.count
