@@ -165,6 +165,28 @@ import Testing
         #expect(error.message == "\(directory.path)/manifest.json: images[0].file: 'app.bin' is not a regular file; images must be regular files inside the package")
     }
 
+    @Test func aManifestOrCatalogThatIsAFIFOIsRefusedWithoutBlocking() throws {
+        let directory = try makePackage()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manifest = directory.appendingPathComponent("manifest.json")
+        try FileManager.default.removeItem(at: manifest)
+        #expect(mkfifo(manifest.path, 0o600) == 0)
+        let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
+        #expect(error.message == "\(manifest.path): is not a regular file")
+        let catalog = try #require(throws: OTAError.self) { try DeviceCatalog.load(manifest, registry: Self.registry) }
+        #expect(catalog.message == "\(manifest.path): is not a regular file")
+    }
+
+    @Test func aHugePackageManifestIsRefusedUnread() throws {
+        let directory = try makePackage()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let handle = try FileHandle(forWritingTo: directory.appendingPathComponent("manifest.json"))
+        try handle.truncate(atOffset: UInt64(FirmwarePackage.maximumManifestSize + 1))
+        try handle.close()
+        let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
+        #expect(error.message == "\(directory.path)/manifest.json: 1048577 bytes, more than the 1048576 a package manifest may have")
+    }
+
     @Test func theVerifiedBytesAreKeptSoAReplacedFileIsNotSent() throws {
         let directory = try makePackage()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -76,16 +76,14 @@ public struct DeviceCatalog: Sendable {
     public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
         let data: Data
         do {
-            let handle = try FileHandle(forReadingFrom: url)
-            defer { try? handle.close() }
-            // Read one byte past the cap, so a larger file is refused without reading it all.
-            data = try handle.read(upToCount: maximumFileSize + 1) ?? Data()
+            data = try BoundedFileRead.contents(of: url, limit: maximumFileSize)
         } catch {
-            throw OTAError(.invalidManifest, "\(MessageText.name(url.path)): cannot be read (does it exist?)")
-        }
-        guard data.count <= maximumFileSize else {
-            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? data.count
-            throw OTAError(.invalidManifest, "\(url.path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
+            let path = MessageText.name(url.path)
+            switch error {
+            case .unreadable: throw OTAError(.invalidManifest, "\(path): cannot be read (does it exist?)")
+            case .notRegular: throw OTAError(.invalidManifest, "\(path): is not a regular file")
+            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
+            }
         }
         return try parse(data, source: url.path, registry: registry)
     }

@@ -51,6 +51,9 @@ public struct FirmwarePackage: Sendable {
         self.source = source
     }
 
+    /// The largest package manifest read, in bytes (docs/manifest.md).
+    public static let maximumManifestSize = 1 << 20
+
     /// The manifest file name inside a package directory.
     public static let manifestName = "manifest.json"
 
@@ -70,9 +73,13 @@ public struct FirmwarePackage: Sendable {
         let source = manifestURL.path
         let data: Data
         do {
-            data = try Data(contentsOf: manifestURL)
+            data = try BoundedFileRead.contents(of: manifestURL, limit: maximumManifestSize)
         } catch {
-            throw OTAError(.invalidManifest, "\(source): cannot be read")
+            switch error {
+            case .unreadable: throw OTAError(.invalidManifest, "\(source): cannot be read")
+            case .notRegular: throw OTAError(.invalidManifest, "\(source): is not a regular file")
+            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(source): \(size) bytes, more than the \(maximumManifestSize) a package manifest may have")
+            }
         }
         let root = try ManifestReader(source: source).root(data)
         try root.allowOnly(["package", "name", "version", "protocol", "families", "hardware", "images"])
