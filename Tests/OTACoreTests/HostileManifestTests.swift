@@ -210,6 +210,11 @@ import Testing
         #expect(CRC32.checksum(image[0..<image.count]) == image.crc32)
     }
 
+    @Test func aDeviceFileIsRefusedInsteadOfReadForever() throws {
+        let error = try #require(throws: OTAError.self) { try FirmwareImage(contentsOf: URL(fileURLWithPath: "/dev/zero")) }
+        #expect(error.message == "/dev/zero: is not a regular file")
+    }
+
     @Test func aVeryLongPathIsShortInTheMessage() throws {
         let path = "/" + String(repeating: "a", count: 1_000_000)
         let error = try #require(throws: OTAError.self) { try FirmwareImage(contentsOf: URL(fileURLWithPath: path)) }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// Reads a manifest or catalog from outside: only a regular file (a FIFO or device would block or
+/// Reads a file from outside (a manifest, a catalog, a firmware file): only a regular file (a FIFO or device would block or
 /// never end), and never more than a cap.
-enum BoundedFileRead {
-    enum Failure: Error {
+public enum BoundedFileRead {
+    public enum Failure: Error, Sendable {
         /// Missing or unreadable.
         case unreadable
         /// A FIFO, device, socket or directory.
@@ -13,7 +13,7 @@ enum BoundedFileRead {
     }
 
     /// The contents of the regular file at `url` (symbolic links followed), at most `limit` bytes.
-    static func contents(of url: URL, limit: Int) throws(Failure) -> Data {
+    public static func contents(of url: URL, limit: Int) throws(Failure) -> Data {
         var status = stat()
         guard stat(url.path, &status) == 0 else { throw .unreadable }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegular }

@@ -30,6 +30,9 @@ public struct FirmwareImage: Sendable {
         self.attachments = attachments
     }
 
+    /// The largest firmware file read: 256 MiB, far above any Bluetooth LE target's flash.
+    public static let maximumFileSize = 256 << 20
+
     /// Loads an image from a file, read into memory once: what is checked is what is sent, and
     /// changing the file during an update changes nothing.
     ///
@@ -46,9 +49,14 @@ public struct FirmwareImage: Sendable {
         }
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            data = try BoundedFileRead.contents(of: url, limit: Self.maximumFileSize)
         } catch {
-            throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
+            switch error {
+            case .unreadable: throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)")
+            case .notRegular: throw OTAError(.invalidImage, "\(MessageText.name(path)): is not a regular file")
+            case .tooLarge(let size):
+                throw OTAError(.imageTooLarge, "\(MessageText.name(path)): \(size) bytes, more than the \(Self.maximumFileSize >> 20) MiB a firmware file may have")
+            }
         }
         try self.init(bytes: data, name: url.lastPathComponent)
     }

@@ -92,9 +92,14 @@ func readPackageFile(_ url: URL) throws(OTAError) -> Data {
         throw OTAError(.invalidImage, "\(MessageText.name(path)): is a directory, not a file")
     }
     do {
-        return try Data(contentsOf: url)
+        return try BoundedFileRead.contents(of: url, limit: FirmwareImage.maximumFileSize)
     } catch {
-        throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)")
+        switch error {
+        case .unreadable: throw OTAError(.invalidImage, "\(MessageText.name(path)): cannot be read (check its permissions)")
+        case .notRegular: throw OTAError(.invalidImage, "\(MessageText.name(path)): is not a regular file")
+        case .tooLarge(let size):
+            throw OTAError(.imageTooLarge, "\(MessageText.name(path)): \(size) bytes, more than the \(FirmwareImage.maximumFileSize >> 20) MiB a firmware file may have")
+        }
     }
 }
 
