@@ -38,6 +38,30 @@ import Testing
         #expect(try !FileManager.default.contentsOfDirectory(atPath: state.path).isEmpty)
     }
 
+    // Row 3: the firmware file truncated while the update runs changes nothing: the bytes were
+    // read once (mapped, the process died of SIGBUS and the simulated device was not saved).
+
+    @Test func aFirmwareFileTruncatedDuringTheUpdateIsSentAsItWas() async throws {
+        let image = try temporaryImage(size: 150_000)
+        let original = try Data(contentsOf: image)
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("ota-truncate-state-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: image)
+            try? FileManager.default.removeItem(at: state)
+        }
+        let truncation = Task {
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(truncate(image.path, 0) == 0)
+        }
+        let (code, streams) = await runTool([
+            "update", image.path, "--protocol", "framed", "--device", "sim:esp32s3-mtu244-2m", "--sim-speed", "1", "--sim-state", state.path,
+        ])
+        try await truncation.value
+        #expect(code == 0, "\(streams.standardError)")
+        #expect(streams.standardOutput.contains("(150000 bytes, CRC-32 \(Hex.number(CRC32.checksum(original), digits: 8)))"), "\(streams.standardOutput)")
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: state.path).isEmpty)
+    }
+
     // Row 8: what the chosen protocol cannot send is refused before connecting, with the reason.
 
     private func nordicZip() throws -> URL {
