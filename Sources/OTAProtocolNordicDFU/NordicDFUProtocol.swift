@@ -73,6 +73,13 @@ public struct DFUPackageFormat: FirmwareContainerFormat {
         try NordicDFUProtocol.package(at: url)?.images
     }
 
+    /// The images of a DFU `.zip` already in memory (recognised by its name or its zip
+    /// signature).
+    public func load(_ bytes: Data, name: String) throws(OTAError) -> [FirmwareImage]? {
+        guard name.lowercased().hasSuffix(".zip") || bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) else { return nil }
+        return try DFUPackage(zipData: bytes, name: name).images
+    }
+
     /// The package's parts, manifest and init packets, with what does not fit together.
     public func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection? {
         switch url.pathExtension.lowercased() {

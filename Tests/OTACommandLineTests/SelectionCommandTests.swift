@@ -58,14 +58,29 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
         #expect((objects[1]["why"] as? String)?.contains("advertises 4f544200") == true)
     }
 
-    @Test func aUserCatalogCanMakeAMatchAmbiguous() async throws {
-        let catalog = try temporaryFile(#"{"catalog": 1, "families": [{"name": "locks", "match": {"name": "BoltLock*"}, "protocol": "generic"}]}"#)
+    @Test func aCatalogFileTakesPrecedenceOverTheBuiltInOne() async throws {
+        let catalog = try temporaryFile(#"{"catalog": 1, "families": [{"name": "locks", "match": {"name": "BoltLock*"}, "protocol": "framed", "mtu": 185}]}"#)
         defer { try? FileManager.default.removeItem(at: catalog.deletingLastPathComponent()) }
         let image = try temporaryImage(size: 1000)
         defer { try? FileManager.default.removeItem(at: image) }
-        let (code, streams) = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--catalog", catalog.path])
+        let (code, streams) = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--catalog", catalog.path, "--dry-run"])
+        #expect(code == 0, "\(streams.standardError)")
+        #expect(streams.standardOutput.contains("family 'locks'"), "\(streams.standardOutput)")
+        #expect(streams.standardOutput.contains("ATT MTU offered: 185"))
+    }
+
+    @Test func twoCatalogFilesCanMakeAMatchAmbiguous() async throws {
+        let first = try temporaryFile(#"{"catalog": 1, "families": [{"name": "locks", "match": {"name": "BoltLock*"}, "protocol": "generic"}]}"#)
+        let second = try temporaryFile(#"{"catalog": 1, "families": [{"name": "bolts", "match": {"name": "BoltLock*"}, "protocol": "framed"}]}"#)
+        defer {
+            try? FileManager.default.removeItem(at: first.deletingLastPathComponent())
+            try? FileManager.default.removeItem(at: second.deletingLastPathComponent())
+        }
+        let image = try temporaryImage(size: 1000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let (code, streams) = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--catalog", first.path, "--catalog", second.path])
         #expect(code == 2)
-        #expect(streams.standardError == "ota: error: sim:bolt-lock matches 2 device families: 'framed-ota' (built-in catalog) and 'locks' (\(catalog.path)); make their match rules exclusive\n")
+        #expect(streams.standardError == "ota: error: sim:bolt-lock matches 2 device families: 'locks' (\(first.path)) and 'bolts' (\(second.path)); make their match rules exclusive\n")
     }
 
     @Test func aPackageIsVerifiedAndCanChooseTheProtocol() async throws {

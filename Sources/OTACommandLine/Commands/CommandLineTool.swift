@@ -59,14 +59,19 @@ public enum CommandLineTool {
         }
     }
 
-    /// Runs the tool as a process: real streams, Ctrl-C cancels the command, exits.
+    /// The signals that pause an update like Ctrl-C (the device keeps what it received, a
+    /// simulated device's state is saved, exit 130): SIGTERM from a service manager or `kill`,
+    /// SIGHUP from a closed terminal, as well as SIGINT.
+    static let interruptSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// Runs the tool as a process: real streams, Ctrl-C (or SIGTERM, SIGHUP) cancels the command, exits.
     ///
     /// - Parameter environment: the protocols, catalogs and simulated devices; an app that links
     ///   more protocols passes its own.
     public static func main(environment: ToolEnvironment = .standard) async -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let task = Task { await run(arguments, streams: StandardStreams(), environment: environment) }
-        let interrupt = InterruptHandler { _ in task.cancel() }
+        let interrupt = InterruptHandler(signals: interruptSignals) { _ in task.cancel() }
         let code = await task.value
         interrupt.cancel()
         exit(code)

@@ -16,6 +16,7 @@ enum InspectCommand: Command {
         do {
             if FirmwarePackage.isPackage(url) {
                 let package = try FirmwarePackage.open(url)
+                try UpdatePlan.check(package, registry: environment.registry)
                 streams.out("package \(package.source): \(package.name ?? "unnamed") \(package.version ?? "")\n")
                 if let name = package.protocolName { streams.out("  protocol: \(name)\n") }
                 if !package.families.isEmpty { streams.out("  families: \(package.families.joined(separator: ", "))\n") }

@@ -29,7 +29,7 @@ struct UpdatePlan: Sendable {
         // A missing file is the first thing to say: no protocol or device question matters without it.
         let firmwarePath = URL(fileURLWithPath: arguments.positionals[0]).path
         guard FileManager.default.fileExists(atPath: firmwarePath) else {
-            throw OTAError(.invalidImage, "\(firmwarePath): no such file")
+            throw OTAError(.invalidImage, "\(MessageText.name(firmwarePath)): no such file")
         }
         let device = try await environment.device(
             arguments.value("--device") ?? environment.defaultDevice, arguments: arguments, interactive: interactive, command: command
@@ -39,13 +39,7 @@ struct UpdatePlan: Sendable {
         // The firmware: a verified package or a raw image.
         let input = URL(fileURLWithPath: arguments.positionals[0])
         let package = FirmwarePackage.isPackage(input) ? try FirmwarePackage.open(input) : nil
-        if let package, let name = package.protocolName {
-            do {
-                _ = try registry.descriptor(named: name)
-            } catch {
-                throw OTAError(.invalidManifest, "\(package.source): protocol: \(error.message)")
-            }
-        }
+        if let package { try check(package, registry: registry) }
 
         // What the device advertises decides which family matches.
         let advertisement = try await device.advertisement(chosenProtocol: explicitProtocol ?? package?.protocolName)
@@ -63,7 +57,8 @@ struct UpdatePlan: Sendable {
             throw UsageError(error.message, command: "protocols")
         }
 
-        let images = try loadImages(input: input, package: package, descriptor: descriptor)
+        let images = try loadImages(input: input, package: package, descriptor: descriptor, registry: registry)
+        for image in images { try client.check(image) }
         try device.check(images)
         var configuration = family?.configuration ?? UpdateConfiguration()
         if let attempts = arguments.value("--resume-attempts") {
@@ -117,14 +112,47 @@ struct UpdatePlan: Sendable {
         return later
     }
 
-    /// The images to send: the package's, the protocol's own container (a Nordic DFU .zip), or
-    /// the raw file.
-    static func loadImages(input: URL, package: FirmwarePackage?, descriptor: ProtocolDescriptor) throws(OTAError) -> [FirmwareImage] {
-        let file = try package?.singleImageURL() ?? input
-        if let images = try descriptor.containerFormat?.load(file) {
-            return images
+    /// What `ota update` checks of a package before anything else, and `ota inspect` too: its
+    /// protocol is one this build knows, and it holds the one image every protocol sends.
+    static func check(_ package: FirmwarePackage, registry: ProtocolRegistry) throws(OTAError) {
+        if let name = package.protocolName {
+            do {
+                _ = try registry.descriptor(named: name)
+            } catch {
+                throw OTAError(.invalidManifest, "\(package.source): protocol: \(error.message)")
+            }
         }
-        return [try FirmwareImage(contentsOf: file)]
+        _ = try package.singleImage()
+    }
+
+    /// The images to send: the package's (the bytes it verified), the protocol's own container
+    /// (a Nordic DFU .zip), or the raw file. A protocol that sends raw images refuses another
+    /// protocol's container rather than flash the container's bytes as firmware.
+    static func loadImages(
+        input: URL, package: FirmwarePackage?, descriptor: ProtocolDescriptor, registry: ProtocolRegistry
+    ) throws(OTAError) -> [FirmwareImage] {
+        let raw: FirmwareImage
+        if let image = try package?.singleImage() {
+            if let images = try descriptor.containerFormat?.load(image.bytes, name: image.file) { return images }
+            raw = try FirmwareImage(bytes: image.bytes, name: image.url.lastPathComponent)
+        } else {
+            if let images = try descriptor.containerFormat?.load(input) { return images }
+            raw = try FirmwareImage(contentsOf: input)
+        }
+        if descriptor.containerFormat == nil {
+            for other in registry.inRegistrationOrder where other.name != descriptor.name {
+                guard let format = other.containerFormat else { continue }
+                let recognised: Bool
+                do { recognised = try format.load(raw.bytes, name: raw.name) != nil } catch { recognised = true }
+                if recognised {
+                    throw OTAError(
+                        .invalidImage,
+                        "\(MessageText.name(raw.name)) is a \(other.name) container, but \(descriptor.name) sends an image as it is: use --protocol \(other.name), or send the image inside"
+                    )
+                }
+            }
+        }
+        return [raw]
     }
 
     /// The `--param KEY=VALUE` options as protocol parameters.

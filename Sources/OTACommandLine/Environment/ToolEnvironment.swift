@@ -99,19 +99,22 @@ public struct ToolEnvironment: Sendable {
         }
     }
 
-    /// The registered protocols' default families, the other built-in catalogs, the user's
-    /// catalog if present, then `extra` files, merged.
+    /// The catalog in use, in order of precedence (docs/decisions/0016-catalog-precedence.md):
+    /// the `extra` files (`--catalog`), then the user's catalog if present, then the registered
+    /// protocols' default families with the other built-in catalogs. A device matched at one
+    /// level takes that level's family; two matches at the same level are an error.
     func catalog(adding extra: [String]) throws(OTAError) -> DeviceCatalog {
         var catalog = try BuiltInCatalog.catalog(for: registry)
         for (source, json) in builtInCatalogs {
             catalog = try catalog.merging(try DeviceCatalog.parse(Data(json.utf8), source: source, registry: registry))
         }
         if let userCatalogPath, FileManager.default.fileExists(atPath: userCatalogPath.path) {
-            catalog = try catalog.merging(try DeviceCatalog.load(userCatalogPath, registry: registry))
+            catalog = try catalog.overridden(by: try DeviceCatalog.load(userCatalogPath, registry: registry))
         }
+        var extras = DeviceCatalog()
         for path in extra {
-            catalog = try catalog.merging(try DeviceCatalog.load(URL(fileURLWithPath: path), registry: registry))
+            extras = try extras.merging(try DeviceCatalog.load(URL(fileURLWithPath: path), registry: registry))
         }
-        return catalog
+        return try catalog.overridden(by: extras)
     }
 }

@@ -3,11 +3,16 @@ import Foundation
 /// Device families, from one or more JSON catalogs: which protocol, with which parameters,
 /// updates a device recognised by its advertisement. The schema is in docs/manifest.md.
 ///
-/// Catalogs merge; a family defined twice, or a device that two families match, is an error
-/// that names both sources — the catalog never guesses.
+/// Catalogs merge, or one overrides another (``overridden(by:)``: a user's catalog over the
+/// built-in one). A family name defined twice is an error; a device that two families of the
+/// same precedence match is an error that names both sources — the catalog never guesses — while
+/// a family of higher precedence wins over those below it.
 public struct DeviceCatalog: Sendable {
     /// The families, in the order they were defined.
     public private(set) var families: [DeviceFamily]
+
+    /// Each family's precedence by name (absent: 0); a match of higher precedence wins.
+    private var precedence: [String: Int] = [:]
 
     /// A catalog of `families`.
     public init(families: [DeviceFamily] = []) {
@@ -33,8 +38,14 @@ public struct DeviceCatalog: Sendable {
         self = catalog
     }
 
+    /// The most families a catalog may define (docs/manifest.md).
+    public static let maximumFamilies = 10_000
+
+    /// The largest catalog file ``load(_:registry:)`` reads, in bytes (docs/manifest.md).
+    public static let maximumFileSize = 4 << 20
+
     /// Parses a catalog file's contents, checking every family's protocol and parameters against
-    /// `registry`.
+    /// `registry`. Time and memory grow linearly with the number of families.
     ///
     /// - Throws: ``OTAError/Code/invalidManifest`` naming `source` and the field.
     public static func parse(_ data: Data, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
@@ -44,10 +55,17 @@ public struct DeviceCatalog: Sendable {
             throw OTAError(.invalidManifest, "\(source): catalog: unsupported version (this build reads version 1)")
         }
         var catalog = DeviceCatalog()
-        for node in try root.required("families").array() {
+        let familiesNode = try root.required("families")
+        let nodes = try familiesNode.array()
+        guard nodes.count <= maximumFamilies else {
+            throw familiesNode.error("\(nodes.count) families, more than the \(maximumFamilies) a catalog may hold")
+        }
+        catalog.families.reserveCapacity(nodes.count)
+        var names = Set<String>()
+        for node in nodes {
             let family = try parseFamily(node, source: source, registry: registry)
-            if let twin = catalog.families.first(where: { $0.name == family.name }) {
-                throw OTAError(.invalidManifest, "\(source): \(node.path).name: family '\(family.name)' is already defined in \(twin.source)")
+            guard names.insert(family.name).inserted else {
+                throw OTAError(.invalidManifest, "\(source): \(node.path).name: family '\(MessageText.name(family.name))' is already defined in \(source)")
             }
             catalog.families.append(family)
         }
@@ -58,9 +76,14 @@ public struct DeviceCatalog: Sendable {
     public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            data = try BoundedFileRead.contents(of: url, limit: maximumFileSize)
         } catch {
-            throw OTAError(.invalidManifest, "\(url.path): cannot be read (does it exist?)")
+            let path = MessageText.name(url.path)
+            switch error {
+            case .unreadable: throw OTAError(.invalidManifest, "\(path): cannot be read (does it exist?)")
+            case .notRegular: throw OTAError(.invalidManifest, "\(path): is not a regular file")
+            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
+            }
         }
         return try parse(data, source: url.path, registry: registry)
     }
@@ -70,23 +93,40 @@ public struct DeviceCatalog: Sendable {
     /// - Throws: ``OTAError/Code/invalidManifest`` when both define a family of the same name.
     public func merging(_ other: DeviceCatalog) throws(OTAError) -> DeviceCatalog {
         var merged = self
+        var sources = Dictionary(families.map { ($0.name, $0.source) }, uniquingKeysWith: { first, _ in first })
         for family in other.families {
-            if let twin = merged.families.first(where: { $0.name == family.name }) {
+            if let twinSource = sources[family.name] {
                 throw OTAError(
                     .invalidManifest,
-                    "family '\(family.name)' is defined in both \(twin.source) and \(family.source); rename one or drop a catalog"
+                    "family '\(family.name)' is defined in both \(twinSource) and \(family.source); rename one or drop a catalog"
                 )
             }
+            sources[family.name] = family.source
             merged.families.append(family)
+            merged.precedence[family.name] = other.precedence[family.name]
         }
         return merged
+    }
+
+    /// This catalog with `other`'s families taking precedence: a device that families of both
+    /// match gets `other`'s (docs/decisions/0016-catalog-precedence.md). Within `other`, the order
+    /// of its own precedence stays.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when both define a family of the same name.
+    public func overridden(by other: DeviceCatalog) throws(OTAError) -> DeviceCatalog {
+        var raised = other
+        let base = (precedence.values.max() ?? 0) + 1
+        for family in other.families { raised.precedence[family.name] = base + (other.precedence[family.name] ?? 0) }
+        return try merging(raised)
     }
 
     /// The family whose match criteria `advertisement` satisfies, or `nil` when none does.
     ///
     /// - Throws: ``OTAError/Code/selectionFailed`` when more than one family matches.
     public func family(for advertisement: Advertisement, device: String) throws(OTAError) -> DeviceFamily? {
-        let matches = families.filter { $0.match.matches(advertisement) }
+        let candidates = families.filter { $0.match.matches(advertisement) }
+        let top = candidates.map { precedence[$0.name] ?? 0 }.max()
+        let matches = candidates.filter { precedence[$0.name] ?? 0 == top }
         guard matches.count <= 1 else {
             let names = matches.map { "'\($0.name)' (\($0.source))" }.joined(separator: " and ")
             throw OTAError(.selectionFailed, "\(device) matches \(matches.count) device families: \(names); make their match rules exclusive")
@@ -164,7 +204,9 @@ public struct DeviceCatalog: Sendable {
             let companyNode = try manufacturer.required("company")
             var companyText = try companyNode.string()
             if companyText.hasPrefix("0x") || companyText.hasPrefix("0X") { companyText.removeFirst(2) }
-            guard let company = UInt16(companyText, radix: 16) else {
+            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ ManifestReader.Node.asciiHexValue($0) != nil }),
+                let company = UInt16(companyText, radix: 16)
+            else {
                 throw OTAError(.invalidManifest, "\(node.source): \(companyNode.path): expected a 16-bit company identifier such as \"0x0059\"")
             }
             match.manufacturer = (company, try manufacturer.optional("prefix")?.hexBytes() ?? Data())

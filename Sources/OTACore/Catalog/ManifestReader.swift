@@ -63,10 +63,14 @@ struct ManifestReader: Sendable {
             return integer
         }
 
-        /// The value as a positive number of seconds.
+        /// The longest time a manifest may give, in seconds: a year.
+        static let maximumSeconds: Double = 31_536_000
+
+        /// The value as a positive number of seconds, at most ``maximumSeconds`` (so that any
+        /// number in the file, however large, NaN or infinite, is refused rather than overflowing).
         func seconds() throws(OTAError) -> Duration {
-            guard let number = value as? NSNumber, !Self.isBool(number), number.doubleValue > 0, number.doubleValue.isFinite else {
-                throw error("expected a positive number of seconds")
+            guard let number = value as? NSNumber, !Self.isBool(number), number.doubleValue > 0, number.doubleValue <= Self.maximumSeconds else {
+                throw error("expected a positive number of seconds, at most \(Int(Self.maximumSeconds)) (a year)")
             }
             return .milliseconds(Int64((number.doubleValue * 1000).rounded()))
         }
@@ -102,19 +106,36 @@ struct ManifestReader: Sendable {
             return uuid
         }
 
-        /// The value as hexadecimal bytes ("0102ab", optional "0x").
+        /// The value as hexadecimal bytes ("0102ab", optional "0x"): ASCII digits only, since
+        /// `Character.isHexDigit` also accepts fullwidth ones.
         func hexBytes() throws(OTAError) -> Data {
-            var text = try string()
-            if text.hasPrefix("0x") || text.hasPrefix("0X") { text.removeFirst(2) }
-            guard text.count % 2 == 0, text.allSatisfy(\.isHexDigit) else { throw error("'\(try string())' is not hexadecimal bytes") }
-            var bytes = Data()
-            var index = text.startIndex
-            while index < text.endIndex {
-                let next = text.index(index, offsetBy: 2)
-                bytes.append(UInt8(text[index..<next], radix: 16)!)
-                index = next
+            let text = try string()
+            guard let bytes = Self.asciiHexBytes(text) else { throw error("'\(MessageText.name(text))' is not hexadecimal bytes") }
+            return bytes
+        }
+
+        /// `text` ("0102ab", optional "0x") as bytes, or `nil` unless it is an even number of ASCII
+        /// hexadecimal digits.
+        static func asciiHexBytes(_ text: String) -> Data? {
+            var digits = Array(text.utf8)
+            if digits.count >= 2, digits[0] == UInt8(ascii: "0"), digits[1] | 0x20 == UInt8(ascii: "x") { digits.removeFirst(2) }
+            guard digits.count % 2 == 0 else { return nil }
+            var bytes = Data(capacity: digits.count / 2)
+            for index in stride(from: 0, to: digits.count, by: 2) {
+                guard let high = asciiHexValue(digits[index]), let low = asciiHexValue(digits[index + 1]) else { return nil }
+                bytes.append(high << 4 | low)
             }
             return bytes
+        }
+
+        /// The value of one ASCII hexadecimal digit.
+        static func asciiHexValue(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
         }
 
         private static func isBool(_ number: NSNumber) -> Bool {

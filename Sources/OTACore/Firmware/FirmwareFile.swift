@@ -3,28 +3,38 @@ import Foundation
 /// Reading a firmware file (an image, a package, an init packet) from disk, with the same
 /// one-line errors wherever the tool reads one.
 public enum FirmwareFile {
-    /// The whole file, memory-mapped where the platform allows it.
+    /// The whole file, read into memory once (never mapped: a file truncated while mapped would
+    /// kill the process with SIGBUS), at most ``FirmwareImage/maximumFileSize`` bytes.
     ///
     /// - Parameter directoryProblem: what to say when `url` names a directory ("is a directory,
     ///   not a file"), after the path.
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
-    ///   a directory, not a regular file (a device, a FIFO), or unreadable.
+    ///   a directory, not a regular file (a device, a FIFO), or unreadable;
+    ///   ``OTAError/Code/imageTooLarge`` above the size limit.
     public static func read(_ url: URL, directoryProblem: String) throws(OTAError) -> Data {
         let path = url.path
+        let shown = MessageText.name(path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw OTAError(.invalidImage, "\(path): no such file")
+            throw OTAError(.invalidImage, "\(shown): no such file")
         }
         guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(path): \(directoryProblem)")
+            throw OTAError(.invalidImage, "\(shown): \(directoryProblem)")
         }
         if let problem = FirmwareImage.notRegularFile(path) {
-            throw OTAError(.invalidImage, "\(path): \(problem)")
+            throw OTAError(.invalidImage, "\(shown): \(problem)")
         }
         do {
-            return try Data(contentsOf: url, options: .alwaysMapped)
+            return try BoundedFileRead.contents(of: url, limit: FirmwareImage.maximumFileSize)
         } catch {
-            throw OTAError(.invalidImage, "\(path): cannot be read (check its permissions)", underlying: SendableErrorBox(error))
+            switch error {
+            case .unreadable: throw OTAError(.invalidImage, "\(shown): cannot be read (check its permissions)")
+            case .notRegular: throw OTAError(.invalidImage, "\(shown): is not a regular file")
+            case .tooLarge(let size):
+                throw OTAError(
+                    .imageTooLarge, "\(shown): \(size) bytes, more than the \(FirmwareImage.maximumFileSize >> 20) MiB a firmware file may have"
+                )
+            }
         }
     }
 }

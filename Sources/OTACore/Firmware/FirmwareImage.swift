@@ -1,6 +1,7 @@
 import Foundation
 
-/// A firmware image to send: its bytes (memory-mapped when loaded from a file), size and CRC-32.
+/// A firmware image to send: its bytes (read into memory, never mapped: a file truncated while
+/// mapped would kill the process with SIGBUS), size and CRC-32.
 ///
 /// Chunks are slices of the one buffer: nothing is copied per chunk, so memory stays flat as
 /// images grow.
@@ -29,7 +30,11 @@ public struct FirmwareImage: Sendable {
         self.attachments = attachments
     }
 
-    /// Loads an image from a file, memory-mapped where the platform allows it.
+    /// The largest firmware file read: 256 MiB, far above any Bluetooth LE target's flash.
+    public static let maximumFileSize = 256 << 20
+
+    /// Loads an image from a file, read into memory once: what is checked is what is sent, and
+    /// changing the file during an update changes nothing.
     ///
     /// - Throws: ``OTAError/Code/invalidImage`` with a one-line reason when the file is missing,
     ///   unreadable, a directory, or empty.

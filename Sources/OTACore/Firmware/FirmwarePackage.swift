@@ -4,8 +4,9 @@ import Foundation
 /// and/or protocol), the version, the compatible hardware, and each image with its size and
 /// SHA-256. The schema is in docs/manifest.md.
 ///
-/// Opening a package verifies every image (present, inside the package, size and SHA-256 as
-/// declared), so a bad package is refused before anything connects.
+/// Opening a package verifies every image (present, a regular file inside the package reached
+/// through no symbolic link, size and SHA-256 as declared) and keeps its bytes, so a bad package
+/// is refused before anything connects and nothing is read from disk twice.
 public struct FirmwarePackage: Sendable {
     /// One image of the package, verified.
     public struct Image: Sendable, Hashable {
@@ -17,6 +18,9 @@ public struct FirmwarePackage: Sendable {
         public var sha256: [UInt8]
         /// Where it is.
         public var url: URL
+        /// Its contents, read once when the package was opened: the bytes verified are the bytes
+        /// sent, whatever happens to the file afterwards.
+        public var bytes: Data
     }
 
     /// The package's name.
@@ -47,6 +51,9 @@ public struct FirmwarePackage: Sendable {
         self.source = source
     }
 
+    /// The largest package manifest read, in bytes (docs/manifest.md).
+    public static let maximumManifestSize = 1 << 20
+
     /// The manifest file name inside a package directory.
     public static let manifestName = "manifest.json"
 
@@ -66,9 +73,13 @@ public struct FirmwarePackage: Sendable {
         let source = manifestURL.path
         let data: Data
         do {
-            data = try Data(contentsOf: manifestURL)
+            data = try BoundedFileRead.contents(of: manifestURL, limit: maximumManifestSize)
         } catch {
-            throw OTAError(.invalidManifest, "\(source): cannot be read")
+            switch error {
+            case .unreadable: throw OTAError(.invalidManifest, "\(source): cannot be read")
+            case .notRegular: throw OTAError(.invalidManifest, "\(source): is not a regular file")
+            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(source): \(size) bytes, more than the \(maximumManifestSize) a package manifest may have")
+            }
         }
         let root = try ManifestReader(source: source).root(data)
         try root.allowOnly(["package", "name", "version", "protocol", "families", "hardware", "images"])
@@ -107,12 +118,7 @@ public struct FirmwarePackage: Sendable {
             throw OTAError(.invalidManifest, "\(source): \(digestNode.path): expected 64 hexadecimal digits")
         }
         let url = directory.appendingPathComponent(file)
-        let contents: Data
-        do {
-            contents = try Data(contentsOf: url, options: .alwaysMapped)
-        } catch {
-            throw OTAError(.invalidManifest, "\(source): \(fileNode.path): '\(file)' is missing from the package")
-        }
+        let contents = try readRegularFile(file, in: directory, size: size, fail: { fileNode.error($0) })
         guard contents.count == size else {
             throw OTAError(.invalidManifest, "\(source): \(node.path).size: declared \(size) bytes but '\(file)' has \(contents.count)")
         }
@@ -120,7 +126,42 @@ public struct FirmwarePackage: Sendable {
         guard actual == [UInt8](declared) else {
             throw OTAError(.invalidManifest, "\(source): \(digestNode.path): '\(file)' does not match its SHA-256 (corrupt or replaced file)")
         }
-        return Image(file: file, size: size, sha256: actual, url: url)
+        return Image(file: file, size: size, sha256: actual, url: url, bytes: contents)
+    }
+
+    /// The contents of `file` (a relative path) in `directory`, at most `size` + 1 bytes: refused
+    /// unless every component below `directory` is a real directory or, last, a regular file (a
+    /// symbolic link could lead anywhere, a FIFO or device would block or never end).
+    private static func readRegularFile(
+        _ file: String, in directory: URL, size: Int, fail: (String) -> OTAError
+    ) throws(OTAError) -> Data {
+        let name = MessageText.name(file)
+        let components = file.split(separator: "/").filter { $0 != "." }
+        var path = directory.path
+        for (index, component) in components.enumerated() {
+            path += "/" + component
+            var status = stat()
+            guard lstat(path, &status) == 0 else { throw fail("'\(name)' is missing from the package") }
+            let type = status.st_mode & S_IFMT
+            if type == S_IFLNK { throw fail("'\(name)' is a symbolic link; images must be regular files inside the package") }
+            let last = index == components.count - 1
+            guard type == (last ? S_IFREG : S_IFDIR) else {
+                throw fail("'\(name)' is not a regular file; images must be regular files inside the package")
+            }
+        }
+        // O_NOFOLLOW: a link swapped in since the check is refused, not followed.
+        let descriptor = Foundation.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        guard descriptor >= 0 else { throw fail("'\(name)' cannot be read") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw fail("'\(name)' is not a regular file; images must be regular files inside the package")
+        }
+        do {
+            return try handle.read(upToCount: size + 1) ?? Data()
+        } catch {
+            throw fail("'\(name)' cannot be read")
+        }
     }
 
     /// Checks that the package fits a device of `family`: its `families` list, and its
@@ -181,9 +222,16 @@ public struct FirmwarePackage: Sendable {
     ///
     /// - Throws: ``OTAError/Code/invalidManifest`` when the package holds more than one.
     public func singleImageURL() throws(OTAError) -> URL {
+        try singleImage().url
+    }
+
+    /// The one image of the package, verified, for protocols that send a single file.
+    ///
+    /// - Throws: ``OTAError/Code/invalidManifest`` when the package holds more than one.
+    public func singleImage() throws(OTAError) -> Image {
         guard images.count == 1, let image = images.first else {
             throw OTAError(.invalidManifest, "\(source): images: the package has \(images.count) images, but this protocol sends one file")
         }
-        return image.url
+        return image
     }
 }

@@ -12,6 +12,15 @@ public protocol FirmwareContainerFormat: Sendable {
     /// What the container holds and whether it is consistent; `nil` when the file is not a
     /// container of this format.
     func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection?
+
+    /// The images of a container already in memory (a package's verified image), as
+    /// ``load(_:)``; `nil` when `bytes` are not a container of this format. Default: `nil`.
+    func load(_ bytes: Data, name: String) throws(OTAError) -> [FirmwareImage]?
+}
+
+extension FirmwareContainerFormat {
+    /// Not a container: bytes in memory are sent as they are.
+    public func load(_ bytes: Data, name: String) throws(OTAError) -> [FirmwareImage]? { nil }
 }
 
 /// Turns a raw image into what the protocol sends, the way the vendor's tooling would (Nordic:

@@ -38,7 +38,7 @@ public struct ProtocolRegistry: Sendable {
     public func descriptor(named name: String) throws(OTAError) -> ProtocolDescriptor {
         guard let descriptor = descriptors[name] else {
             let known = all.map(\.name).joined(separator: ", ")
-            throw OTAError(.unknownProtocol, "unknown protocol '\(name)' (available: \(known.isEmpty ? "none" : known))")
+            throw OTAError(.unknownProtocol, "unknown protocol '\(MessageText.name(name))' (available: \(known.isEmpty ? "none" : known))")
         }
         return descriptor
     }

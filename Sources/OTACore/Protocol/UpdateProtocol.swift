@@ -24,9 +24,18 @@ public protocol UpdateProtocol: Sendable {
     ///   bootloader, to the next part) and the engine should reconnect and run again.
     /// - Throws: ``OTAError`` naming the cause; device status codes are decoded with their meaning.
     func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome
+
+    /// Refuses, before anything connects, an image this protocol cannot send (Nordic DFU: one
+    /// without its init packet). Default: every non-empty image is fine.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` with the reason.
+    func check(_ image: FirmwareImage) throws(OTAError)
 }
 
 extension UpdateProtocol {
+    /// Every image is fine.
+    public func check(_ image: FirmwareImage) throws(OTAError) {}
+
     /// No header, no alignment, writes without response.
     public var dataWrites: DataWriteShape { DataWriteShape() }
 }

@@ -36,6 +36,14 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
     /// characteristic instead and must first be switched.
     public var requirements: [CharacteristicRequirement] { [] }
 
+    /// Refuses an image without its init packet before connecting: the bootloader takes nothing
+    /// without one.
+    public func check(_ image: FirmwareImage) throws(OTAError) {
+        guard let initPacket = image.attachments[Self.initPacketKey], !initPacket.isEmpty else {
+            throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
+        }
+    }
+
     private static let bootloaderRequirements = [
         CharacteristicRequirement("DFU Control Point", DFUGATTProfile.controlPoint, properties: [.write, .notify]),
         CharacteristicRequirement("DFU Packet", DFUGATTProfile.packet, properties: .writeWithoutResponse),

@@ -119,7 +119,8 @@ public struct DFUPackage: Sendable {
         guard archive.entry(named: manifestName) != nil else {
             throw OTAError(.invalidImage, "\(name): manifest.json is missing (is this a Nordic DFU package?)")
         }
-        let manifest = try DFUManifest(json: archive.contents(named: manifestName), name: "\(name): \(manifestName)")
+        let manifestJSON = try archive.contents(named: manifestName, atMost: DFUManifest.maxSize, what: "a manifest")
+        let manifest = try DFUManifest(json: manifestJSON, name: "\(name): \(manifestName)")
 
         var parts: [DFUPackagePart] = []
         var referenced: Set<String> = [manifestName]
@@ -128,19 +129,19 @@ public struct DFUPackage: Sendable {
                 throw OTAError(.invalidImage, "\(name): manifest.json: \(kind) has no dat_file (Secure DFU needs an init packet)")
             }
             for (key, file) in [("bin_file", entry.binFile), ("dat_file", datFile)] where archive.entry(named: file) == nil {
-                throw OTAError(.invalidImage, "\(name): manifest.json: \(kind).\(key) \(file.debugDescription) is not in the archive")
+                throw OTAError(.invalidImage, "\(name): manifest.json: \(kind).\(key) \(MessageText.name(file).debugDescription) is not in the archive")
             }
             referenced.formUnion([entry.binFile, datFile])
             let part = try makePart(
                 kind: kind,
                 binary: archive.contents(named: entry.binFile), binaryName: entry.binFile,
-                initPacket: archive.contents(named: datFile), initPacketName: datFile,
+                initPacket: archive.contents(named: datFile, atMost: maxInitPacketSize, what: "an init packet"), initPacketName: datFile,
                 prefix: "\(name): ", manifestSDSize: entry.sdSize, manifestBLSize: entry.blSize
             )
             parts.append(part)
         }
         let unreferenced = archive.entries.map(\.name).filter { !referenced.contains($0) }
-        let notes = unreferenced.map { "\(name): \($0) is not referenced by manifest.json and will not be sent" }
+        let notes = unreferenced.map { "\(name): \(MessageText.name($0)) is not referenced by manifest.json and will not be sent" }
         return DFUPackageInspection(name: name, prefix: "\(name): ", manifest: manifest, parts: parts, notes: notes)
     }
 

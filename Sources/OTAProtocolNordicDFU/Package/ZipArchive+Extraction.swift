@@ -14,6 +14,24 @@ extension ZipArchive {
         return try contents(of: entry)
     }
 
+    /// The extracted bytes of the entry called `name`, refused before anything is inflated when
+    /// it declares more than `limit` bytes (and, as always, as soon as it inflates past what it
+    /// declares): `what` says what the entry is ("a manifest").
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` as ``contents(named:)``, or for the size.
+    public func contents(named name: String, atMost limit: Int, what: String) throws(OTAError) -> Data {
+        guard let entry = entry(named: name) else {
+            throw OTAError(.invalidImage, "\(self.name): \(MessageText.name(name)) is not in the archive")
+        }
+        guard entry.uncompressedSize <= limit else {
+            throw OTAError(
+                .invalidImage,
+                "\(self.name): \(MessageText.name(name)): declares \(entry.uncompressedSize) bytes, more than the \(PackageText.megabytes(limit)) \(what) may have"
+            )
+        }
+        return try contents(of: entry)
+    }
+
     /// The extracted bytes of an entry, verified against its declared size and CRC-32.
     ///
     /// Deflated entries are inflated into a buffer of the declared size plus one byte: an entry
@@ -25,7 +43,7 @@ extension ZipArchive {
     public func contents(of entry: ZipEntry) throws(OTAError) -> Data {
         let range = entry.dataRange
         guard range.lowerBound >= 0, range.upperBound <= data.count else {
-            throw OTAError(.invalidImage, "\(name): \(entry.name): data lies outside the archive")
+            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): data lies outside the archive")
         }
         let bytes: Data
         switch entry.method {
@@ -34,21 +52,21 @@ extension ZipArchive {
         case .deflate:
             bytes = try inflate(entry)
         default:
-            throw OTAError(.invalidImage, "\(name): \(entry.name): unsupported compression method \(entry.method.rawValue)")
+            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): unsupported compression method \(entry.method.rawValue)")
         }
         guard bytes.count == entry.uncompressedSize else {
-            throw OTAError(.invalidImage, "\(name): \(entry.name): holds \(bytes.count) bytes but the archive declares \(entry.uncompressedSize)")
+            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): holds \(bytes.count) bytes but the archive declares \(entry.uncompressedSize)")
         }
         let crc = CRC32.checksum(bytes)
         guard crc == entry.crc32 else {
-            throw OTAError(.invalidImage, "\(name): \(entry.name): CRC-32 mismatch (archive says \(Hex.number(entry.crc32, digits: 8)), contents give \(Hex.number(crc, digits: 8)))")
+            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): CRC-32 mismatch (archive says \(Hex.number(entry.crc32, digits: 8)), contents give \(Hex.number(crc, digits: 8)))")
         }
         return bytes
     }
 
     /// Inflates a raw-deflate entry, producing at most its declared size + 1 bytes.
     private func inflate(_ entry: ZipEntry) throws(OTAError) -> Data {
-        let prefix = "\(name): \(entry.name)"
+        let prefix = "\(name): \(MessageText.name(entry.name))"
         guard entry.uncompressedSize <= limits.maxEntrySize else {
             throw OTAError(.invalidImage, "\(prefix): declares \(entry.uncompressedSize) bytes, more than the \(PackageText.megabytes(limits.maxEntrySize)) limit")
         }

@@ -114,7 +114,7 @@ private struct ZipDirectoryParser {
             let (entry, next) = try readCentralHeader(at: offset, directoryEnd: directoryEnd, index: index,
                                                       centralDirectoryOffset: directory.offset)
             guard names.insert(entry.name).inserted else {
-                throw fail("\(entry.name): duplicate entry name")
+                throw fail("\(MessageText.name(entry.name)): duplicate entry name")
             }
             totalSize += entry.uncompressedSize
             guard totalSize <= limits.maxTotalSize else {
@@ -317,7 +317,7 @@ private struct ZipDirectoryParser {
         guard let name = String(validating: bytes, as: UTF8.self) else {
             throw fail("entry \(index + 1) has a name that is not valid UTF-8")
         }
-        let shown = name.debugDescription
+        let shown = MessageText.name(name).debugDescription
         guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw fail("\(shown): control characters in entry name")
         }
