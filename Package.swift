@@ -6,7 +6,7 @@
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 /// BlueZ exists only on Linux: its target compiles to nothing elsewhere, and nothing depends on it

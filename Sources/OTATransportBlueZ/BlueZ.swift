@@ -62,7 +62,9 @@ public enum BlueZ {
     /// BlueZ.linkParameters(attMTU: 517, writeWithoutResponseCap: 510)  // 510 / 512
     /// BlueZ.linkParameters(attMTU: 247, writeWithoutResponseCap: 510)  // 244 / 244
     /// ```
-    public static func linkParameters(attMTU: Int, writeWithoutResponseCap: Int, summary: String? = nil)
+    public static func linkParameters(
+        attMTU: Int, writeWithoutResponseCap: Int, summary: String? = nil
+    )
         -> LinkParameters
     {
         let mtu = max(23, attMTU)

@@ -1,5 +1,6 @@
-@testable import OTACommandLine
 import Testing
+
+@testable import OTACommandLine
 
 @Suite struct ArgumentParserTests {
     private let spec = CommandSpec(

@@ -163,55 +163,55 @@ import Testing
     /// The zpty harness (after Valodim's zsh-capture-completion): an interactive zsh whose
     /// compadd also prints each match, and which exits after one completion.
     static let zshCapture = #"""
-#!/bin/zsh -f
-# Prints the completions zsh offers for the line "$1", one <match> a line, with _ota loaded from
-# the directory $2 through fpath and compinit: a real zle in a zpty, with compadd reporting.
-zmodload zsh/zpty || exit 1
-zpty z zsh -f -i
-local line
-setopt rcquotes
-() {
-    zpty -w z source $1
-    repeat 4; do
-        zpty -r z line
-        [[ $line == ok* ]] && return
-    done
-    echo 'error initializing' >&2; exit 2
-} =( <<< "
-PROMPT=
-fpath=($2 \$fpath)
-autoload -U compinit
-compinit -u -D
-bindkey '^M' undefined
-bindkey '^J' undefined
-bindkey '^I' complete-word
-null-line () { echo -E - \$'\0' }
-compprefuncs=( null-line )
-comppostfuncs=( null-line exit )
-zstyle ':completion:*' list-grouped false
-zstyle ':completion:*' insert-tab false
-zstyle ':completion:*' list-separator ''
-compadd () {
-    if [[ \${@[1,(i)(-|--)]} == *-(O|A|D)\\ * ]]; then builtin compadd \"\$@\"; return \$?; fi
-    typeset -a __hits
-    builtin compadd -A __hits \"\$@\"
-    local ret=\$?
-    (( \$#__hits == 0 )) && return \$ret
-    builtin compadd \"\$@\"
-    for i in \$__hits; do echo -E - \"<\$i>\"; done
-    return \$ret
-}
-echo ok")
-zpty -w z "$1"$'\t'
-integer tog=0
-while zpty -r z; do :; done | while IFS= read -r line; do
-    if [[ $line == *$'\0\r' ]]; then
-        (( tog++ )) && return 0 || continue
-    fi
-    (( tog )) && print -r -- "${line%$'\r'}"
-done
-return 2
-"""#
+        #!/bin/zsh -f
+        # Prints the completions zsh offers for the line "$1", one <match> a line, with _ota loaded from
+        # the directory $2 through fpath and compinit: a real zle in a zpty, with compadd reporting.
+        zmodload zsh/zpty || exit 1
+        zpty z zsh -f -i
+        local line
+        setopt rcquotes
+        () {
+            zpty -w z source $1
+            repeat 4; do
+                zpty -r z line
+                [[ $line == ok* ]] && return
+            done
+            echo 'error initializing' >&2; exit 2
+        } =( <<< "
+        PROMPT=
+        fpath=($2 \$fpath)
+        autoload -U compinit
+        compinit -u -D
+        bindkey '^M' undefined
+        bindkey '^J' undefined
+        bindkey '^I' complete-word
+        null-line () { echo -E - \$'\0' }
+        compprefuncs=( null-line )
+        comppostfuncs=( null-line exit )
+        zstyle ':completion:*' list-grouped false
+        zstyle ':completion:*' insert-tab false
+        zstyle ':completion:*' list-separator ''
+        compadd () {
+            if [[ \${@[1,(i)(-|--)]} == *-(O|A|D)\\ * ]]; then builtin compadd \"\$@\"; return \$?; fi
+            typeset -a __hits
+            builtin compadd -A __hits \"\$@\"
+            local ret=\$?
+            (( \$#__hits == 0 )) && return \$ret
+            builtin compadd \"\$@\"
+            for i in \$__hits; do echo -E - \"<\$i>\"; done
+            return \$ret
+        }
+        echo ok")
+        zpty -w z "$1"$'\t'
+        integer tog=0
+        while zpty -r z; do :; done | while IFS= read -r line; do
+            if [[ $line == *$'\0\r' ]]; then
+                (( tog++ )) && return 0 || continue
+            fi
+            (( tog )) && print -r -- "${line%$'\r'}"
+        done
+        return 2
+        """#
 
     // MARK: helpers
 

@@ -1,6 +1,7 @@
 import OTACore
-@testable import OTACommandLine
 import Testing
+
+@testable import OTACommandLine
 
 @Suite struct ExitCodeTests {
     @Test(arguments: [

@@ -1,7 +1,8 @@
 import Foundation
 import OTACore
-@testable import OTACommandLine
 import Testing
+
+@testable import OTACommandLine
 
 /// Issue 14: hostile input to `ota` gets one line and a non-zero exit, before anything connects.
 @Suite(.serialized) struct HostileCommandTests {
@@ -150,7 +151,9 @@ import Testing
 
     // Row 10: a huge name from the command line is not echoed back whole.
 
-    @Test(arguments: [["update", "LONG", "--protocol", "generic"], ["inspect", "LONG"], ["update", "x.bin", "--protocol", "LONG"], ["update", "x.bin", "--catalog", "LONG"]])
+    @Test(arguments: [
+        ["update", "LONG", "--protocol", "generic"], ["inspect", "LONG"], ["update", "x.bin", "--protocol", "LONG"], ["update", "x.bin", "--catalog", "LONG"],
+    ])
     func aMillionCharacterArgumentIsCutInTheMessage(arguments: [String]) async throws {
         let long = "/tmp/" + String(repeating: "n", count: 1_000_000)
         let (code, streams) = await runTool(arguments.map { $0 == "LONG" ? long : $0 })
@@ -159,4 +162,3 @@ import Testing
         #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
     }
 }
-

@@ -30,10 +30,11 @@ import Testing
         let (code, streams) = await runTool(["update", image.path, "--device", "sim:acme-sensor", "--sim-disconnect-at", "50%", "--resume-attempts", "0"])
         #expect(code == 5)
         let lines = streams.standardError.split(separator: "\n").map(String.init)
-        #expect(lines.suffix(2) == [
-            "[2.1s] failed",
-            "ota: error: sending data at byte 104188: link lost: injected fault; this protocol cannot resume: run the same command again to start over",
-        ])
+        #expect(
+            lines.suffix(2) == [
+                "[2.1s] failed",
+                "ota: error: sending data at byte 104188: link lost: injected fault; this protocol cannot resume: run the same command again to start over",
+            ])
         #expect(lines.filter { $0.contains("link lost") }.count == 1)
     }
 
@@ -58,12 +59,12 @@ import Testing
         let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--device", "foo"])
         #expect(code == 2)
         #if os(Linux)
-            #expect(
-                streams.standardError
-                    == "ota: error: device 'foo' is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device (sim:NAME) (see 'ota update --help')\n"
-            )
+        #expect(
+            streams.standardError
+                == "ota: error: device 'foo' is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device (sim:NAME) (see 'ota update --help')\n"
+        )
         #else
-            #expect(streams.standardError == "ota: error: device 'foo' is not a simulated device (sim:NAME) (see 'ota update --help')\n")
+        #expect(streams.standardError == "ota: error: device 'foo' is not a simulated device (sim:NAME) (see 'ota update --help')\n")
         #endif
     }
 
@@ -75,7 +76,10 @@ import Testing
         (["--protocol", "generic", "--seed", "-1"], "ota: error: --seed '-1' is out of range, expected 0 or more (see 'ota update --help')"),
         (["--protocol", "generic", "--seed", "one"], "ota: error: --seed 'one' is not an integer, expected 0 or more (see 'ota update --help')"),
         (["--protocol", "framed", "--param", "batch=0"], "ota: error: parameter 'batch': '0' is out of range, expected 1...1024 (see 'ota protocols --help')"),
-        (["--protocol", "framed", "--param", "batch=x"], "ota: error: parameter 'batch': 'x' is not an integer, expected 1...1024 (see 'ota protocols --help')"),
+        (
+            ["--protocol", "framed", "--param", "batch=x"],
+            "ota: error: parameter 'batch': 'x' is not an integer, expected 1...1024 (see 'ota protocols --help')"
+        ),
     ])
     func integersOutOfRangeAreNotCalledNonIntegers(options: [String], line: String) async throws {
         let image = try temporaryImage(size: 100)
@@ -161,7 +165,9 @@ import Testing
             try? FileManager.default.removeItem(at: image)
             try? FileManager.default.removeItem(at: state)
         }
-        _ = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--sim-state", state.path, "--sim-disconnect-at", "60%", "--resume-attempts", "0"])
+        _ = await runTool([
+            "update", image.path, "--device", "sim:bolt-lock", "--sim-state", state.path, "--sim-disconnect-at", "60%", "--resume-attempts", "0",
+        ])
         let (code, streams) = await runTool(["abort", "--device", "sim:bolt-lock", "--sim-state", state.path])
         #expect(code == 0)
         #expect(streams.standardOutput == "aborted the update in progress on sim:bolt-lock (it held 56640 of 100000 bytes)\n")

@@ -82,8 +82,9 @@ import Testing
             ParsedArguments(), family: family, package: nil, descriptor: descriptor, images: [], command: "update"
         )
         #expect(fromFamily.minimumBattery == .init(percent: 30, source: "catalog family 'charged-sensor'"))
-        let refusal = try #require(Preflight(policy: fromFamily, responseTimeout: .seconds(1), clock: ContinuousClock())
-            .check(DeviceInformation(batteryLevel: 12)).refusals.first)
+        let refusal = try #require(
+            Preflight(policy: fromFamily, responseTimeout: .seconds(1), clock: ContinuousClock())
+                .check(DeviceInformation(batteryLevel: 12)).refusals.first)
         #expect(refusal.message == "battery at 12%, below the 30% this update needs (catalog family 'charged-sensor'); charge the device or pass --force")
         let fromOption = try UpdatePlan.preflightPolicy(
             ParsedArguments(values: ["--min-battery": ["10"]]), family: family, package: nil, descriptor: descriptor, images: [], command: "update"
@@ -99,42 +100,50 @@ import Testing
         let manifest = package.appendingPathComponent("manifest.json").path
         let (code, streams) = await runTool(["update", package.path, "--sim-hardware-rev", "rev-A"])
         #expect(code == 3)
-        #expect(errorLines(streams) == [
-            "ota: error: device hardware revision 'rev-A' does not match the package (rev-B, rev-C in \(manifest) hardware); use firmware built for 'rev-A' or pass --force"
-        ])
+        #expect(
+            errorLines(streams) == [
+                "ota: error: device hardware revision 'rev-A' does not match the package (rev-B, rev-C in \(manifest) hardware); use firmware built for 'rev-A' or pass --force"
+            ])
         #expect(!streams.standardError.contains("transferring"))
         let (matching, matched) = await runTool(["update", package.path, "--sim-hardware-rev", "REV-c"])
         #expect(matching == 0, "\(matched.standardError)")
         let (unknown, unknownStreams) = await runTool(["update", package.path, "--sim-hardware-rev", "none"])
         #expect(unknown == 3)
-        #expect(errorLines(unknownStreams) == [
-            "ota: error: the device's hardware revision is unknown, so the package's hardware (rev-B, rev-C in \(manifest) hardware) cannot be checked; update a device that reports it or pass --force"
-        ])
+        #expect(
+            errorLines(unknownStreams) == [
+                "ota: error: the device's hardware revision is unknown, so the package's hardware (rev-B, rev-C in \(manifest) hardware) cannot be checked; update a device that reports it or pass --force"
+            ])
     }
 
     @Test func aNordicPackageForOtherHardwareIsOneLineBeforeTheFirstWrite() async throws {
         let (code, streams) = await runTool(["update", try nordicFixture().path, "--device", "sim:nrf-tracker", "--sim-hardware-rev", "51"])
         #expect(code == 3)
-        #expect(errorLines(streams) == [
-            "ota: error: device hardware revision '51' does not match the package (hw_version 52 in app.bin's init packet); use firmware built for '51' or pass --force"
-        ])
+        #expect(
+            errorLines(streams) == [
+                "ota: error: device hardware revision '51' does not match the package (hw_version 52 in app.bin's init packet); use firmware built for '51' or pass --force"
+            ])
         #expect(!streams.standardError.contains("transferring"))
         let (text, textStreams) = await runTool(["update", try nordicFixture().path, "--device", "sim:nrf-tracker", "--sim-hardware-rev", "PCA10056 2.0"])
         #expect(text == 0, "\(textStreams.standardError)")
-        #expect(textStreams.standardError.contains(
-            "the device's hardware revision 'PCA10056 2.0' is not an integer, so hw_version 52 in app.bin's init packet is not compared here (the bootloader checks hw_version itself)"
-        ))
+        #expect(
+            textStreams.standardError.contains(
+                "the device's hardware revision 'PCA10056 2.0' is not an integer, so hw_version 52 in app.bin's init packet is not compared here (the bootloader checks hw_version itself)"
+            ))
     }
 
     @Test func forcePassesBothAndSaysSo() async throws {
         let (code, streams) = await runTool(
-            ["update", try nordicFixture().path, "--device", "sim:nrf-tracker", "--sim-hardware-rev", "51", "--sim-battery", "5", "--min-battery", "20", "--force"]
+            [
+                "update", try nordicFixture().path, "--device", "sim:nrf-tracker", "--sim-hardware-rev", "51", "--sim-battery", "5", "--min-battery", "20",
+                "--force",
+            ]
         )
         #expect(code == 0, "\(streams.standardError)")
         #expect(streams.standardError.contains("battery at 5%, below the 20% this update needs (--min-battery); updating anyway (--force)"))
-        #expect(streams.standardError.contains(
-            "device hardware revision '51' does not match the package (hw_version 52 in app.bin's init packet); updating anyway (--force)"
-        ))
+        #expect(
+            streams.standardError.contains(
+                "device hardware revision '51' does not match the package (hw_version 52 in app.bin's init packet); updating anyway (--force)"
+            ))
         #expect(streams.standardOutput.hasPrefix("updated sim:nrf-tracker"))
     }
 
@@ -144,12 +153,13 @@ import Testing
         )
         #expect(code == 0, "\(streams.standardError)")
         let preflight = streams.outputLines.filter { $0.hasPrefix("preflight: ") }
-        #expect(preflight == [
-            "preflight: on connecting, before the first write, reads Battery Level and Device Information (manufacturer, model, hardware and firmware revision) when the device has them",
-            "preflight: refuses a battery below 25% (--min-battery)",
-            "preflight: the device's hardware revision must match hw_version 52 in app.bin's init packet",
-            "preflight: --force: a refusal is reported and the update goes on",
-        ])
+        #expect(
+            preflight == [
+                "preflight: on connecting, before the first write, reads Battery Level and Device Information (manufacturer, model, hardware and firmware revision) when the device has them",
+                "preflight: refuses a battery below 25% (--min-battery)",
+                "preflight: the device's hardware revision must match hw_version 52 in app.bin's init packet",
+                "preflight: --force: a refusal is reported and the update goes on",
+            ])
         let (plainCode, plain) = await runTool(["update", try nordicFixture().path, "--device", "sim:nrf-tracker", "--dry-run"])
         #expect(plainCode == 0)
         #expect(plain.outputLines.contains("preflight: no battery minimum (--min-battery PERCENT or a family's minBattery sets one)"))

@@ -151,7 +151,8 @@ import Testing
         #expect(dryRun.standardOutput.contains("protocol: probe"))
 
         let update = CapturedStreams()
-        let code = await CommandLineTool.run(["update", image.path, "--device", "sim:probe-1", "--sim-speed", "max"], streams: update, environment: environment)
+        let code = await CommandLineTool.run(
+            ["update", image.path, "--device", "sim:probe-1", "--sim-speed", "max"], streams: update, environment: environment)
         #expect(code == 0, "\(update.standardError)")
         #expect(update.standardOutput.contains("over probe in"))
     }
@@ -169,7 +170,9 @@ import Testing
 
     @Test func aFamilyDefinedAgainCollidesWithTheDerivedOne() async throws {
         var environment = try Self.probeEnvironment()
-        environment.builtInCatalogs = [(source: "extra", json: #"{"catalog": 1, "families": [{"name": "probe-ota", "match": {"name": "x"}, "protocol": "probe"}]}"#)]
+        environment.builtInCatalogs = [
+            (source: "extra", json: #"{"catalog": 1, "families": [{"name": "probe-ota", "match": {"name": "x"}, "protocol": "probe"}]}"#)
+        ]
         let streams = CapturedStreams()
         #expect(await CommandLineTool.run(["scan"], streams: streams, environment: environment) == 3)
         #expect(streams.standardError.contains("family 'probe-ota' is defined in both built-in catalog and extra"))

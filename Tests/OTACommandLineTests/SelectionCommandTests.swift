@@ -80,7 +80,10 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
         defer { try? FileManager.default.removeItem(at: image) }
         let (code, streams) = await runTool(["update", image.path, "--device", "sim:bolt-lock", "--catalog", first.path, "--catalog", second.path])
         #expect(code == 2)
-        #expect(streams.standardError == "ota: error: sim:bolt-lock matches 2 device families: 'locks' (\(first.path)) and 'bolts' (\(second.path)); make their match rules exclusive\n")
+        #expect(
+            streams.standardError
+                == "ota: error: sim:bolt-lock matches 2 device families: 'locks' (\(first.path)) and 'bolts' (\(second.path)); make their match rules exclusive\n"
+        )
     }
 
     @Test func aPackageIsVerifiedAndCanChooseTheProtocol() async throws {
@@ -105,7 +108,10 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
 
     @Test(arguments: [
         (#"{"package": 1, "images": [{"file": "app.bin", "size": 999, "sha256": "SHA"}]}"#, "images[0].size: declared 999 bytes but 'app.bin' has 1000"),
-        (#"{"package": 1, "families": ["framed-ota"], "images": [{"file": "app.bin", "size": 1000, "sha256": "SHA"}]}"#, "families: the package is for framed-ota, not for sim:acme-sensor's family 'generic-ota'"),
+        (
+            #"{"package": 1, "families": ["framed-ota"], "images": [{"file": "app.bin", "size": 1000, "sha256": "SHA"}]}"#,
+            "families: the package is for framed-ota, not for sim:acme-sensor's family 'generic-ota'"
+        ),
         (#"{"package": 1, "images": [{"file": "other.bin", "size": 1000, "sha256": "SHA"}]}"#, "images[0].file: 'other.bin' is missing from the package"),
         (#"{"package": 1, "images": [{"file": "app.bin", "size": 1000, "sha256": "SHA"}], "protocol": "nordic"}"#, "unknown protocol 'nordic'"),
     ])
@@ -122,7 +128,10 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
     @Test(arguments: [
         ("{", "malformed JSON"),
         (#"{"catalog": 1, "families": [{"name": "x", "match": {"name": "y"}, "protocol": "zigbee"}]}"#, "families[0].protocol: unknown protocol 'zigbee'"),
-        (#"{"catalog": 1, "families": [{"name": "generic-ota", "match": {"name": "y"}, "protocol": "generic"}]}"#, "family 'generic-ota' is defined in both built-in catalog and"),
+        (
+            #"{"catalog": 1, "families": [{"name": "generic-ota", "match": {"name": "y"}, "protocol": "generic"}]}"#,
+            "family 'generic-ota' is defined in both built-in catalog and"
+        ),
     ])
     func badCatalogsAreOneLineErrors(json: String, fragment: String) async throws {
         let catalog = try temporaryFile(json)

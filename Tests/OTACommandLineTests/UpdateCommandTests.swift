@@ -64,7 +64,10 @@ import Testing
         (["update", "IMAGE"], 2, "sim:esp32s3-mtu244-2m is a bare hardware profile that runs whatever protocol is chosen"),
         (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic, nordic-dfu)"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
-        (["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2, "is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device"),
+        (
+            ["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2,
+            "is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device"
+        ),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is out of range, expected 23...517"),
         (["update", "IMAGE", "--protocol", "generic", "--max-chunk", "0"], 2, "--max-chunk '0' is out of range, expected 1...512"),
         (["update", "IMAGE", "--protocol", "generic", "--sim-speed", "fast"], 2, "--sim-speed 'fast' is not a positive number or 'max'"),

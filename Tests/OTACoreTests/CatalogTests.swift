@@ -6,16 +6,17 @@ private let batch = ProtocolParameter.integer("batch", summary: "", default: 1, 
 
 /// A registry with two stand-in protocols that accept only the parameter "batch" (1...64).
 private func registry() -> ProtocolRegistry {
-    ProtocolRegistry(["alpha", "beta"].map { name in
-        ProtocolDescriptor(
-            name: name, summary: name, parameters: [batch.spec],
-            makeClient: { (parameters) throws(OTAError) in
-                _ = try parameters.reader(declared: [batch.spec], protocolName: name).value(batch)
-                return StubProtocol()
-            },
-            makeDeviceModel: { (_) throws(OTAError) in StubDevice() }
-        )
-    })
+    ProtocolRegistry(
+        ["alpha", "beta"].map { name in
+            ProtocolDescriptor(
+                name: name, summary: name, parameters: [batch.spec],
+                makeClient: { (parameters) throws(OTAError) in
+                    _ = try parameters.reader(declared: [batch.spec], protocolName: name).value(batch)
+                    return StubProtocol()
+                },
+                makeDeviceModel: { (_) throws(OTAError) in StubDevice() }
+            )
+        })
 }
 
 private struct StubProtocol: UpdateProtocol {
@@ -93,17 +94,47 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
         (#"{"catalog": 2, "families": []}"#, "test.json: catalog: unsupported version"),
         (#"{"catalog": 1}"#, "test.json: families: missing"),
         (#"{"catalog": 1, "families": [], "extra": 1}"#, "test.json: extra: unknown field"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "gamma"}]}"#, "test.json: families[0].protocol: unknown protocol 'gamma' (available: alpha, beta)"),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "gamma"}]}"#,
+            "test.json: families[0].protocol: unknown protocol 'gamma' (available: alpha, beta)"
+        ),
         (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": 7}]}"#, "test.json: families[0].protocol: expected a string"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {}, "protocol": "alpha"}]}"#, "test.json: families[0].match: needs at least one of name, services, manufacturer"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"services": ["nope"]}, "protocol": "alpha"}]}"#, "test.json: families[0].match.services[0]: 'nope' is not a Bluetooth UUID"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"batch": 99}}]}"#, "test.json: families[0].parameters: parameter 'batch': '99' is out of range, expected 1...64"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"window": 2}}]}"#, "test.json: families[0].parameters: protocol 'alpha' has no parameter 'window'"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "mtu": 9000}]}"#, "test.json: families[0].mtu: expected an integer in 23...517"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "maxChunk": 0}]}"#, "test.json: families[0].maxChunk: expected an integer in 1...512"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "timeouts": {"verify": -1}}]}"#, "test.json: families[0].timeouts.verify: expected a positive number of seconds"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"manufacturer": {"company": "xyz"}}, "protocol": "alpha"}]}"#, "test.json: families[0].match.manufacturer.company: expected a 16-bit company identifier"),
-        (#"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha"}, {"name": "a", "match": {"name": "y"}, "protocol": "beta"}]}"#, "test.json: families[1].name: family 'a' is already defined in test.json"),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {}, "protocol": "alpha"}]}"#,
+            "test.json: families[0].match: needs at least one of name, services, manufacturer"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"services": ["nope"]}, "protocol": "alpha"}]}"#,
+            "test.json: families[0].match.services[0]: 'nope' is not a Bluetooth UUID"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"batch": 99}}]}"#,
+            "test.json: families[0].parameters: parameter 'batch': '99' is out of range, expected 1...64"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "parameters": {"window": 2}}]}"#,
+            "test.json: families[0].parameters: protocol 'alpha' has no parameter 'window'"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "mtu": 9000}]}"#,
+            "test.json: families[0].mtu: expected an integer in 23...517"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "maxChunk": 0}]}"#,
+            "test.json: families[0].maxChunk: expected an integer in 1...512"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha", "timeouts": {"verify": -1}}]}"#,
+            "test.json: families[0].timeouts.verify: expected a positive number of seconds"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"manufacturer": {"company": "xyz"}}, "protocol": "alpha"}]}"#,
+            "test.json: families[0].match.manufacturer.company: expected a 16-bit company identifier"
+        ),
+        (
+            #"{"catalog": 1, "families": [{"name": "a", "match": {"name": "x"}, "protocol": "alpha"}, {"name": "a", "match": {"name": "y"}, "protocol": "beta"}]}"#,
+            "test.json: families[1].name: family 'a' is already defined in test.json"
+        ),
     ])
     func badCatalogsGetOneLineNamingFileAndField(json: String, expected: String) throws {
         let error = try #require(throws: OTAError.self) { try parse(json) }

@@ -52,9 +52,18 @@ import Testing
     @Test(arguments: [
         (#"{"package": 1, "images": [{"file": "app.bin", "size": SIZE, "sha256": "SHA"}], "colour": "red"}"#, "manifest.json: colour: unknown field"),
         (#"{"package": 1, "images": []}"#, "manifest.json: images: the package has no image"),
-        (#"{"package": 1, "images": [{"file": "missing.bin", "size": SIZE, "sha256": "SHA"}]}"#, "manifest.json: images[0].file: 'missing.bin' is missing from the package"),
-        (#"{"package": 1, "images": [{"file": "../app.bin", "size": SIZE, "sha256": "SHA"}]}"#, "manifest.json: images[0].file: '../app.bin' points outside the package"),
-        (#"{"package": 1, "images": [{"file": "app.bin", "size": 4999, "sha256": "SHA"}]}"#, "manifest.json: images[0].size: declared 4999 bytes but 'app.bin' has 5000"),
+        (
+            #"{"package": 1, "images": [{"file": "missing.bin", "size": SIZE, "sha256": "SHA"}]}"#,
+            "manifest.json: images[0].file: 'missing.bin' is missing from the package"
+        ),
+        (
+            #"{"package": 1, "images": [{"file": "../app.bin", "size": SIZE, "sha256": "SHA"}]}"#,
+            "manifest.json: images[0].file: '../app.bin' points outside the package"
+        ),
+        (
+            #"{"package": 1, "images": [{"file": "app.bin", "size": 4999, "sha256": "SHA"}]}"#,
+            "manifest.json: images[0].size: declared 4999 bytes but 'app.bin' has 5000"
+        ),
         (#"{"package": 1, "images": [{"file": "app.bin", "size": SIZE, "sha256": "00"}]}"#, "manifest.json: images[0].sha256: expected 64 hexadecimal digits"),
         (#"{"package": 1, "images": [{"file": "app.bin", "size": SIZE, "sha256": "SHA", "extra": 1}]}"#, "manifest.json: images[0].extra: unknown field"),
         (#"{"package": 1, "images": [{"file": "app.bin", "size": "big", "sha256": "SHA"}]}"#, "manifest.json: images[0].size: expected an integer"),

@@ -138,7 +138,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("app.bin").path, withDestinationPath: "/etc/passwd")
         let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
-        #expect(error.message == "\(directory.path)/manifest.json: images[0].file: 'app.bin' is a symbolic link; images must be regular files inside the package")
+        #expect(
+            error.message == "\(directory.path)/manifest.json: images[0].file: 'app.bin' is a symbolic link; images must be regular files inside the package")
     }
 
     @Test func anImageInASymlinkedDirectoryIsRefused() throws {
@@ -154,7 +155,9 @@ import Testing
         try Data(#"{"package": 1, "images": [{"file": "sub/app.bin", "size": \#(Self.image.count), "sha256": "\#(digest)"}]}"#.utf8)
             .write(to: directory.appendingPathComponent("manifest.json"))
         let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
-        #expect(error.message == "\(directory.path)/manifest.json: images[0].file: 'sub/app.bin' is a symbolic link; images must be regular files inside the package")
+        #expect(
+            error.message
+                == "\(directory.path)/manifest.json: images[0].file: 'sub/app.bin' is a symbolic link; images must be regular files inside the package")
     }
 
     @Test func anImageThatIsAFIFOIsRefused() throws {
@@ -162,7 +165,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(mkfifo(directory.appendingPathComponent("app.bin").path, 0o600) == 0)
         let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
-        #expect(error.message == "\(directory.path)/manifest.json: images[0].file: 'app.bin' is not a regular file; images must be regular files inside the package")
+        #expect(
+            error.message == "\(directory.path)/manifest.json: images[0].file: 'app.bin' is not a regular file; images must be regular files inside the package"
+        )
     }
 
     @Test func aManifestOrCatalogThatIsAFIFOIsRefusedWithoutBlocking() throws {

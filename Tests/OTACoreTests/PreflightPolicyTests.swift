@@ -79,10 +79,11 @@ private func preflight(_ policy: PreflightPolicy) -> Preflight {
         policy.hardware = [HardwareCompatibility(.integer(52), source: "app.bin's init packet", whenUnknown: .note("the bootloader checks hw_version itself"))]
         let findings = preflight(policy).check(DeviceInformation(unread: ["no Device Information service", "no Battery service"]))
         #expect(findings.refusals.isEmpty)
-        #expect(findings.notes == [
-            "battery level unknown, so the 30% minimum (--min-battery) is not checked",
-            "the device's hardware revision is unknown, so hw_version 52 in app.bin's init packet is not compared here (the bootloader checks hw_version itself)",
-        ])
+        #expect(
+            findings.notes == [
+                "battery level unknown, so the 30% minimum (--min-battery) is not checked",
+                "the device's hardware revision is unknown, so hw_version 52 in app.bin's init packet is not compared here (the bootloader checks hw_version itself)",
+            ])
     }
 
     @Test func eachReadIsBoundedByTheResponseTimeoutOnTheInjectedClock() async throws {
@@ -95,12 +96,13 @@ private func preflight(_ policy: PreflightPolicy) -> Preflight {
         clock.advance(by: .seconds(10))
         let information = try await reading.value
         #expect(information.batteryLevel == nil)
-        #expect(information.unread == [
-            "no manufacturer name",
-            "model number: device answered the read with insufficient authentication",
-            "no hardware revision", "no firmware revision",
-            "battery level: timed out after 10.0 s",
-        ])
+        #expect(
+            information.unread == [
+                "no manufacturer name",
+                "model number: device answered the read with insufficient authentication",
+                "no hardware revision", "no firmware revision",
+                "battery level: timed out after 10.0 s",
+            ])
     }
 
     @Test func theBatteryAtTheMinimumIsEnough() {

@@ -73,7 +73,8 @@ private struct WidgetConfiguration {
     }
 
     @Test func aDeclarationDescribesItself() {
-        #expect(WidgetConfiguration.count.spec == ProtocolParameterSpec(name: "count", summary: "widgets per batch", kind: .integer(1...1024), defaultText: "16"))
+        #expect(
+            WidgetConfiguration.count.spec == ProtocolParameterSpec(name: "count", summary: "widgets per batch", kind: .integer(1...1024), defaultText: "16"))
         #expect(WidgetConfiguration.count.spec.helpText == "widgets per batch, 1...1024 (default 16)")
         #expect(WidgetConfiguration.wait.spec.kind == .duration(milliseconds: 0...5000))
         #expect(WidgetConfiguration.wait.spec.helpText == "pause between batches, 0...5000 ms (default 250)")
@@ -108,7 +109,9 @@ private struct WidgetConfiguration {
         var resume = UpdateConfiguration()
         resume.resume.maximumAttempts = 7
         let registry = ProtocolRegistry([
-            descriptor("zeta", family: .init(name: "zeta-ota", summary: "Z", match: .init(services: [GATTUUID("180F")!]), parameters: ["count": "4"], configuration: resume)),
+            descriptor(
+                "zeta",
+                family: .init(name: "zeta-ota", summary: "Z", match: .init(services: [GATTUUID("180F")!]), parameters: ["count": "4"], configuration: resume)),
             descriptor("none", family: nil),
             descriptor("alpha", family: .init(name: "alpha-ota", match: .init(namePattern: GlobPattern("A-*")))),
         ])
@@ -121,7 +124,9 @@ private struct WidgetConfiguration {
         let heard = Advertisement(name: "A-1", serviceUUIDs: [], manufacturerData: [:], rssi: nil)
         #expect(try catalog.family(for: heard, device: "d")?.protocolName == "alpha")
 
-        let broken = ProtocolRegistry([descriptor("bad", family: .init(name: "bad-ota", match: .init(namePattern: GlobPattern("B*")), parameters: ["count": "0"]))])
+        let broken = ProtocolRegistry([
+            descriptor("bad", family: .init(name: "bad-ota", match: .init(namePattern: GlobPattern("B*")), parameters: ["count": "0"]))
+        ])
         let error = try #require(throws: OTAError.self) { try DeviceCatalog(defaultsOf: broken, source: "defaults") }
         #expect(error.code == .invalidManifest)
         #expect(error.message == "defaults: family 'bad-ota' of protocol 'bad': parameter 'count': '0' is out of range, expected 1...1024")

@@ -27,16 +27,21 @@ import Testing
     }
 
     @Test func packageDecidesWhenNoFamilyMatches() throws {
-        let selection = try ProtocolSelection.decide(explicitProtocol: nil, explicitParameters: [:], package: package(protocolName: "beta"), family: nil, device: "d")
+        let selection = try ProtocolSelection.decide(
+            explicitProtocol: nil, explicitParameters: [:], package: package(protocolName: "beta"), family: nil, device: "d")
         #expect(selection.protocolName == "beta")
     }
 
     @Test func packageAndFamilyDisagreeing() throws {
         let error = try #require(throws: OTAError.self) {
-            try ProtocolSelection.decide(explicitProtocol: nil, explicitParameters: [:], package: package(protocolName: "beta"), family: family, device: "sim:x")
+            try ProtocolSelection.decide(
+                explicitProtocol: nil, explicitParameters: [:], package: package(protocolName: "beta"), family: family, device: "sim:x")
         }
         #expect(error.code == .selectionFailed)
-        #expect(error.message == "the package (pkg/manifest.json) says protocol 'beta' but sim:x's family 'sensor' (c.json) says 'alpha'; fix one, or pass --protocol to decide")
+        #expect(
+            error.message
+                == "the package (pkg/manifest.json) says protocol 'beta' but sim:x's family 'sensor' (c.json) says 'alpha'; fix one, or pass --protocol to decide"
+        )
     }
 
     @Test func nothingDecides() throws {

@@ -1,5 +1,6 @@
-@testable import OTACore
 import Testing
+
+@testable import OTACore
 
 @Suite struct RateEstimatorTests {
     @Test func currentRateFollowsTheLastWindow() {

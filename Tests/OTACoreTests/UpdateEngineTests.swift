@@ -61,7 +61,11 @@ private final class Runs: Sendable {
     let points = Mutex<[Int?]>([])
     let resumePointCalls = Mutex(0)
 
-    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    func next() -> Int {
+        count.withLock {
+            $0 += 1; return $0
+        }
+    }
     var total: Int { count.withLock { $0 } }
 }
 
@@ -90,7 +94,9 @@ private struct CheckpointProtocol: ResumableUpdateProtocol {
     var requirements: [CharacteristicRequirement] { [] }
 
     func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<Int>? {
-        let calls = runs.resumePointCalls.withLock { $0 += 1; return $0 }
+        let calls = runs.resumePointCalls.withLock {
+            $0 += 1; return $0
+        }
         return ResumePoint(offset: calls * 10, detail: "device holds \(calls * 10) bytes", checkpoint: calls * 20)
     }
 
@@ -283,11 +289,14 @@ private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(trunc
         #expect(report.restarts == 1)
         #expect(report.resumes == 0)
         #expect(connector.connections == 2)
-        #expect(events.contains { event in
-            if case .state(.paused, let detail?, _) = event {
-                detail.hasPrefix("link lost; link lost at byte 0; restarting from byte 0") && detail.hasSuffix("(attempt 1 of 2)")
-            } else { false }
-        })
+        #expect(
+            events.contains { event in
+                if case .state(.paused, let detail?, _) = event {
+                    detail.hasPrefix("link lost; link lost at byte 0; restarting from byte 0") && detail.hasSuffix("(attempt 1 of 2)")
+                } else {
+                    false
+                }
+            })
     }
 
     @Test func restartsAreBoundedBecauseNoneIsProgress() async throws {

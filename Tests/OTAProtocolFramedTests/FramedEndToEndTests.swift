@@ -144,10 +144,11 @@ import Testing
         let report = try outcome.result.get()
         #expect(harness.flashContents(image.count) == image.bytes)
         #expect(report.resumes >= 1)
-        #expect(outcome.events.contains { event in
-            if case .state(.paused, let detail?, _) = event { return detail.contains("no data accepted") || detail.contains("no acknowledgement") }
-            return false
-        })
+        #expect(
+            outcome.events.contains { event in
+                if case .state(.paused, let detail?, _) = event { return detail.contains("no data accepted") || detail.contains("no acknowledgement") }
+                return false
+            })
     }
 
     @Test(arguments: FramedDeviceKind.allCases)

@@ -1,10 +1,11 @@
 import Foundation
 import OTACore
-@testable import OTAProtocolFramed
 import OTATestSupport
 import OTATransportSimulator
 import Synchronization
 import Testing
+
+@testable import OTAProtocolFramed
 
 /// The handshake as a state machine, without a transport.
 @Suite struct FramedSessionTests {

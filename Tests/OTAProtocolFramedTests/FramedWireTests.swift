@@ -1,7 +1,8 @@
 import Foundation
 import OTACore
-@testable import OTAProtocolFramed
 import Testing
+
+@testable import OTAProtocolFramed
 
 @Suite struct FramedWireTests {
     private func hex(_ data: Data) -> String {

@@ -1,8 +1,9 @@
 import Foundation
 import OTACore
-@testable import OTAProtocolGeneric
 import OTATransportSimulator
 import Testing
+
+@testable import OTAProtocolGeneric
 
 @Suite struct GenericEndToEndTests {
     /// Sizes around the write length and the MTU, plus realistic images.

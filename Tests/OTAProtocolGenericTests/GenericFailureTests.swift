@@ -1,8 +1,9 @@
 import Foundation
 import OTACore
-@testable import OTAProtocolGeneric
 import OTATransportSimulator
 import Testing
+
+@testable import OTAProtocolGeneric
 
 /// A transport that writes without waiting for room, like a client that ignores
 /// `canSendWriteWithoutResponse`: the seed's back-pressure bug.
@@ -155,9 +156,10 @@ private struct NaiveConnector: Connector {
         #expect(report.resumes == 0)
         #expect(harness.model.installedImage == .init(size: image.count, crc32: image.crc32))
         #expect(harness.base.flashContents(image.count) == image.bytes)
-        #expect(outcome.events.contains { event in
-            if case .state(.paused, let detail?, _) = event { detail.contains("size mismatch") && detail.contains("restarting from byte 0") } else { false }
-        })
+        #expect(
+            outcome.events.contains { event in
+                if case .state(.paused, let detail?, _) = event { detail.contains("size mismatch") && detail.contains("restarting from byte 0") } else { false }
+            })
     }
 
     @Test func disconnectMidTransferFailsWithTheReasonWithoutAttempts() async throws {

@@ -67,7 +67,10 @@ import Testing
         _ = machine.streamFinished()
         let error = try #require(failure(machine.receive(Data([0x82, 0x02]))))
         #expect(error.code == .transport)
-        #expect(error.message == "device answered COMMIT with status 0x02, size mismatch: it received a different number of bytes than START announced, so bytes were lost on the link")
+        #expect(
+            error.message
+                == "device answered COMMIT with status 0x02, size mismatch: it received a different number of bytes than START announced, so bytes were lost on the link"
+        )
     }
 
     @Test(arguments: [[], [0x81], [0x81, 0x00, 0x00], [0x99, 0x00], [0x82, 0x00]])

@@ -19,7 +19,9 @@ import Testing
             files["app.bin"]?[100] ^= 0x01
         }
         let message = open(zip)
-        #expect(message.hasPrefix("app.zip: app.dat: hash does not match app.bin (init packet has \(Fixture.appInitPacketHash), byte-reversed SHA-256 of app.bin is "))
+        #expect(
+            message.hasPrefix(
+                "app.zip: app.dat: hash does not match app.bin (init packet has \(Fixture.appInitPacketHash), byte-reversed SHA-256 of app.bin is "))
     }
 
     @Test func hashNotByteReversed() throws {
@@ -96,8 +98,14 @@ import Testing
         ("[1, 2]", "app.zip: manifest.json: the top level should be an object"),
         ("{}", "app.zip: manifest.json: manifest is missing"),
         ("{\"manifest\": {\"application\": {\"dat_file\": \"app.dat\"}}}", "app.zip: manifest.json: manifest.application.bin_file is missing"),
-        ("{\"manifest\": {\"application\": {\"bin_file\": 7, \"dat_file\": \"app.dat\"}}}", "app.zip: manifest.json: manifest.application.bin_file should be a string"),
-        ("{\"manifest\": {\"application\": null}}", "app.zip: manifest.json lists no firmware (expected application, bootloader, softdevice or softdevice_bootloader)"),
+        (
+            "{\"manifest\": {\"application\": {\"bin_file\": 7, \"dat_file\": \"app.dat\"}}}",
+            "app.zip: manifest.json: manifest.application.bin_file should be a string"
+        ),
+        (
+            "{\"manifest\": {\"application\": null}}",
+            "app.zip: manifest.json lists no firmware (expected application, bootloader, softdevice or softdevice_bootloader)"
+        ),
     ])
     func invalidManifest(json: String, expected: String) throws {
         let zip = try Fixture.modifiedAppZip { $0["manifest.json"] = Data(json.utf8) }
@@ -124,7 +132,10 @@ import Testing
             zipFiles.append(TestZipFile(name, files[name] ?? Data()))
         }
         let message = open(makeZip(zipFiles), name: "mix.zip")
-        #expect(message == "mix.zip: manifest.json: softdevice + bootloader cannot be combined; a package holds one of softdevice, bootloader or softdevice_bootloader, optionally with application")
+        #expect(
+            message
+                == "mix.zip: manifest.json: softdevice + bootloader cannot be combined; a package holds one of softdevice, bootloader or softdevice_bootloader, optionally with application"
+        )
     }
 
     @Test func emptyImage() throws {
@@ -165,7 +176,8 @@ import Testing
     @Test func plainPairWithoutType() throws {
         let initCommand = TestProtobuf.initCommand(type: nil, appSize: 3)
         let message = expectInvalid {
-            _ = try DFUPackage(binary: Data([1, 2, 3]), binaryName: "x.bin", initPacket: Data(TestProtobuf.unsignedPacket(initCommand)), initPacketName: "x.dat")
+            _ = try DFUPackage(
+                binary: Data([1, 2, 3]), binaryName: "x.bin", initPacket: Data(TestProtobuf.unsignedPacket(initCommand)), initPacketName: "x.dat")
         }
         #expect(message == "x.dat: type is missing, so what x.bin holds is unknown")
     }

@@ -1,7 +1,7 @@
 import Foundation
 import OTACore
-import OTATransportSimulator
 import OTAProtocolNordicDFU
+import OTATransportSimulator
 import Testing
 
 /// Whatever the bytes, opening a package either succeeds or throws one line: it never crashes,
@@ -89,4 +89,3 @@ import Testing
         }
     }
 }
-

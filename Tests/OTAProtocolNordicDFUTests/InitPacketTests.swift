@@ -32,8 +32,9 @@ import Testing
         let packet = try InitPacket(bytes: dat, name: "app.dat")
         #expect(packet.isSigned)
         #expect(packet.signature?.type == .ecdsaP256SHA256)
-        #expect(hex(try #require(packet.signature).bytes)
-            == "07c4086c62f2193a82894ef1f7ed2b3c19cb534336cdeac256272727ec29059350819738b0a757968c5e63fcc3750ee2710541d9bdc2e4aa26666f98b606a218")
+        #expect(
+            hex(try #require(packet.signature).bytes)
+                == "07c4086c62f2193a82894ef1f7ed2b3c19cb534336cdeac256272727ec29059350819738b0a757968c5e63fcc3750ee2710541d9bdc2e4aa26666f98b606a218")
         let command = try #require(packet.command)
         #expect(command.fwVersion == 0x01_0203)
         #expect(command.sdReq == [0x0101, 0x00B7])
@@ -54,8 +55,9 @@ import Testing
         #expect(ecdsa.isSigned)
         let validation = try #require(ecdsa.command?.bootValidations.first)
         #expect(validation.type == .ecdsaP256SHA256)
-        #expect(hex(validation.bytes)
-            == "d33c3ac98841e0057db8dfe667b345bba6c87fb04e4c345b52d631ad214f744c30d15058ef9dc118f21531e424cfc3568383643033da9c2509a2f9cead31dda5")
+        #expect(
+            hex(validation.bytes)
+                == "d33c3ac98841e0057db8dfe667b345bba6c87fb04e4c345b52d631ad214f744c30d15058ef9dc118f21531e424cfc3568383643033da9c2509a2f9cead31dda5")
     }
 
     @Test func softdeviceBootloaderPacket() throws {
@@ -182,14 +184,17 @@ import Testing
 
     @Test func refusesOversizeFieldsTheBootloaderCannotDecode() {
         let longHash = TestProtobuf.initCommand(hash: [UInt8](repeating: 1, count: 33))
-        #expect(expectInvalid { _ = try InitPacket(bytes: Data(TestProtobuf.unsignedPacket(longHash)), name: "a.dat") }
-            == "a.dat: InitCommand.hash is 33 bytes, more than 32")
+        #expect(
+            expectInvalid { _ = try InitPacket(bytes: Data(TestProtobuf.unsignedPacket(longHash)), name: "a.dat") }
+                == "a.dat: InitCommand.hash is 33 bytes, more than 32")
         let manySD = TestProtobuf.initCommand(sdReq: Array(1...17))
-        #expect(expectInvalid { _ = try InitPacket(bytes: Data(TestProtobuf.unsignedPacket(manySD)), name: "a.dat") }
-            == "a.dat: InitCommand.sd_req has more than 16 entries")
+        #expect(
+            expectInvalid { _ = try InitPacket(bytes: Data(TestProtobuf.unsignedPacket(manySD)), name: "a.dat") }
+                == "a.dat: InitCommand.sd_req has more than 16 entries")
         let longSignature = TestProtobuf.signedPacket(TestProtobuf.initCommand(), signature: [UInt8](repeating: 0, count: 65))
-        #expect(expectInvalid { _ = try InitPacket(bytes: Data(longSignature), name: "a.dat") }
-            == "a.dat: signature is 65 bytes, more than 64")
+        #expect(
+            expectInvalid { _ = try InitPacket(bytes: Data(longSignature), name: "a.dat") }
+                == "a.dat: signature is 65 bytes, more than 64")
     }
 
     @Test func refusesDuplicateInitCommands() {

@@ -1,9 +1,9 @@
 import Foundation
 import OTACore
+import OTAProtocolNordicDFU
 import OTATransportSimulator
 import Synchronization
 import Testing
-import OTAProtocolNordicDFU
 
 /// The simulated Nordic bootloader driven directly, byte for byte, through a fake peripheral.
 @Suite struct NordicBootloaderModelTests {
@@ -37,7 +37,9 @@ import OTAProtocolNordicDFU
         #expect(bench.model.write(Data(), to: cp, kind: .withResponse, peripheral: bench.peripheral) == .invalidAttributeValueLength)
         #expect(bench.model.write(Data(repeating: 3, count: 24), to: cp, kind: .withResponse, peripheral: bench.peripheral) == .invalidAttributeValueLength)
         #expect(bench.model.write(Data([1]), to: DFUGATTProfile.packet, kind: .withResponse, peripheral: bench.peripheral) == .writeNotPermitted)
-        #expect(bench.model.write(Data(repeating: 1, count: 245), to: DFUGATTProfile.packet, kind: .withoutResponse, peripheral: bench.peripheral) == .invalidAttributeValueLength)
+        #expect(
+            bench.model.write(Data(repeating: 1, count: 245), to: DFUGATTProfile.packet, kind: .withoutResponse, peripheral: bench.peripheral)
+                == .invalidAttributeValueLength)
         #expect(bench.peripheral.takeNotifications().isEmpty)
     }
 
@@ -313,7 +315,8 @@ import OTAProtocolNordicDFU
         #expect(bench.send(Array(image.bytes[4096..<4296]), packetSize: 100).isEmpty)
         #expect(bench.request([0x01, 0x02] + u32LE(4096)) == [[0x60, 0x01, 0x01]])
         #expect(bench.send(Array(image.bytes[4096..<4296]), packetSize: 100).isEmpty)
-        #expect(bench.send(Array(image.bytes[4296..<4396]), packetSize: 100) == [[0x60, 0x03, 0x01] + u32LE(4396) + u32LE(CRC32.checksum(image.bytes[0..<4396]))])
+        #expect(
+            bench.send(Array(image.bytes[4296..<4396]), packetSize: 100) == [[0x60, 0x03, 0x01] + u32LE(4396) + u32LE(CRC32.checksum(image.bytes[0..<4396]))])
         // Offsets after a rewind are cumulative over the whole image, not per object.
         #expect(bench.model.counters.receiptNotifications == 14)
 
@@ -396,7 +399,9 @@ import OTAProtocolNordicDFU
             for request: [UInt8] in [[0x01, 0x01] + u32LE(UInt32(dat.count)), [0x02, 0x00, 0x00]] { _ = bench.request(request) }
             bench.send(dat, expectAccepted: false)
             _ = bench.request([0x04])
-            for request: [UInt8] in [[0x06, 0x01], [0x06, 0x02], [0x01, 0x02] + u32LE(3000), [0x01, 0x02] + u32LE(.max), [0x03], [0x04], [0x02, 0xFF, 0xFF]] {
+            for request: [UInt8] in [
+                [0x06, 0x01], [0x06, 0x02], [0x01, 0x02] + u32LE(3000), [0x01, 0x02] + u32LE(.max), [0x03], [0x04], [0x02, 0xFF, 0xFF],
+            ] {
                 _ = bench.request(request)
                 bench.send(Array(image.bytes[0..<1000]), packetSize: Int(generator.next() % 300) + 1, expectAccepted: false)
             }
@@ -617,12 +622,13 @@ extension NordicBootloaderModelTests {
         }
         #expect(log.count == 9)
         #expect(log.first == "\(TransportError.Kind.attError(0xFD))")
-        #expect(Array(log.dropFirst().prefix(7)) == [
-            "600601" + hex(u32LE(512) + u32LE(0) + u32LE(0)),
-            "600101", "600201", "600401", "600101",
-            "600301" + hex(u32LE(3072) + u32LE(CRC32.checksum(bin))),
-            "600401",
-        ])
+        #expect(
+            Array(log.dropFirst().prefix(7)) == [
+                "600601" + hex(u32LE(512) + u32LE(0) + u32LE(0)),
+                "600101", "600201", "600401", "600101",
+                "600301" + hex(u32LE(3072) + u32LE(CRC32.checksum(bin))),
+                "600401",
+            ])
         #expect(log.last?.contains("rebooted") == true)
         #expect(device.rebootCount == 1)
         #expect(device.flash.read(0..<3072) == bin)
@@ -860,10 +866,14 @@ extension NordicBootloaderModelTests {
                 ValidationCase("bootloader too large", unsigned(TestProtobuf.initCommand(type: 2, blSize: 0x7000, hash: image.hash)), [0x60, 0x04, 0x04]),
                 ValidationCase("image larger than the bank", unsigned(image.initCommand(appSize: 1 << 20)), [0x60, 0x04, 0x04]),
                 ValidationCase("SD+BL sizes", unsigned(TestProtobuf.initCommand(fwVersion: 3, type: 3, sdSize: 2000, blSize: 1000, hash: image.hash)), ok),
-                ValidationCase("debug packet on a debug bootloader", unsigned(TestProtobuf.initCommand(hwVersion: 9, appSize: 3000, hash: image.hash, isDebug: true)), ok) {
+                ValidationCase(
+                    "debug packet on a debug bootloader", unsigned(TestProtobuf.initCommand(hwVersion: 9, appSize: 3000, hash: image.hash, isDebug: true)), ok
+                ) {
                     $0.isDebugBuild = true
                 },
-                ValidationCase("debug packet on a release bootloader", unsigned(TestProtobuf.initCommand(hwVersion: 9, appSize: 3000, hash: image.hash, isDebug: true)), ext(0x06)),
+                ValidationCase(
+                    "debug packet on a release bootloader", unsigned(TestProtobuf.initCommand(hwVersion: 9, appSize: 3000, hash: image.hash, isDebug: true)),
+                    ext(0x06)),
                 ValidationCase("both command and signed_command", unsigned(image.initCommand()) + signed(image.initCommand(), 0, 64), [0x60, 0x04, 0x05]),
                 ValidationCase("command without init", TestProtobuf.field(1, bytes: TestProtobuf.field(1, varint: 1)), [0x60, 0x04, 0x05]),
             ]

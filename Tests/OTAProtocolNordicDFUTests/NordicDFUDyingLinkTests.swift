@@ -52,7 +52,9 @@ import Testing
         let error = try outcome.failure()
         #expect(error.code == .verificationFailed)
         #expect(error.message.hasPrefix("object at byte 0 failed its checksum 3 times on a link that stayed up"))
-        #expect(error.message.hasSuffix("the bootloader drops packets: prn=12 is already set; try --param prn=1 or a lower --max-chunk (packets are 244 bytes; such as 120)"))
+        #expect(
+            error.message.hasSuffix(
+                "the bootloader drops packets: prn=12 is already set; try --param prn=1 or a lower --max-chunk (packets are 244 bytes; such as 120)"))
         // Paced: 0.5 s and 1 s before the resends, 3 s before the verdict, in virtual time.
         #expect(outcome.virtualTime >= .milliseconds(4500))
         #expect(ContinuousClock.now - wall < .seconds(30))

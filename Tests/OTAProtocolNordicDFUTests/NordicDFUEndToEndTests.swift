@@ -105,7 +105,10 @@ import Testing
         let harness = UpdateHarness(profile: .nrf52840, model: NordicBootloaderModel(configuration: configuration))
         let error = try await harness.update(try rawImage(size: 5_000), using: client()).failure()
         #expect(error.code == .deviceRejected)
-        #expect(error.message == "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))")
+        #expect(
+            error.message
+                == "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))"
+        )
     }
 
     @Test func anImageThatDoesNotMatchItsInitPacketFailsVerification() async throws {

@@ -25,7 +25,10 @@ import Testing
         #expect(bootloader.model.installedImage?.sha256 == SHA256.hash(image.bytes))
         let resumed = try #require(outcome.notes.firstIndex { $0.hasPrefix("resuming: bootloader holds") })
         let after = outcome.notes[resumed...]
-        #expect(after.contains { $0.hasPrefix("the bootloader holds this init packet, executed, and") && $0.hasSuffix("bytes of this image; continuing without sending it again") })
+        #expect(
+            after.contains {
+                $0.hasPrefix("the bootloader holds this init packet, executed, and") && $0.hasSuffix("bytes of this image; continuing without sending it again")
+            })
         #expect(!after.contains("the bootloader already holds this init packet"))
         #expect(!after.contains { $0.contains("sending the object again") })
         // On the wire after the reconnect: both Selects for the resume point, command first;

@@ -1,7 +1,8 @@
 import Foundation
 import OTACore
-@testable import OTAProtocolNordicDFU
 import Testing
+
+@testable import OTAProtocolNordicDFU
 
 /// The Nordic client's wire logic without a transport: scripted answers, and an ideal bootloader
 /// written here in a few lines for whole runs.
@@ -21,7 +22,8 @@ import Testing
         #expect(machine.received(.success(.calculateChecksum, [100, CRC32.checksum(Self.initPacket)])) == .send(.execute))
         #expect(machine.received(.success(.execute)) == .send(.setPRN(12)))
         #expect(machine.received(.success(.setPRN)) == .send(.select(.data)))
-        #expect(drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [.acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096))])
+        #expect(
+            drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [.acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096))])
         #expect(machine.received(.success(.create)) == .sleep(.milliseconds(400), purpose: "waiting for the bootloader to prepare the first object"))
         // 12 packets of 244 bytes, a receipt, then the last 5 packets of the object without one.
         #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
@@ -32,7 +34,10 @@ import Testing
         // No delay after the first object.
         #expect(machine.received(.success(.create)) == .stream(4096..<6000, receipt: false))
         #expect(drain(&machine, machine.streamed()) == [.send(.calculateChecksum)])
-        #expect(drain(&machine, machine.received(.success(.calculateChecksum, [6000, Self.crc(image, 6000)]))) == [.enter(.verifying), .send(.execute, wait: .verification)])
+        #expect(
+            drain(&machine, machine.received(.success(.calculateChecksum, [6000, Self.crc(image, 6000)]))) == [
+                .enter(.verifying), .send(.execute, wait: .verification),
+            ])
         #expect(drain(&machine, machine.received(.success(.execute))) == [.acknowledged(6000), .finished])
         #expect(machine.objectsResent == 0)
     }
@@ -68,14 +73,16 @@ import Testing
         let image = try Self.image(size: 10_000)
         let checkpoint = Self.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 5000, crc: Self.crc(image, 5000)))
         var machine = try Self.machine(image, resumingFrom: checkpoint)
-        #expect(drain(&machine, machine.start()) == [
-            .note("the bootloader holds this init packet, executed, and 5000 bytes of this image; continuing without sending it again"),
-            .send(.setPRN(12)),
-        ])
-        #expect(drain(&machine, machine.received(.success(.setPRN))) == [
-            .acknowledged(4096), .enter(.transferring), .note("continuing object at byte 4096 from byte 5000"),
-            .stream(5000..<7928, receipt: true),
-        ])
+        #expect(
+            drain(&machine, machine.start()) == [
+                .note("the bootloader holds this init packet, executed, and 5000 bytes of this image; continuing without sending it again"),
+                .send(.setPRN(12)),
+            ])
+        #expect(
+            drain(&machine, machine.received(.success(.setPRN))) == [
+                .acknowledged(4096), .enter(.transferring), .note("continuing object at byte 4096 from byte 5000"),
+                .stream(5000..<7928, receipt: true),
+            ])
         #expect(machine.received(Self.receipt(image, 7928)) == .stream(7928..<8192, receipt: false))
 
         var bootloader = IdealBootloader(holding: image, upTo: 5000, executed: 4096)
@@ -94,9 +101,10 @@ import Testing
         #expect(drain(&machine, machine.received(.success(.setPRN))) == [.acknowledged(8192), .send(.execute)])
         // SDK 15–17: 0x08 when the object was already executed.
         let alreadyExecuted = DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted)
-        #expect(drain(&machine, machine.received(alreadyExecuted)) == [
-            .note("the bootloader already holds 8192 bytes; continuing"), .enter(.transferring), .send(.create(.data, size: 1808)),
-        ])
+        #expect(
+            drain(&machine, machine.received(alreadyExecuted)) == [
+                .note("the bootloader already holds 8192 bytes; continuing"), .enter(.transferring), .send(.create(.data, size: 1808)),
+            ])
     }
 
     @Test func resumeAfterTheLastExecuteOnlyExecutesAgain() throws {
@@ -134,10 +142,11 @@ import Testing
         #expect(kept.start() == .send(.select(.command)))
         _ = drain(&kept, kept.received(.success(.select, [512, 100, CRC32.checksum(Self.initPacket)])))
         _ = kept.received(.success(.execute))
-        #expect(drain(&kept, kept.received(.success(.setPRN))) == [
-            .acknowledged(4096), .note("the bootloader's 8192 bytes differ from this image; sending again from byte 4096"),
-            .enter(.transferring), .send(.create(.data, size: 4096)),
-        ])
+        #expect(
+            drain(&kept, kept.received(.success(.setPRN))) == [
+                .acknowledged(4096), .note("the bootloader's 8192 bytes differ from this image; sending again from byte 4096"),
+                .enter(.transferring), .send(.create(.data, size: 4096)),
+            ])
         // The init packet is created anew, which resets the bootloader's data: select again.
         var reset = try Self.machine(image, resumingFrom: stale)
         _ = reset.start()
@@ -170,10 +179,13 @@ import Testing
         let checkpoint = Self.checkpoint(command: other, data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: Self.crc(image, 8192)))
         var machine = try Self.machine(image, resumingFrom: checkpoint)
         // No Select(command): the checkpoint answered it.
-        #expect(drain(&machine, machine.start()) == [
-            .note("the bootloader holds another init packet (100 bytes, CRC-32 0x\(String(CRC32.checksum(other), radix: 16, uppercase: true))); sending this one, discarding the 8192 bytes of data received under it"),
-            .send(.create(.command, size: 100)),
-        ])
+        #expect(
+            drain(&machine, machine.start()) == [
+                .note(
+                    "the bootloader holds another init packet (100 bytes, CRC-32 0x\(String(CRC32.checksum(other), radix: 16, uppercase: true))); sending this one, discarding the 8192 bytes of data received under it"
+                ),
+                .send(.create(.command, size: 100)),
+            ])
         #expect(machine.received(.success(.create)) == .send(.setPRN(0)))
         #expect(machine.received(.success(.setPRN)) == .writeInitPacket(0..<100))
         #expect(machine.streamed() == .send(.calculateChecksum))
@@ -181,9 +193,10 @@ import Testing
         #expect(machine.received(.success(.execute)) == .send(.setPRN(12)))
         // Creating the command object discarded the data: the checkpoint's 8192 bytes are stale.
         #expect(machine.received(.success(.setPRN)) == .send(.select(.data)))
-        #expect(drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [
-            .acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096)),
-        ])
+        #expect(
+            drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [
+                .acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096)),
+            ])
 
         var bootloader = IdealBootloader(holding: image, upTo: 8192, executed: 8192, initPacket: other)
         let trace = try run(try Self.machine(image, resumingFrom: checkpoint), image, &bootloader)
@@ -199,16 +212,18 @@ import Testing
     @Test func aCheckpointWithPartOfThisInitPacketOrNoDataOfThisImageSelectsTheCommandObject() throws {
         let image = try Self.image(size: 10_000)
         let nothing = DFUObjectSelection(maximumSize: 4096, offset: 0, crc: 0)
-        let part = NordicDFUCheckpoint(command: DFUObjectSelection(maximumSize: 512, offset: 40, crc: CRC32.checksum(Self.initPacket.prefix(40))), data: nothing)
+        let part = NordicDFUCheckpoint(
+            command: DFUObjectSelection(maximumSize: 512, offset: 40, crc: CRC32.checksum(Self.initPacket.prefix(40))), data: nothing)
         var partial = try Self.machine(image, resumingFrom: part)
         // The data object is current: the rest of the init packet needs the command object selected.
         #expect(partial.start() == .send(.select(.command)))
         var whole = try Self.machine(image, resumingFrom: Self.checkpoint(data: nothing))
         // All of it, maybe not executed, and no data: Select(command), then Execute.
         #expect(whole.start() == .send(.select(.command)))
-        #expect(drain(&whole, whole.received(.success(.select, [512, 100, CRC32.checksum(Self.initPacket)]))) == [
-            .note("the bootloader already holds this init packet"), .send(.execute),
-        ])
+        #expect(
+            drain(&whole, whole.received(.success(.select, [512, 100, CRC32.checksum(Self.initPacket)]))) == [
+                .note("the bootloader already holds this init packet"), .send(.execute),
+            ])
     }
 
     // MARK: - Objects that arrive wrong
@@ -219,10 +234,11 @@ import Testing
         var machine = try Self.machineInDataStage(image)
         #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
         let crc = rightCRC ? Self.crc(image, offset) : 0xBAD
-        #expect(drain(&machine, machine.received(.success(.calculateChecksum, [UInt32(offset), crc]))) == [
-            .note("object at byte 0: bootloader reports \(offset) bytes with a different CRC; sending the object again in 500 ms (attempt 2)"),
-            .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"),
-        ])
+        #expect(
+            drain(&machine, machine.received(.success(.calculateChecksum, [UInt32(offset), crc]))) == [
+                .note("object at byte 0: bootloader reports \(offset) bytes with a different CRC; sending the object again in 500 ms (attempt 2)"),
+                .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"),
+            ])
         #expect(machine.delayElapsed() == .send(.create(.data, size: 4096)))
         #expect(machine.objectsResent == 1)
         // No second delay: the first-object delay is asked for once.
@@ -239,17 +255,21 @@ import Testing
         #expect(machine.received(.success(.create)) == .stream(0..<3000, receipt: false))
         _ = machine.streamed()
         // The last attempt failed too: wait for the link's verdict, then ask the bootloader.
-        #expect(drain(&machine, machine.received(.success(.calculateChecksum, [2744, 1]))) == [
-            .note("object at byte 0: bootloader reports 2744 bytes with a different CRC, 2 times; waiting 3.0 s for the link before giving up"),
-            .sleep(.seconds(3), purpose: "waiting for the link's verdict after repeated checksum failures"),
-        ])
+        #expect(
+            drain(&machine, machine.received(.success(.calculateChecksum, [2744, 1]))) == [
+                .note("object at byte 0: bootloader reports 2744 bytes with a different CRC, 2 times; waiting 3.0 s for the link before giving up"),
+                .sleep(.seconds(3), purpose: "waiting for the link's verdict after repeated checksum failures"),
+            ])
         #expect(machine.delayElapsed() == .send(.select(.data)))
         // It answered: the link stayed up, and the advice names the settings in force.
         let failure = machine.received(.success(.select, [4096, 2744, 1]))
-        #expect(failure == .fail(OTAError(
-            .verificationFailed,
-            "object at byte 0 failed its checksum 2 times on a link that stayed up (bootloader has 2744 bytes); the bootloader drops packets: packet receipts are off; try --param prn=12, or a lower --max-chunk (such as 120)"
-        )))
+        #expect(
+            failure
+                == .fail(
+                    OTAError(
+                        .verificationFailed,
+                        "object at byte 0 failed its checksum 2 times on a link that stayed up (bootloader has 2744 bytes); the bootloader drops packets: packet receipts are off; try --param prn=12, or a lower --max-chunk (such as 120)"
+                    )))
         #expect(machine.objectsResent == 1)
     }
 
@@ -308,18 +328,24 @@ import Testing
         let image = try Self.image(size: 3000)
         var machine = try Self.machine(image)
         _ = machine.start()
-        #expect(machine.received(Data([0x60, 0x06])) == .fail(OTAError(
-            .malformedResponse, "malformed notification on the DFU Control Point while waiting for the response to Select command object: 2 bytes"
-        )))
+        #expect(
+            machine.received(Data([0x60, 0x06]))
+                == .fail(
+                    OTAError(
+                        .malformedResponse, "malformed notification on the DFU Control Point while waiting for the response to Select command object: 2 bytes"
+                    )))
         var wrongOp = try Self.machine(image)
         _ = wrongOp.start()
         #expect(wrongOp.received(.success(.execute)) == .fail(OTAError(.malformedResponse, "the bootloader answered op code 0x4 to Select command object")))
         var rejected = try Self.machine(image)
         _ = rejected.start()
         let refusal = DFUResponse(opCode: DFUOpCode.select.rawValue, result: .invalidObject)
-        #expect(rejected.received(refusal) == .fail(OTAError(
-            .deviceRejected, "bootloader rejected Select command object failed: 0x05 (invalid object (init packet malformed or bad signature))"
-        )))
+        #expect(
+            rejected.received(refusal)
+                == .fail(
+                    OTAError(
+                        .deviceRejected, "bootloader rejected Select command object failed: 0x05 (invalid object (init packet malformed or bad signature))"
+                    )))
     }
 
     @Test func aLateReceiptIsSkipped() throws {
@@ -327,7 +353,8 @@ import Testing
         var machine = try Self.machine(image)
         _ = machine.start()
         _ = machine.received(.success(.select, [512, 0, 0]))
-        #expect(machine.received(.success(.calculateChecksum, [10, 10])) == .listen(purpose: "response to Create command object of 100 bytes", wait: .response))
+        #expect(
+            machine.received(.success(.calculateChecksum, [10, 10])) == .listen(purpose: "response to Create command object of 100 bytes", wait: .response))
         #expect(machine.received(.success(.create)) == .send(.setPRN(0)))
     }
 
@@ -338,30 +365,40 @@ import Testing
         let first = machine.start()
         let actions = try runScript(&machine, first, until: .send(.select(.data)))
         #expect(actions.last == .send(.select(.data)))
-        #expect(machine.received(.success(.select, [size, 0, 0])) == .fail(OTAError(.malformedResponse, "bootloader reported a data object size of \(size) bytes")))
+        #expect(
+            machine.received(.success(.select, [size, 0, 0])) == .fail(OTAError(.malformedResponse, "bootloader reported a data object size of \(size) bytes")))
     }
 
     @Test func initPacketLimitsAndRejections() throws {
         let image = try Self.image(size: 3000)
         var tooSmall = try Self.machine(image)
         _ = tooSmall.start()
-        #expect(tooSmall.received(.success(.select, [64, 0, 0])) == .fail(OTAError(.invalidImage, "the init packet is 100 bytes; this bootloader accepts at most 64")))
+        #expect(
+            tooSmall.received(.success(.select, [64, 0, 0]))
+                == .fail(OTAError(.invalidImage, "the init packet is 100 bytes; this bootloader accepts at most 64")))
 
         var rejected = try Self.machine(image)
         let start = rejected.start()
         let actions = try runScript(&rejected, start, until: .send(.execute))
         #expect(actions.last == .send(.execute))
         let hardware = DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .extendedError, extendedError: .hardwareVersionFailure)
-        #expect(rejected.received(hardware) == .fail(OTAError(
-            .deviceRejected, "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))"
-        )))
+        #expect(
+            rejected.received(hardware)
+                == .fail(
+                    OTAError(
+                        .deviceRejected,
+                        "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))"
+                    )))
 
         var wrong = try Self.machine(image)
         let begin = wrong.start()
         _ = try runScript(&wrong, begin, until: .send(.calculateChecksum))
-        #expect(wrong.received(.success(.calculateChecksum, [99, 0xAB])) == .fail(OTAError(
-            .verificationFailed, "the bootloader received the init packet wrong: 99 bytes with CRC-32 0xAB; run the update again"
-        )))
+        #expect(
+            wrong.received(.success(.calculateChecksum, [99, 0xAB]))
+                == .fail(
+                    OTAError(
+                        .verificationFailed, "the bootloader received the init packet wrong: 99 bytes with CRC-32 0xAB; run the update again"
+                    )))
 
         let bare = try FirmwareImage(bytes: image.bytes, name: "bare.bin")
         #expect(throws: OTAError.self) { try NordicDFUStateMachine(image: bare, payloadSize: 244, configuration: NordicDFUConfiguration()) }
@@ -460,7 +497,9 @@ func drain(_ machine: inout NordicDFUStateMachine, _ first: NordicDFUStateMachin
 }
 
 /// Runs `machine` against an ideal bootloader with a fresh session until it asks for `stop`.
-func runScript(_ machine: inout NordicDFUStateMachine, _ first: NordicDFUStateMachine.Action, until stop: NordicDFUStateMachine.Action) throws -> [NordicDFUStateMachine.Action] {
+func runScript(
+    _ machine: inout NordicDFUStateMachine, _ first: NordicDFUStateMachine.Action, until stop: NordicDFUStateMachine.Action
+) throws -> [NordicDFUStateMachine.Action] {
     var bootloader = IdealBootloader()
     return try perform(&machine, first, image: nil, &bootloader, until: stop)
 }

@@ -31,6 +31,8 @@ import Testing
     @Test func aLongEntryNameIsCutInTheMessage() throws {
         let long = String(repeating: "a", count: 60_000)
         let error = try #require(throws: OTAError.self) { try ZipArchive(data: makeZip([TestZipFile(long + "\\", "x")]), name: "long.zip") }
-        #expect(error.message == "long.zip: \"\(String(repeating: "a", count: 80))… (60001 characters)\": backslash in entry name (files must be at the root of the package)")
+        #expect(
+            error.message
+                == "long.zip: \"\(String(repeating: "a", count: 80))… (60001 characters)\": backslash in entry name (files must be at the root of the package)")
     }
 }

@@ -36,7 +36,9 @@ struct BlueZCentralVMTests {
 
     /// Writes `count` bytes without response in chunks the link allows, then waits until the
     /// peripheral counted them all.
-    static func send(_ count: Int, over transport: BlueZTransport, _ notifications: inout AsyncStream<Data>.Iterator)
+    static func send(
+        _ count: Int, over transport: BlueZTransport, _ notifications: inout AsyncStream<Data>.Iterator
+    )
         async throws
     {
         #expect(try await request("reset", over: transport, &notifications) == "reset-ok")

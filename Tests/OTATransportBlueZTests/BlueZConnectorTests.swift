@@ -129,8 +129,7 @@ import Testing
         var off = FakeBlueZ.Script()
         off.adapters = [("hci0", "00:AA:01:00:00:00", false)]
         try await FakeBlueZ.with(off) { bus, fake in
-            await #expect(throws: TransportError(.connectionFailed, "hci0 is powered off: run 'bluetoothctl power on'"))
-            {
+            await #expect(throws: TransportError(.connectionFailed, "hci0 is powered off: run 'bluetoothctl power on'")) {
                 _ = try await FakeBlueZ.connector(on: bus).connect()
             }
             #expect(fake.calls.isEmpty)

@@ -26,14 +26,16 @@ import Testing
         try await withPeripheral { fake, peripheral, _ in
             #expect(peripheral.address == PeripheralFakeBlueZ.address)
             let objects = try #require(fake.applicationObjects)
-            #expect(objects[Self.root.appending("service0")!] == [
-                "org.bluez.GattService1": ["UUID": .string(Self.service.description), "Primary": .bool(true)]
-            ])
-            #expect(objects[Self.dataPath]?[Self.characteristicInterface] == [
-                "UUID": .string(Self.data.characteristic.description),
-                "Service": .objectPath(Self.root.appending("service0")!),
-                "Flags": .strings(["write-without-response"]),
-            ])
+            #expect(
+                objects[Self.root.appending("service0")!] == [
+                    "org.bluez.GattService1": ["UUID": .string(Self.service.description), "Primary": .bool(true)]
+                ])
+            #expect(
+                objects[Self.dataPath]?[Self.characteristicInterface] == [
+                    "UUID": .string(Self.data.characteristic.description),
+                    "Service": .objectPath(Self.root.appending("service0")!),
+                    "Flags": .strings(["write-without-response"]),
+                ])
             #expect(objects[Self.controlPath]?[Self.characteristicInterface]?["Flags"] == .strings(["write", "notify"]))
             #expect(objects[Self.statusPath]?[Self.characteristicInterface]?["Flags"] == .strings(["read"]))
             let advertisement = try #require(fake.advertisement)
@@ -261,7 +263,10 @@ import Testing
             let model = PeripheralTestModel()
             let ready = AsyncStream.makeStream(of: BlueZPeripheral.self)
             let serving = Task {
-                try await BlueZPeripheral.serve(model: model, configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, dyingLinkAfter: dyingLinkAfter, readvertise: readvertise, clock: clock)) {
+                try await BlueZPeripheral.serve(
+                    model: model,
+                    configuration: Self.configuration(bus, dropLinkAfter: dropLinkAfter, dyingLinkAfter: dyingLinkAfter, readvertise: readvertise, clock: clock)
+                ) {
                     ready.continuation.yield($0)
                     ready.continuation.finish()
                 }

@@ -62,8 +62,7 @@ import Testing
         var script = FakeBlueZ.Script()
         script.adapters = [("hci0", "00:AA:01:00:00:00", false)]
         try await FakeBlueZ.with(script) { bus, _ in
-            await #expect(throws: TransportError(.connectionFailed, "hci0 is powered off: run 'bluetoothctl power on'"))
-            {
+            await #expect(throws: TransportError(.connectionFailed, "hci0 is powered off: run 'bluetoothctl power on'")) {
                 _ = try await BlueZScanner(bus: .address(bus.address)).discoveries()
             }
         }

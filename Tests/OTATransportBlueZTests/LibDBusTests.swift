@@ -92,10 +92,11 @@ import Testing
             Issue.record("the check program did not compile or run against the header:\n\(program)")
             return
         }
-        let header = Dictionary(uniqueKeysWithValues: printed.split(separator: "\n").map { line in
-            let parts = line.split(separator: "=", maxSplits: 1)
-            return (String(parts[0]), String(parts[1]))
-        })
+        let header = Dictionary(
+            uniqueKeysWithValues: printed.split(separator: "\n").map { line in
+                let parts = line.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), String(parts[1]))
+            })
         #expect(header == Self.swiftSide)
 
         // Each function called with arguments of the types LibDBus.swift declares, and its result
@@ -235,10 +236,9 @@ import Testing
         let printed = swiftSide.keys.sorted().map { key -> String in
             let parts = key.split(separator: ".")
             let expression =
-                if parts.count == 1 { "(long)(\(key))" }
-                else if parts[1] == "size" { "(long)sizeof(\(parts[0]))" }
-                else if parts[1] == "align" { "(long)_Alignof(\(parts[0]))" }
-                else { "(long)offsetof(\(parts[0]), \(parts[1]))" }
+                if parts.count == 1 { "(long)(\(key))" } else if parts[1] == "size" { "(long)sizeof(\(parts[0]))" } else if parts[1] == "align" {
+                    "(long)_Alignof(\(parts[0]))"
+                } else { "(long)offsetof(\(parts[0]), \(parts[1]))" }
             return "    printf(\"%s=%ld\\n\", \"\(key)\", \(expression));"
         }
         let declared = symbols.map { "    (void)sizeof(&\($0));" }

@@ -65,9 +65,11 @@ private func notes(_ events: [UpdateEvent]) -> [String] {
             defer { Task { await transport.disconnect() } }
             return try await preflight.read(over: transport)
         }
-        #expect(information == DeviceInformation(
-            manufacturer: "Nordic Semiconductor", modelNumber: "nRF52840", hardwareRevision: "52", firmwareRevision: "1.0.0", batteryLevel: 88
-        ))
+        #expect(
+            information
+                == DeviceInformation(
+                    manufacturer: "Nordic Semiconductor", modelNumber: "nRF52840", hardwareRevision: "52", firmwareRevision: "1.0.0", batteryLevel: 88
+                ))
         #expect(information.summary == "model nRF52840 by Nordic Semiconductor, hardware rev 52, firmware 1.0.0, battery 88%")
     }
 
@@ -111,7 +113,10 @@ private func notes(_ events: [UpdateEvent]) -> [String] {
         let outcome = try await update(world, image: try image(size: 20_000), policy: policy)
         let error = try #require(throws: OTAError.self) { try outcome.result.get() }
         #expect(error.code == .incompatible)
-        #expect(error.message == "device hardware revision 'rev-C' does not match the package (rev-A, rev-B in pkg/manifest.json hardware); use firmware built for 'rev-C' or pass --force")
+        #expect(
+            error.message
+                == "device hardware revision 'rev-C' does not match the package (rev-A, rev-B in pkg/manifest.json hardware); use firmware built for 'rev-C' or pass --force"
+        )
         #expect(world.model.received.isEmpty)
     }
 
@@ -127,9 +132,10 @@ private func notes(_ events: [UpdateEvent]) -> [String] {
         #expect(throws: Never.self) { try outcome.result.get() }
         #expect(!world.model.received.isEmpty)
         #expect(notes(outcome.events).contains("battery at 12%, below the 30% this update needs (--min-battery); updating anyway (--force)"))
-        #expect(notes(outcome.events).contains(
-            "the device's hardware revision 'rev-C' is not an integer, so the package's hardware (hw_version 52 in app.bin's init packet) cannot be checked; updating anyway (--force)"
-        ))
+        #expect(
+            notes(outcome.events).contains(
+                "the device's hardware revision 'rev-C' is not an integer, so the package's hardware (hw_version 52 in app.bin's init packet) cannot be checked; updating anyway (--force)"
+            ))
     }
 
     @Test func aMatchingDeviceGoesThroughAndTheReadsCountAsSetup() async throws {

@@ -1,7 +1,8 @@
 import Foundation
 import OTACore
-@testable import OTATransportSimulator
 import Testing
+
+@testable import OTATransportSimulator
 
 @Suite struct SimulatedFlashTests {
     private let timing = FlashTiming(sectorSize: 4096, sectorEraseTime: .milliseconds(45), writeBytesPerSecond: 400_000)

@@ -74,7 +74,9 @@ enum BenchmarkCommand: Command {
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             streams.out("virtual = simulated link and device time; wall, CPU = this host's cost per MB of image\n\n")
-            streams.out(row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "headers", "notifs", "wall/MB", "CPU/MB"]) + "\n")
+            streams.out(
+                row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "headers", "notifs", "wall/MB", "CPU/MB"]) + "\n"
+            )
         }
         var failed = false
         for descriptor in descriptors {
@@ -119,7 +121,8 @@ enum BenchmarkCommand: Command {
         let wallBefore = ContinuousClock.now
         let (report, stats) = try await simulation.run {
             let connection = try await connector.connectSimulated()
-            let report = try await engine.update(image, using: client, connector: ReusedConnection(connection: connection, description: connector.deviceDescription))
+            let report = try await engine.update(
+                image, using: client, connector: ReusedConnection(connection: connection, description: connector.deviceDescription))
             return (report, connection.stats)
         }
         let wall = ContinuousClock.now - wallBefore
@@ -149,7 +152,8 @@ enum BenchmarkCommand: Command {
     private static func jsonLine(_ m: Measurement) -> String {
         let perMB = 1_000_000 / Double(m.report.imageSize)
         return JSONValue.object([
-            "protocol": .string(m.protocolName), "variant": .string(label(m.protocolName, m.variant)), "profile": .string(m.profile.name), "link": .string(m.profile.link.summary),
+            "protocol": .string(m.protocolName), "variant": .string(label(m.protocolName, m.variant)), "profile": .string(m.profile.name),
+            "link": .string(m.profile.link.summary),
             "attMTU": .number(Double(m.report.link.attMTU)), "chunkSize": .number(Double(m.report.chunkSize)),
             "imageSize": .number(Double(m.report.imageSize)), "virtualSeconds": .number(m.report.protocolDuration.seconds),
             "goodput": .number(m.report.goodput.rounded()), "capacity": .number(m.capacity.rounded()),
@@ -212,9 +216,9 @@ enum BenchmarkCommand: Command {
 
     private static var buildMode: String {
         #if DEBUG
-            "debug"
+        "debug"
         #else
-            "release"
+        "release"
         #endif
     }
 }

@@ -2,7 +2,10 @@ import Foundation
 
 /// The `ota` tool: dispatches to a subcommand and turns every outcome into an exit code.
 public enum CommandLineTool {
-    static let commands: [any Command.Type] = [UpdateCommand.self, AbortCommand.self, InspectCommand.self, ScanCommand.self, DoctorCommand.self, ProtocolsCommand.self, DevicesCommand.self, BenchmarkCommand.self, CompletionCommand.self]
+    static let commands: [any Command.Type] = [
+        UpdateCommand.self, AbortCommand.self, InspectCommand.self, ScanCommand.self, DoctorCommand.self, ProtocolsCommand.self, DevicesCommand.self,
+        BenchmarkCommand.self, CompletionCommand.self,
+    ]
 
     static let version = "0.1.0"
 
@@ -18,7 +21,9 @@ public enum CommandLineTool {
             let name = command.spec.name
             lines.append("  \(name)\(String(repeating: " ", count: max(1, 12 - name.count)))\(command.spec.summary)")
         }
-        lines += ["", "Run 'ota COMMAND --help' for a command's options.", "Example: ota update firmware.bin --protocol generic --device sim:esp32s3-mtu244-2m"]
+        lines += [
+            "", "Run 'ota COMMAND --help' for a command's options.", "Example: ota update firmware.bin --protocol generic --device sim:esp32s3-mtu244-2m",
+        ]
         return lines.joined(separator: "\n")
     }
 

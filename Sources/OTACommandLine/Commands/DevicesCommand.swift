@@ -25,7 +25,9 @@ enum DevicesCommand: Command {
             } else {
                 streams.out("sim:\(profile.name)\n")
                 streams.out("  \(profile.summary)\n")
-                streams.out("  \(profile.link.summary); MTU ≤ \(profile.link.deviceMaximumMTU); link capacity \(Wording.rate(capacity)); slot \(Wording.bytes(profile.slotSize))\n")
+                streams.out(
+                    "  \(profile.link.summary); MTU ≤ \(profile.link.deviceMaximumMTU); link capacity \(Wording.rate(capacity)); slot \(Wording.bytes(profile.slotSize))\n"
+                )
             }
         }
         return .success

@@ -40,7 +40,8 @@ enum DoctorCommand: Command {
                 ]).serialized + "\n"
             )
         } else {
-            streams.out("bluetoothd: \(report.isBluetoothdRunning ? "running" : "not running") on \(report.bus)\(report.bluezVersion.map { ", BlueZ \($0)" } ?? "")\n")
+            streams.out(
+                "bluetoothd: \(report.isBluetoothdRunning ? "running" : "not running") on \(report.bus)\(report.bluezVersion.map { ", BlueZ \($0)" } ?? "")\n")
             if let controllers = report.kernelControllers {
                 streams.out("kernel controllers: \(controllers.isEmpty ? "none" : controllers.joined(separator: ", "))\n")
             } else {

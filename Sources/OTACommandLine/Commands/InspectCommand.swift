@@ -6,7 +6,9 @@ enum InspectCommand: Command {
     static let spec = CommandSpec(
         name: "inspect",
         summary: "Show what a firmware image, package or protocol container (Nordic DFU .zip) holds, and whether it is consistent.",
-        options: [.init(name: "--protocol", valueName: "NAME", help: "read FILE as this protocol's container; default: every protocol that knows a container format")],
+        options: [
+            .init(name: "--protocol", valueName: "NAME", help: "read FILE as this protocol's container; default: every protocol that knows a container format")
+        ],
         positionals: [.init(name: "FILE", help: "a .bin, a .zip, or a package directory")],
         discussion: "exit codes: 0 consistent, 2 usage, 3 inconsistent or unreadable"
     )

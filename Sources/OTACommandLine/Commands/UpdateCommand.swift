@@ -10,7 +10,9 @@ enum UpdateCommand: Command {
             protocolHelp: "update protocol (see 'ota protocols'); default: chosen by the package or the device catalog",
             deviceNote: " (see 'ota scan', 'ota devices')",
             linkOptions: [
-                .init(name: "--write-path", valueName: "PATH", help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)")
+                .init(
+                    name: "--write-path", valueName: "PATH",
+                    help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)")
             ],
             parameterNote: " (see 'ota protocols')"
         ) + [
@@ -18,9 +20,13 @@ enum UpdateCommand: Command {
             .init(name: "--dry-run", help: "print which protocol would be used and why, without connecting"),
             .init(name: "--json", help: "print one JSON event per line on standard output"),
             .init(name: "--mtu", valueName: "BYTES", help: "simulated devices: ATT MTU the app offers, 23...517; default 517 (BlueZ negotiates its own)"),
-            .init(name: "--max-chunk", valueName: "BYTES", help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
+            .init(
+                name: "--max-chunk", valueName: "BYTES",
+                help: "largest payload per data write, 1...512; default what the link carries (or the catalog family's maxChunk)"),
             .init(name: "--resume-attempts", valueName: "N", help: "reconnections in a row without progress before giving up, 0...100 (0: never); default 5"),
-            .init(name: "--min-battery", valueName: "PERCENT", help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
+            .init(
+                name: "--min-battery", valueName: "PERCENT",
+                help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
             .init(name: "--force", help: "update despite a low battery or a hardware revision the firmware does not declare, saying so"),
         ] + SimulatorOptions.specOptions,
         positionals: [
@@ -135,7 +141,9 @@ enum UpdateCommand: Command {
                 streams.err("part \(index + 1) of \(plan.images.count): \(image.name)\n")
             }
             let renderer: any EventRenderer =
-                if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else { LineRenderer(streams: streams) }
+                if json { JSONRenderer(streams: streams) } else if streams.errorIsTerminal { ProgressBarRenderer(streams: streams) } else {
+                    LineRenderer(streams: streams)
+                }
             let (result, time) = await send(image, renderer)
             exitCode = report(result, time: time, image: image, plan: plan, json: json, streams: streams)
             if exitCode != .success { break }

@@ -70,7 +70,8 @@ struct UpdatePlan: Sendable {
         configuration.preflight = try preflightPolicy(
             arguments, family: family, package: package, descriptor: descriptor, images: images, command: command
         )
-        let mtu = try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
+        let mtu =
+            try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
         return UpdatePlan(
             device: device, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
@@ -199,7 +200,8 @@ struct UpdatePlan: Sendable {
     var explanation: [String] {
         var lines = ["would update \(device.summary)"]
         if let package {
-            lines.append("firmware: package \(package.name ?? package.source) \(package.version ?? "") — \(package.images.count) image(s) verified (size and SHA-256)")
+            lines.append(
+                "firmware: package \(package.name ?? package.source) \(package.version ?? "") — \(package.images.count) image(s) verified (size and SHA-256)")
         }
         for (index, image) in images.enumerated() {
             let part = images.count > 1 ? "part \(index + 1) of \(images.count): " : ""

@@ -36,12 +36,21 @@ struct SimulatorOptions: Sendable {
 
     static let specOptions: [CommandSpec.Option] = [
         .init(name: "--seed", valueName: "N", help: "simulated devices: seed for the link's random losses; default 1"),
-        .init(name: "--sim-speed", valueName: "FACTOR", help: "simulated devices: virtual seconds per real second, or 'max'; default 1 on a terminal, max otherwise"),
-        .init(name: "--sim-disconnect-at", valueName: "BYTES|N%", help: "simulated devices: drop the link once this much data arrived; repeatable", repeatable: true),
-        .init(name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable", repeatable: true),
+        .init(
+            name: "--sim-speed", valueName: "FACTOR",
+            help: "simulated devices: virtual seconds per real second, or 'max'; default 1 on a terminal, max otherwise"),
+        .init(
+            name: "--sim-disconnect-at", valueName: "BYTES|N%", help: "simulated devices: drop the link once this much data arrived; repeatable",
+            repeatable: true),
+        .init(
+            name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable",
+            repeatable: true),
         .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device's flash in DIR between runs"),
-        .init(name: "--sim-battery", valueName: "PERCENT", help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
-        .init(name: "--sim-hardware-rev", valueName: "REV", help: "simulated devices: hardware revision in Device Information, or 'none'; default the profile's"),
+        .init(
+            name: "--sim-battery", valueName: "PERCENT",
+            help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
+        .init(
+            name: "--sim-hardware-rev", valueName: "REV", help: "simulated devices: hardware revision in Device Information, or 'none'; default the profile's"),
     ]
 
     static func parse(_ arguments: ParsedArguments, command: String, interactive: Bool) throws(UsageError) -> SimulatorOptions {

@@ -2,7 +2,7 @@ import Foundation
 import OTACore
 
 #if canImport(OTATransportBlueZ)
-    import OTATransportBlueZ
+import OTATransportBlueZ
 #endif
 
 /// What a build of the tool knows: the protocols it links, the catalogs it ships, the
@@ -65,7 +65,7 @@ public struct ToolEnvironment: Sendable {
     public static func standardTransports(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) -> TransportRegistry {
         var providers: [any TransportProvider] = []
         #if canImport(OTATransportBlueZ)
-            providers.append(BlueZTransportProvider())
+        providers.append(BlueZTransportProvider())
         #endif
         providers.append(SimulatorTransportProvider(registry: registry, fleet: fleet))
         return TransportRegistry(providers)

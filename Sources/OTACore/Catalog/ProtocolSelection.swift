@@ -62,7 +62,9 @@ public struct ProtocolSelection: Sendable {
         if let family, family.protocolName == chosen {
             parameters = family.parameters
             if !family.parameters.values.isEmpty {
-                reasons.append("parameters from family '\(family.name)': " + family.parameters.values.keys.sorted().map { "\($0)=\(family.parameters.values[$0]!)" }.joined(separator: ", "))
+                reasons.append(
+                    "parameters from family '\(family.name)': "
+                        + family.parameters.values.keys.sorted().map { "\($0)=\(family.parameters.values[$0]!)" }.joined(separator: ", "))
             }
         }
         for (key, value) in explicitParameters.values.sorted(by: { $0.key < $1.key }) {

@@ -200,7 +200,8 @@ public struct UpdateEngine: Sendable {
                     device.acknowledge(total: 0)
                     recorder.enter(
                         .paused,
-                        detail: "\(error.message); link lost at byte \(lostAt); restarting from byte 0 in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
+                        detail:
+                            "\(error.message); link lost at byte \(lostAt); restarting from byte 0 in \(delay.humanReadable) (attempt \(attempt) of \(policy.maximumAttempts))"
                     )
                 }
                 try await sleep(for: delay, purpose: "waiting to reconnect")

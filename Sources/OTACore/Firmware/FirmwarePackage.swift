@@ -78,7 +78,8 @@ public struct FirmwarePackage: Sendable {
             switch error {
             case .unreadable: throw OTAError(.invalidManifest, "\(source): cannot be read")
             case .notRegular: throw OTAError(.invalidManifest, "\(source): is not a regular file")
-            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(source): \(size) bytes, more than the \(maximumManifestSize) a package manifest may have")
+            case .tooLarge(let size):
+                throw OTAError(.invalidManifest, "\(source): \(size) bytes, more than the \(maximumManifestSize) a package manifest may have")
             }
         }
         let root = try ManifestReader(source: source).root(data)

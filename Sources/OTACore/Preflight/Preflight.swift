@@ -140,7 +140,8 @@ public struct Preflight: Sendable {
         if let minimum = policy.minimumBattery {
             if let level = information.batteryLevel {
                 if level < minimum.percent {
-                    problems.append((.deviceNotReady, "battery at \(level)%, below the \(minimum.percent)% this update needs (\(minimum.source))", "charge the device"))
+                    problems.append(
+                        (.deviceNotReady, "battery at \(level)%, below the \(minimum.percent)% this update needs (\(minimum.source))", "charge the device"))
                 }
             } else {
                 findings.notes.append("battery level unknown, so the \(minimum.percent)% minimum (\(minimum.source)) is not checked")
@@ -153,11 +154,12 @@ public struct Preflight: Sendable {
                 case .matches:
                     continue
                 case .mismatch:
-                    problems.append((
-                        .incompatible,
-                        "device hardware revision '\(revision)' does not match the package (\(declaration.declared))",
-                        "use firmware built for '\(revision)'"
-                    ))
+                    problems.append(
+                        (
+                            .incompatible,
+                            "device hardware revision '\(revision)' does not match the package (\(declaration.declared))",
+                            "use firmware built for '\(revision)'"
+                        ))
                     continue
                 case .notComparable:
                     why = "the device's hardware revision '\(revision)' is not an integer"
@@ -167,7 +169,8 @@ public struct Preflight: Sendable {
             }
             switch declaration.whenUnknown {
             case .refuse:
-                problems.append((.incompatible, "\(why), so the package's hardware (\(declaration.declared)) cannot be checked", "update a device that reports it"))
+                problems.append(
+                    (.incompatible, "\(why), so the package's hardware (\(declaration.declared)) cannot be checked", "update a device that reports it"))
             case .note(let checker):
                 findings.notes.append("\(why), so \(declaration.declared) is not compared here (\(checker))")
             }

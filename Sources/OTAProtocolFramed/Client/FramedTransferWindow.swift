@@ -108,7 +108,8 @@ public struct FramedTransferWindow: Sendable {
         timeouts += 1
         silencesInARow += 1
         guard silencesInARow <= maximumSilences else {
-            return .fail(OTAError(.stalled, "device sent no acknowledgement \(maximumSilences) times in a row at byte \(acknowledged) of \(size)")
+            return .fail(
+                OTAError(.stalled, "device sent no acknowledgement \(maximumSilences) times in a row at byte \(acknowledged) of \(size)")
             )
         }
         sent = acknowledged
@@ -127,7 +128,11 @@ public struct FramedTransferWindow: Sendable {
             acknowledged = offset
         }
         guard acknowledgedCRC.value == runningCRC else {
-            return .fail(OTAError(.verificationFailed, "device's data up to byte \(offset) has CRC-32 \(Hex.number(runningCRC)), but this image's is \(Hex.number(acknowledgedCRC.value)); run 'ota abort' and update again")
+            return .fail(
+                OTAError(
+                    .verificationFailed,
+                    "device's data up to byte \(offset) has CRC-32 \(Hex.number(runningCRC)), but this image's is \(Hex.number(acknowledgedCRC.value)); run 'ota abort' and update again"
+                )
             )
         }
         return nil

@@ -50,7 +50,8 @@ enum DFUAnswer {
             if response.opCode == DFUOpCode.calculateChecksum.rawValue {
                 self = .lateReceipt
             } else {
-                self = .malformed(OTAError(.malformedResponse, "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)) to \(request)"))
+                self = .malformed(
+                    OTAError(.malformedResponse, "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)) to \(request)"))
             }
             return
         }

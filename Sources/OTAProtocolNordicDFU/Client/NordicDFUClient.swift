@@ -96,7 +96,9 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
 
     /// Sends the init packet and the image; a device running its application is first switched
     /// to its bootloader, and the run ends asking the engine to reconnect.
-    public func run(_ image: FirmwareImage, resumingFrom point: ResumePoint<NordicDFUCheckpoint>?, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+    public func run(
+        _ image: FirmwareImage, resumingFrom point: ResumePoint<NordicDFUCheckpoint>?, context: UpdateContext
+    ) async throws(OTAError) -> UpdateOutcome {
         var machine = try NordicDFUStateMachine(
             image: image, payloadSize: context.chunkPlan.payloadSize, configuration: configuration, resumingFrom: point?.checkpoint
         )
@@ -115,7 +117,9 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
     // MARK: - Driver
 
     /// Performs the machine's actions until it finishes or fails.
-    private static func drive(_ machine: inout NordicDFUStateMachine, image: FirmwareImage, inbox: NotificationInbox, context: UpdateContext) async throws(OTAError) {
+    private static func drive(
+        _ machine: inout NordicDFUStateMachine, image: FirmwareImage, inbox: NotificationInbox, context: UpdateContext
+    ) async throws(OTAError) {
         let plan = context.chunkPlan
         let initPacket = image.attachments[initPacketKey] ?? Data()
         var action = machine.start()

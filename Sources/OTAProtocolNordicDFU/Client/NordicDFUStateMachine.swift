@@ -213,7 +213,11 @@ public struct NordicDFUStateMachine: Sendable {
         if checkpoint.holdsWhole(initPacket: initPacket), holdsPrefixOfImage(checkpoint.data) {
             skippedInitPacket = true
             return emit(
-                [.note("the bootloader holds this init packet, executed, and \(checkpoint.data.offset) bytes of this image; continuing without sending it again")]
+                [
+                    .note(
+                        "the bootloader holds this init packet, executed, and \(checkpoint.data.offset) bytes of this image; continuing without sending it again"
+                    )
+                ]
                     + ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
             )
         }
@@ -224,7 +228,8 @@ public struct NordicDFUStateMachine: Sendable {
         var actions: [Action] = []
         if command.offset > 0 {
             let discarded = checkpoint.data.offset > 0 ? ", discarding the \(checkpoint.data.offset) bytes of data received under it" : ""
-            actions.append(.note("the bootloader holds another init packet (\(command.offset) bytes, CRC-32 \(Hex.number(command.crc))); sending this one\(discarded)"))
+            actions.append(
+                .note("the bootloader holds another init packet (\(command.offset) bytes, CRC-32 \(Hex.number(command.crc))); sending this one\(discarded)"))
         }
         return emit(actions + initPacketStage(command))
     }
@@ -477,7 +482,9 @@ public struct NordicDFUStateMachine: Sendable {
             lastReportedOffset = offset
             phase = .delaying(then: .probeLink)
             return [
-                .note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC, \(attempt) times; waiting \(wait.humanReadable) for the link before giving up"),
+                .note(
+                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC, \(attempt) times; waiting \(wait.humanReadable) for the link before giving up"
+                ),
                 .sleep(wait, purpose: "waiting for the link's verdict after repeated checksum failures"),
             ]
         }
@@ -485,7 +492,9 @@ public struct NordicDFUStateMachine: Sendable {
         objectsResent += 1
         phase = .delaying(then: .resendObject)
         return [
-            .note("object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) (attempt \(attempt))"),
+            .note(
+                "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) (attempt \(attempt))"
+            ),
             .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
         ]
     }
@@ -499,7 +508,8 @@ public struct NordicDFUStateMachine: Sendable {
         switch receiptInterval {
         case 0: advice = "packet receipts are off; try --param prn=12, or a lower --max-chunk (such as \(smaller))"
         case 1: advice = "prn=1 is already set; try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
-        default: advice = "prn=\(receiptInterval) is already set; try --param prn=1 or a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
+        default:
+            advice = "prn=\(receiptInterval) is already set; try --param prn=1 or a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         }
         return failing(
             .verificationFailed,

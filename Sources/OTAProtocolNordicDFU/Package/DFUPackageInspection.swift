@@ -69,7 +69,9 @@ public struct DFUPackageInspection: Sendable, CustomStringConvertible {
         let system = kinds.filter { $0 != .application }
         guard system.count <= 1 else {
             let listed = system.map(\.rawValue).joined(separator: " + ")
-            return ["\(prefix)manifest.json: \(listed) cannot be combined; a package holds one of softdevice, bootloader or softdevice_bootloader, optionally with application"]
+            return [
+                "\(prefix)manifest.json: \(listed) cannot be combined; a package holds one of softdevice, bootloader or softdevice_bootloader, optionally with application"
+            ]
         }
         return []
     }
@@ -157,7 +159,8 @@ struct PackagePartCheck {
             }
         }
         if packet.rawBytes.count > DFUPackageInspection.bootloaderInitPacketLimit {
-            warnings.append("\(dat): init packet is \(packet.rawBytes.count) bytes; SDK 15.3 bootloaders accept at most \(DFUPackageInspection.bootloaderInitPacketLimit)")
+            warnings.append(
+                "\(dat): init packet is \(packet.rawBytes.count) bytes; SDK 15.3 bootloaders accept at most \(DFUPackageInspection.bootloaderInitPacketLimit)")
         }
     }
 
@@ -303,7 +306,8 @@ struct PackagePartCheck {
             problems.append("\(dat): hash is \(stored.count) bytes; a SHA-256 has 32")
         } else {
             verdict = "(MISMATCH)"
-            problems.append("\(dat): hash does not match \(bin) (init packet has \(Hex.bytes(stored)), byte-reversed SHA-256 of \(bin) is \(Hex.bytes(expected)))")
+            problems.append(
+                "\(dat): hash does not match \(bin) (init packet has \(Hex.bytes(stored)), byte-reversed SHA-256 of \(bin) is \(Hex.bytes(expected)))")
         }
         details.append(("hash", "\(hash.type) \(Hex.bytes(stored)) \(verdict)"))
     }

@@ -55,11 +55,15 @@ extension ZipArchive {
             throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): unsupported compression method \(entry.method.rawValue)")
         }
         guard bytes.count == entry.uncompressedSize else {
-            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): holds \(bytes.count) bytes but the archive declares \(entry.uncompressedSize)")
+            throw OTAError(
+                .invalidImage, "\(name): \(MessageText.name(entry.name)): holds \(bytes.count) bytes but the archive declares \(entry.uncompressedSize)")
         }
         let crc = CRC32.checksum(bytes)
         guard crc == entry.crc32 else {
-            throw OTAError(.invalidImage, "\(name): \(MessageText.name(entry.name)): CRC-32 mismatch (archive says \(Hex.number(entry.crc32, digits: 8)), contents give \(Hex.number(crc, digits: 8)))")
+            throw OTAError(
+                .invalidImage,
+                "\(name): \(MessageText.name(entry.name)): CRC-32 mismatch (archive says \(Hex.number(entry.crc32, digits: 8)), contents give \(Hex.number(crc, digits: 8)))"
+            )
         }
         return bytes
     }
@@ -68,7 +72,8 @@ extension ZipArchive {
     private func inflate(_ entry: ZipEntry) throws(OTAError) -> Data {
         let prefix = "\(name): \(MessageText.name(entry.name))"
         guard entry.uncompressedSize <= limits.maxEntrySize else {
-            throw OTAError(.invalidImage, "\(prefix): declares \(entry.uncompressedSize) bytes, more than the \(PackageText.megabytes(limits.maxEntrySize)) limit")
+            throw OTAError(
+                .invalidImage, "\(prefix): declares \(entry.uncompressedSize) bytes, more than the \(PackageText.megabytes(limits.maxEntrySize)) limit")
         }
         let capacity = entry.uncompressedSize + 1
         var output = Data(count: capacity)

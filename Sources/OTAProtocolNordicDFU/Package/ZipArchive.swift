@@ -111,8 +111,9 @@ private struct ZipDirectoryParser {
         var offset = directory.offset
         let directoryEnd = directory.offset + directory.size
         for index in 0..<directory.entryCount {
-            let (entry, next) = try readCentralHeader(at: offset, directoryEnd: directoryEnd, index: index,
-                                                      centralDirectoryOffset: directory.offset)
+            let (entry, next) = try readCentralHeader(
+                at: offset, directoryEnd: directoryEnd, index: index,
+                centralDirectoryOffset: directory.offset)
             guard names.insert(entry.name).inserted else {
                 throw fail("\(MessageText.name(entry.name)): duplicate entry name")
             }
@@ -249,7 +250,9 @@ private struct ZipDirectoryParser {
         if method == .deflate,
             UInt64(uncompressedSize) > UInt64(max(compressedSize, 1)) * UInt64(limits.maxCompressionRatio)
         {
-            throw fail("\(entryName): compression ratio above \(limits.maxCompressionRatio):1 (\(uncompressedSize) bytes from \(compressedSize)), refused as a possible zip bomb")
+            throw fail(
+                "\(entryName): compression ratio above \(limits.maxCompressionRatio):1 (\(uncompressedSize) bytes from \(compressedSize)), refused as a possible zip bomb"
+            )
         }
 
         let dataOffset = try checkLocalHeader(

@@ -59,7 +59,8 @@ public enum BootloaderAddress {
     /// "C0:FF:EE:00:00:10" → "C0:FF:EE:00:00:11"; "…:FF" → "…:00". `nil` for a malformed address.
     public static func next(after address: String) -> String? {
         var octets = address.split(separator: ":").map(String.init)
-        guard octets.count == 6, octets.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }), let last = octets.last, let value = UInt8(last, radix: 16) else {
+        guard octets.count == 6, octets.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }), let last = octets.last, let value = UInt8(last, radix: 16)
+        else {
             return nil
         }
         octets[5] = Hex.digits(value &+ 1, digits: 2)

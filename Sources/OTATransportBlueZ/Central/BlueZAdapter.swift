@@ -83,7 +83,9 @@ public struct BlueZAdapter: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``TransportError`` (``TransportError/Kind/connectionFailed``) with one line: no
     ///   adapter, unknown name, powered off, bluetoothd not running.
-    public static func select(_ name: String? = nil, bus: DBusConnection.Bus = .system) async throws(TransportError)
+    public static func select(
+        _ name: String? = nil, bus: DBusConnection.Bus = .system
+    ) async throws(TransportError)
         -> BlueZAdapter
     {
         try select(name, from: try await list(bus: bus))

@@ -158,7 +158,9 @@ public struct BlueZConnector: Connector {
     }
 
     /// Finds a device the adapter does not know: `ConnectDevice` when possible, else discovery.
-    private func find(over session: BlueZSession, adapter: BlueZAdapter) async throws(TransportError) -> BlueZObjectTree
+    private func find(
+        over session: BlueZSession, adapter: BlueZAdapter
+    ) async throws(TransportError) -> BlueZObjectTree
         .Device?
     {
         if let addressType = configuration.addressType {
@@ -178,7 +180,9 @@ public struct BlueZConnector: Connector {
     }
 
     /// Scans until the device is heard, for at most the discovery timeout.
-    private func discover(over session: BlueZSession, adapter: BlueZAdapter) async throws(TransportError)
+    private func discover(
+        over session: BlueZSession, adapter: BlueZAdapter
+    ) async throws(TransportError)
         -> BlueZObjectTree.Device?
     {
         let added = try await session.signals(BlueZSignals.interfacesAdded, session.context("scanning for \(address)"))
@@ -226,7 +230,9 @@ public struct BlueZConnector: Connector {
         return found
     }
 
-    private func connectDevice(_ device: BlueZObjectTree.Device, over session: BlueZSession)
+    private func connectDevice(
+        _ device: BlueZObjectTree.Device, over session: BlueZSession
+    )
         async throws(TransportError)
     {
         // AlreadyConnected: fine. InProgress: another client is connecting it; wait for the result.

@@ -84,7 +84,9 @@ enum BlueZFailure {
     }
 
     /// What is wrong with an adapter that is off, and the fix.
-    static func poweredOffFinding(_ adapter: BlueZAdapter, among adapters: [BlueZAdapter]) -> (
+    static func poweredOffFinding(
+        _ adapter: BlueZAdapter, among adapters: [BlueZAdapter]
+    ) -> (
         problem: String, fix: String
     ) {
         if adapter.powerState == "off-blocked" {

@@ -120,7 +120,9 @@ public struct BlueZScanner: Sendable {
         try await BlueZSession.open(bus, handingTo: start(over:))
     }
 
-    private func start(over session: BlueZSession) async throws(TransportError) -> AsyncThrowingStream<
+    private func start(
+        over session: BlueZSession
+    ) async throws(TransportError) -> AsyncThrowingStream<
         Discovery, any Error
     > {
         let adapter = try BlueZAdapter.select(self.adapter, from: try await session.objectTree().adapters)

@@ -119,7 +119,9 @@ struct BlueZSession: Sendable {
     }
 
     /// Sends a BlueZ method call without waiting for its reply.
-    func callIgnoringReply(_ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [])
+    func callIgnoringReply(
+        _ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
+    )
         async
     {
         var message = DBusMessage.methodCall(
@@ -146,7 +148,9 @@ struct BlueZSession: Sendable {
     }
 
     /// Reads all properties of one interface of an object.
-    func properties(of interface: String, at path: DBusObjectPath, _ context: BlueZFailure.Context)
+    func properties(
+        of interface: String, at path: DBusObjectPath, _ context: BlueZFailure.Context
+    )
         async throws(TransportError) -> [String: DBusValue]
     {
         let reply = try await call(path, BlueZ.Interface.properties, "GetAll", [.string(interface)], context)
@@ -157,7 +161,9 @@ struct BlueZSession: Sendable {
     }
 
     /// Subscribes to signals from BlueZ that match `rule` (its sender is set to `org.bluez`).
-    func signals(_ rule: DBusMatchRule, _ context: BlueZFailure.Context) async throws(TransportError) -> AsyncStream<
+    func signals(
+        _ rule: DBusMatchRule, _ context: BlueZFailure.Context
+    ) async throws(TransportError) -> AsyncStream<
         DBusMessage
     > {
         var rule = rule

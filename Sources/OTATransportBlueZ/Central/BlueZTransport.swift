@@ -194,8 +194,7 @@ public final class BlueZTransport: Transport, Sendable {
 
     // MARK: - Transport
 
-    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError)
-    {
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
         try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
         let maximum = link.maximumWriteLength(for: kind)
         guard value.count <= maximum else {
@@ -324,7 +323,9 @@ public final class BlueZTransport: Transport, Sendable {
         }
     }
 
-    private func writeValue(_ value: Data, to characteristic: CharacteristicID, type: String)
+    private func writeValue(
+        _ value: Data, to characteristic: CharacteristicID, type: String
+    )
         async throws(TransportError)
     {
         let kind = type == "request" ? "write with response" : "write without response"
@@ -405,8 +406,7 @@ public final class BlueZTransport: Transport, Sendable {
             {
                 drop(DisconnectReason("\(address) disconnected"))
             }
-        } else if signal.interface == BlueZ.Interface.device, signal.member == "Disconnected", signal.path == devicePath
-        {
+        } else if signal.interface == BlueZ.Interface.device, signal.member == "Disconnected", signal.path == devicePath {
             // BlueZ 5.72 and later: Disconnected(s reason, s message).
             let message = signal.arguments.count > 1 ? signal.arguments[1].string : nil
             let name = signal.arguments.first?.string

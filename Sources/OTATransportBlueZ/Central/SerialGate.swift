@@ -17,8 +17,7 @@ final class SerialGate: Sendable {
     /// Runs `body` once every operation that entered before has finished.
     ///
     /// Waiting for the turn ignores cancellation; `body` sees it.
-    func run<Result: Sendable>(_ body: () async throws(TransportError) -> Result) async throws(TransportError) -> Result
-    {
+    func run<Result: Sendable>(_ body: () async throws(TransportError) -> Result) async throws(TransportError) -> Result {
         await enter()
         defer { leave() }
         return try await body()

@@ -2,11 +2,11 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// Every C call the central makes on sockets and pipes (socket, poll, send, read, close), in one
@@ -117,11 +117,11 @@ enum SocketCalls {
     static func close(_ descriptor: Int32) {
         guard descriptor >= 0 else { return }
         #if canImport(Glibc)
-            _ = Glibc.close(descriptor)
+        _ = Glibc.close(descriptor)
         #elseif canImport(Musl)
-            _ = Musl.close(descriptor)
+        _ = Musl.close(descriptor)
         #else
-            _ = Darwin.close(descriptor)
+        _ = Darwin.close(descriptor)
         #endif
     }
 

@@ -106,13 +106,10 @@ struct LibDBus: @unchecked Sendable {
     let dbus_connection_close: @convention(c) (Handle?) -> Void
     let dbus_connection_unref: @convention(c) (Handle?) -> Void
     let dbus_connection_send: @convention(c) (Handle?, Handle?, UnsafeMutablePointer<UInt32>?) -> Bool32
-    let dbus_connection_send_with_reply:
-        @convention(c) (Handle?, Handle?, UnsafeMutablePointer<Handle?>?, Int32) -> Bool32
+    let dbus_connection_send_with_reply: @convention(c) (Handle?, Handle?, UnsafeMutablePointer<Handle?>?, Int32) -> Bool32
     let dbus_connection_dispatch: @convention(c) (Handle?) -> UInt32
-    let dbus_connection_add_filter:
-        @convention(c) (Handle?, HandleMessageFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Bool32
-    let dbus_connection_remove_filter:
-        @convention(c) (Handle?, HandleMessageFunction?, UnsafeMutableRawPointer?) -> Void
+    let dbus_connection_add_filter: @convention(c) (Handle?, HandleMessageFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Bool32
+    let dbus_connection_remove_filter: @convention(c) (Handle?, HandleMessageFunction?, UnsafeMutableRawPointer?) -> Void
     /// Also the type of `dbus_connection_set_timeout_functions`.
     let dbus_connection_set_watch_functions:
         @convention(c) (
@@ -122,8 +119,7 @@ struct LibDBus: @unchecked Sendable {
         @convention(c) (
             Handle?, AddFunction?, RemoveFunction?, RemoveFunction?, UnsafeMutableRawPointer?, FreeFunction?
         ) -> Bool32
-    let dbus_connection_set_dispatch_status_function:
-        @convention(c) (Handle?, DispatchStatusFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Void
+    let dbus_connection_set_dispatch_status_function: @convention(c) (Handle?, DispatchStatusFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Void
 
     let dbus_watch_get_unix_fd: @convention(c) (Handle?) -> Int32
     let dbus_watch_get_flags: @convention(c) (Handle?) -> UInt32
@@ -133,8 +129,7 @@ struct LibDBus: @unchecked Sendable {
     let dbus_timeout_get_interval: @convention(c) (Handle?) -> Int32
     let dbus_timeout_handle: @convention(c) (Handle?) -> Bool32
 
-    let dbus_pending_call_set_notify:
-        @convention(c) (Handle?, PendingCallNotifyFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Bool32
+    let dbus_pending_call_set_notify: @convention(c) (Handle?, PendingCallNotifyFunction?, UnsafeMutableRawPointer?, FreeFunction?) -> Bool32
     let dbus_pending_call_steal_reply: @convention(c) (Handle?) -> Handle?
     let dbus_pending_call_cancel: @convention(c) (Handle?) -> Void
     let dbus_pending_call_unref: @convention(c) (Handle?) -> Void
@@ -163,8 +158,7 @@ struct LibDBus: @unchecked Sendable {
     let dbus_message_marshal:
         @convention(c) (Handle?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, UnsafeMutablePointer<Int32>?) ->
             Bool32
-    let dbus_message_demarshal:
-        @convention(c) (UnsafePointer<CChar>?, Int32, ErrorPointer) -> Handle?
+    let dbus_message_demarshal: @convention(c) (UnsafePointer<CChar>?, Int32, ErrorPointer) -> Handle?
 
     let dbus_validate_path: ValidateFunction
     let dbus_validate_interface: ValidateFunction
@@ -176,25 +170,19 @@ struct LibDBus: @unchecked Sendable {
     let dbus_signature_validate_single: ValidateFunction
 
     let dbus_message_iter_init_append: @convention(c) (Handle?, IterPointer) -> Void
-    let dbus_message_iter_append_basic:
-        @convention(c) (IterPointer, Int32, UnsafeRawPointer?) -> Bool32
-    let dbus_message_iter_append_fixed_array:
-        @convention(c) (IterPointer, Int32, UnsafeRawPointer?, Int32) -> Bool32
+    let dbus_message_iter_append_basic: @convention(c) (IterPointer, Int32, UnsafeRawPointer?) -> Bool32
+    let dbus_message_iter_append_fixed_array: @convention(c) (IterPointer, Int32, UnsafeRawPointer?, Int32) -> Bool32
     let dbus_message_iter_open_container:
         @convention(c) (
             IterPointer, Int32, UnsafePointer<CChar>?, IterPointer
         ) -> Bool32
-    let dbus_message_iter_close_container:
-        @convention(c) (IterPointer, IterPointer) -> Bool32
-    let dbus_message_iter_abandon_container_if_open:
-        @convention(c) (IterPointer, IterPointer) -> Void
+    let dbus_message_iter_close_container: @convention(c) (IterPointer, IterPointer) -> Bool32
+    let dbus_message_iter_abandon_container_if_open: @convention(c) (IterPointer, IterPointer) -> Void
     let dbus_message_iter_init: @convention(c) (Handle?, IterPointer) -> Bool32
     let dbus_message_iter_get_arg_type: @convention(c) (IterPointer) -> Int32
-    let dbus_message_iter_get_signature:
-        @convention(c) (IterPointer) -> UnsafeMutablePointer<CChar>?
+    let dbus_message_iter_get_signature: @convention(c) (IterPointer) -> UnsafeMutablePointer<CChar>?
     let dbus_message_iter_next: @convention(c) (IterPointer) -> Bool32
-    let dbus_message_iter_recurse:
-        @convention(c) (IterPointer, IterPointer) -> Void
+    let dbus_message_iter_recurse: @convention(c) (IterPointer, IterPointer) -> Void
     let dbus_message_iter_get_basic: @convention(c) (IterPointer, UnsafeMutableRawPointer?) -> Void
     let dbus_message_iter_get_fixed_array:
         @convention(c) (IterPointer, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?) ->

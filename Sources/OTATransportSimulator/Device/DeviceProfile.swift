@@ -86,15 +86,25 @@ extension DeviceProfile {
     }
 
     /// ESP32 with NimBLE that never raised its MTU: 20-byte writes, 1M PHY, no DLE.
-    public static let esp32MTU23 = row("esp32-mtu23-1m", "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M", link(.le1M, every: .milliseconds(30), packets: 6, mtu: 23, llPayload: 27), espFlash, slot: 4 << 20, measured: 4, services: esp32Services)
+    public static let esp32MTU23 = row(
+        "esp32-mtu23-1m", "ESP32 + NimBLE, MTU 23 (no upgrade), LE 1M", link(.le1M, every: .milliseconds(30), packets: 6, mtu: 23, llPayload: 27), espFlash,
+        slot: 4 << 20, measured: 4, services: esp32Services)
     /// ESP32 that accepted MTU 185, 1M PHY.
-    public static let esp32MTU185 = row("esp32-mtu185-1m", "ESP32 + NimBLE, MTU 185, LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 185), espFlash, slot: 4 << 20, measured: 22, services: esp32Services)
+    public static let esp32MTU185 = row(
+        "esp32-mtu185-1m", "ESP32 + NimBLE, MTU 185, LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 185), espFlash, slot: 4 << 20, measured: 22,
+        services: esp32Services)
     /// ESP32-S3 with MTU 247 (244-byte writes), 1M PHY.
-    public static let esp32S3MTU244OneM = row("esp32s3-mtu244-1m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 33, services: esp32S3Services)
+    public static let esp32S3MTU244OneM = row(
+        "esp32s3-mtu244-1m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 1M", link(.le1M, every: .milliseconds(30), packets: 4, mtu: 247), espFlash,
+        slot: 12 << 20, measured: 33, services: esp32S3Services)
     /// ESP32-S3 with MTU 247, 2M PHY.
-    public static let esp32S3MTU244TwoM = row("esp32s3-mtu244-2m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 4, mtu: 247), espFlash, slot: 12 << 20, measured: 65, services: esp32S3Services)
+    public static let esp32S3MTU244TwoM = row(
+        "esp32s3-mtu244-2m", "ESP32-S3 + NimBLE, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 4, mtu: 247), espFlash,
+        slot: 12 << 20, measured: 65, services: esp32S3Services)
     /// nRF52840 with MTU 247, 2M PHY.
-    public static let nrf52840 = row("nrf52840-mtu244-2m", "nRF52840, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 6, mtu: 247), nrfFlash, slot: 1 << 20, measured: 100, services: nrfServices)
+    public static let nrf52840 = row(
+        "nrf52840-mtu244-2m", "nRF52840, MTU 247 (244-byte writes), LE 2M", link(.le2M, every: .milliseconds(15), packets: 6, mtu: 247), nrfFlash,
+        slot: 1 << 20, measured: 100, services: nrfServices)
 
     /// The built-in profiles, slowest first.
     public static let builtIn: [DeviceProfile] = [esp32MTU23, esp32MTU185, esp32S3MTU244OneM, esp32S3MTU244TwoM, nrf52840]

@@ -33,9 +33,11 @@ enum Fixture {
     ) throws -> Data {
         var files = try files(of: "app-unsigned")
         change(&files)
-        let order = ["manifest.json", "app.bin", "app.dat"] + files.keys.sorted().filter {
-            !["manifest.json", "app.bin", "app.dat"].contains($0)
-        }
+        let order =
+            ["manifest.json", "app.bin", "app.dat"]
+            + files.keys.sorted().filter {
+                !["manifest.json", "app.bin", "app.dat"].contains($0)
+            }
         return makeZip(order.compactMap { name in files[name].map { TestZipFile(name, $0, deflate: deflate) } })
     }
 

@@ -7,7 +7,7 @@ import Synchronization
 @testable import OTATransportBlueZ
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A scripted `org.bluez` on a private bus: an adapter, a device with a GATT service and three
