@@ -41,6 +41,13 @@ public struct BlueZConnector: Connector {
         /// age needs. Use ``BlueZ/attributeValueCap`` (512) for other peers. Values are also
         /// capped at ATT MTU − 3.
         public var writeWithoutResponseCap = BlueZ.bluezPeerWriteWithoutResponseCap
+        /// The send buffer (`SO_SNDBUF`) asked for on each `AcquireWrite` socket, in bytes, which
+        /// bounds what a write can leave waiting for bluetoothd, so that progress counts what the
+        /// link has taken (default 4096; `nil` keeps the socket's own, `net.core.wmem_default`,
+        /// usually 212 992, several seconds of a slow link). Linux doubles the request and raises
+        /// it to a floor of about 4.6 kB: 4096 gives 8192, which holds six 510-byte datagrams
+        /// with the kernel's overhead. The size in force is in ``BlueZTransport/Statistics``.
+        public var acquiredSocketSendBuffer: Int? = 4096
         /// Whether writes without response go through `AcquireWrite` sockets (default); when
         /// `false`, `WriteValue(type: command)` is always used.
         public var usesAcquireWrite = true
@@ -332,7 +339,10 @@ public struct BlueZConnector: Connector {
         if !writePaths.isEmpty {
             let fallbacks = writePaths.filter { if case .writeValueCommand = $0.value { true } else { false } }
             if fallbacks.isEmpty {
-                summary.append("write without response via AcquireWrite")
+                let limits = Set(sockets.values.compactMap(\.statistics.queueLimit))
+                summary.append(
+                    "write without response via AcquireWrite"
+                        + (limits.count == 1 ? " (at most \(limits.first!) bytes queued in the socket)" : ""))
             } else {
                 for (id, path) in fallbacks.sorted(by: { $0.key.characteristic < $1.key.characteristic }) {
                     summary.append("write without response to \(id.characteristic) via \(path)")
@@ -381,7 +391,8 @@ public struct BlueZConnector: Connector {
             throw TransportError(.connectionFailed, "\(context.operation): unexpected reply (\(error))")
         }
         let socket = try BlueZWriteSocket(
-            taking: descriptor.take(), mtu: Int(mtu), label: id.characteristic.description)
+            taking: descriptor.take(), mtu: Int(mtu), label: id.characteristic.description,
+            sendBuffer: configuration.acquiredSocketSendBuffer)
         return (.acquiredSocket(mtu: Int(mtu)), socket)
     }
 }

@@ -50,6 +50,13 @@ public final class BlueZTransport: Transport, Sendable {
         public var socketBytes = 0
         /// How many times a socket was full and a write waited for room.
         public var socketWaits = 0
+        /// The largest send buffer of the `AcquireWrite` sockets (`SO_SNDBUF` as the kernel
+        /// settled it, see ``BlueZConnector/Configuration/acquiredSocketSendBuffer``): a write
+        /// returns with less payload than this still waiting for bluetoothd. `nil` without a socket.
+        public var socketQueueLimit: Int?
+        /// The most a socket held unread right after a write (`SIOCOUTQ`: payload plus the
+        /// kernel's overhead per datagram), at most ``socketQueueLimit`` plus one datagram.
+        public var largestSocketQueue = 0
         /// Writes without response sent with `WriteValue(type: command)`.
         public var commandWrites = 0
         /// Writes with response.
@@ -185,6 +192,8 @@ public final class BlueZTransport: Transport, Sendable {
             statistics.socketWrites += carried.datagrams
             statistics.socketBytes += carried.bytes
             statistics.socketWaits += carried.waits
+            if let limit = carried.queueLimit { statistics.socketQueueLimit = max(statistics.socketQueueLimit ?? 0, limit) }
+            statistics.largestSocketQueue = max(statistics.largestSocketQueue, carried.largestQueue)
         }
         return statistics
     }

@@ -7,6 +7,10 @@ import Synchronization
 /// The socket `GattCharacteristic1.AcquireWrite` hands out: each datagram written to it becomes
 /// one ATT Write Command, and a full socket is the link's back-pressure.
 ///
+/// What the socket may hold is bounded by its send buffer (`SO_SNDBUF`, made small at creation):
+/// bluetoothd reads the socket only as fast as it can pass write commands on, so a small buffer
+/// makes a returned ``write(_:)`` mean "taken by the link, but for less than one buffer".
+///
 /// ``write(_:)`` sends the datagram right away when the socket has room. When it is full (EAGAIN)
 /// the write waits, without holding a thread of Swift's cooperative pool: the waiting is done by
 /// `poll` on this socket's own serial dispatch queue, which also keeps concurrent writers in
@@ -25,6 +29,18 @@ final class BlueZWriteSocket: Sendable {
         var bytes = 0
         /// How many times a write found the socket full and waited (in `poll`) for room.
         var waits = 0
+        /// The socket's send buffer (`SO_SNDBUF` as the kernel settled it): the payload waiting in
+        /// the socket for bluetoothd stays below it. `nil` when it could not be read.
+        var queueLimit: Int?
+        /// The most the socket held unread right after a send (`SIOCOUTQ`, in the kernel's
+        /// accounting, which adds each datagram's overhead to its payload).
+        var largestQueue = 0
+
+        mutating func record(sent bytes: Int, queued: Int?) {
+            datagrams += 1
+            self.bytes += bytes
+            largestQueue = max(largestQueue, queued ?? 0)
+        }
     }
 
     private struct State {
@@ -55,18 +71,22 @@ final class BlueZWriteSocket: Sendable {
 
     /// Takes ownership of `descriptor`, the socket of an `AcquireWrite`, and makes it non-blocking.
     ///
+    /// - Parameter sendBuffer: the `SO_SNDBUF` to ask for, which bounds what can wait in the socket
+    ///   (see ``BlueZConnector/Configuration/acquiredSocketSendBuffer``); `nil` keeps the socket's.
     /// - Throws: ``TransportError`` when no wake-up pipe can be made (the descriptor is closed).
-    init(taking descriptor: Int32, mtu: Int, label: String) throws(TransportError) {
+    init(taking descriptor: Int32, mtu: Int, label: String, sendBuffer: Int? = nil) throws(TransportError) {
         guard let wake = SocketCalls.makeWakePipe() else {
             SocketCalls.close(descriptor)
             throw TransportError(
                 .other, "cannot create a pipe to wait on the AcquireWrite socket (out of file descriptors?)")
         }
         SocketCalls.setNonBlocking(descriptor)
+        let limit = sendBuffer.flatMap { SocketCalls.limitSendBuffer(descriptor, to: $0) }
         self.descriptor = descriptor
         self.wake = wake
         self.mtu = mtu
         queue = DispatchQueue(label: "OTATransportBlueZ.write-socket.\(label)")
+        state.withLock { $0.statistics.queueLimit = limit ?? SocketCalls.sendBufferSize(descriptor) }
     }
 
     deinit {
@@ -98,8 +118,7 @@ final class BlueZWriteSocket: Sendable {
             if state.queued == 0 {
                 switch SocketCalls.sendDatagram(descriptor, value) {
                 case .sent:
-                    state.statistics.datagrams += 1
-                    state.statistics.bytes += value.count
+                    state.statistics.record(sent: value.count, queued: SocketCalls.queuedBytes(descriptor))
                     return .done
                 case .wouldBlock:
                     break
@@ -179,8 +198,7 @@ final class BlueZWriteSocket: Sendable {
                 }
                 switch SocketCalls.sendDatagram(descriptor, value) {
                 case .sent:
-                    state.statistics.datagrams += 1
-                    state.statistics.bytes += value.count
+                    state.statistics.record(sent: value.count, queued: SocketCalls.queuedBytes(descriptor))
                     return .finished(.success(()))
                 case .wouldBlock:
                     state.statistics.waits += 1

@@ -9,8 +9,9 @@ import Musl
 import Darwin
 #endif
 
-/// Every C call the central makes on sockets and pipes (socket, poll, send, read, close), in one
-/// place so that they can be traced or faked, as swift-system's Syscalls.swift.
+/// Every C call the central makes on sockets and pipes (socket, poll, send, read, setsockopt,
+/// ioctl, close), in one place so that they can be traced or faked, as swift-system's
+/// Syscalls.swift.
 ///
 /// All calls are non-blocking except ``waitUntilWritable(_:orReadable:)`` and
 /// ``readDatagram(_:maximumLength:)`` on a blocking descriptor, which must run on a thread of
@@ -111,6 +112,36 @@ enum SocketCalls {
         guard flags >= 0 else { return false }
         let wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
         return fcntl(descriptor, F_SETFL, wanted) == 0
+    }
+
+    /// Asks for a send buffer of `bytes` (`SO_SNDBUF`) and returns the size the kernel settled on
+    /// (Linux doubles the request, for its bookkeeping, and raises it to a floor of about 4.6 kB);
+    /// `nil` when either call fails.
+    ///
+    /// On an `AF_UNIX` datagram socket the buffer counts every datagram the peer has not read
+    /// yet, each with the kernel's overhead (its `truesize`, about 1.3 kB for 510 bytes), and a
+    /// send is refused (EAGAIN) once the count reaches the buffer's size.
+    static func limitSendBuffer(_ descriptor: Int32, to bytes: Int) -> Int? {
+        var requested = Int32(clamping: bytes)
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        guard setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &requested, length) == 0 else { return nil }
+        return sendBufferSize(descriptor)
+    }
+
+    /// The socket's send buffer size (`SO_SNDBUF`, as the kernel reports it); `nil` on failure.
+    static func sendBufferSize(_ descriptor: Int32) -> Int? {
+        var size: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0 else { return nil }
+        return Int(size)
+    }
+
+    /// What the socket holds that its peer has not read yet (`ioctl(SIOCOUTQ)`), in the kernel's
+    /// accounting, which for `AF_UNIX` includes each datagram's overhead; `nil` on failure.
+    static func queuedBytes(_ descriptor: Int32) -> Int? {
+        var queued: Int32 = 0
+        guard ioctl(descriptor, UInt(TIOCOUTQ), &queued) == 0 else { return nil }
+        return Int(queued)
     }
 
     /// Closes a descriptor; negative ones are ignored.
