@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import OTACore
+import Synchronization
 import Testing
 
 @testable import OTATransportBlueZ
@@ -58,6 +59,9 @@ import Testing
     @Test func acquiredSocketDeliversEveryByteInOrderUnderBackPressure() async throws {
         var script = FakeBlueZ.Script()
         script.readerStartsPaused = true
+        // Mid-transfer the reader stops again, so the writer must meet a full socket a second
+        // time whatever the machine's load (a slow reader alone may keep up with a loaded writer).
+        script.readerPausesAfter = 200
         try await FakeBlueZ.with(script) { bus, fake in
             let transport = try await FakeBlueZ.connector(on: bus).connectTransport()
             let chunk = transport.link.maximumWriteWithoutResponse
@@ -76,7 +80,16 @@ import Testing
             let queuedWhileFull = transport.statistics.socketWrites
             #expect(queuedWhileFull > 0 && queuedWhileFull < image.count / chunk)
 
-            // A slow peer: the writer keeps finding the socket full.
+            // The send buffer is small, so only a few datagrams wait in the socket.
+            let limit = try #require(transport.statistics.socketQueueLimit)
+            #expect(limit <= 16_384)
+            #expect(queuedWhileFull * chunk < limit)
+
+            // A slow peer that stops once more: the writer finds the socket full again.
+            let waitsWhilePaused = transport.statistics.socketWaits
+            fake.startReading(delayMicroseconds: 200)
+            #expect(await eventually { fake.datagrams.count == 200 && transport.statistics.socketWaits > waitsWhilePaused })
+            #expect(transport.statistics.socketBytes - fake.socketBytes < limit)
             fake.startReading(delayMicroseconds: 200)
             try await writer.value
             #expect(await eventually(within: .seconds(20)) { fake.socketBytes == image.count })
@@ -278,6 +291,81 @@ import Testing
                 try await transport.write(Data([1]), to: FakeBlueZ.data, kind: .withoutResponse)
             }
         }
+    }
+}
+
+/// The `AcquireWrite` socket on its own, over a socket pair: what its send buffer lets wait.
+@Suite struct BlueZWriteSocketTests {
+    /// What a slow reader saw, datagram by datagram.
+    private final class Reader: Sendable {
+        struct Seen: Sendable {
+            var datagrams = 0
+            var bytes: [UInt8] = []
+            /// The most payload sent and not read yet, just before a read.
+            var largestWaiting = 0
+            /// The most the kernel counted unread (`SIOCOUTQ`), just before a read.
+            var largestQueued = 0
+            var finished = false
+        }
+        let seen = Mutex(Seen())
+    }
+
+    @Test(arguments: [2048, 4096, 8192])
+    func aSlowReaderNeverFindsMoreThanTheSendBufferWaiting(requested: Int) async throws {
+        let (writerEnd, readerEnd) = try #require(SocketCalls.seqpacketPair(nonBlocking: false))
+        let socket = try BlueZWriteSocket(taking: writerEnd, mtu: 517, label: "test", sendBuffer: requested)
+        let limit = try #require(socket.statistics.queueLimit)
+        // Linux doubles the request, with a floor of about 4.6 kB.
+        #expect(limit >= 2 * requested && limit <= max(2 * requested, 8192))
+
+        let reader = Reader()
+        Thread.detachNewThread {
+            while true {
+                let waiting = socket.statistics.bytes - reader.seen.withLock { $0.bytes.count }
+                let queued = SocketCalls.queuedBytes(writerEnd) ?? 0
+                guard let datagram = SocketCalls.readDatagram(readerEnd, maximumLength: 4096) else { break }
+                reader.seen.withLock { seen in
+                    seen.datagrams += 1
+                    seen.bytes += datagram
+                    seen.largestWaiting = max(seen.largestWaiting, waiting)
+                    seen.largestQueued = max(seen.largestQueued, queued)
+                }
+                usleep(300)
+            }
+            reader.seen.withLock { $0.finished = true }
+            SocketCalls.close(readerEnd)
+        }
+
+        let image = BlueZTransportTests.image(150_000)
+        for start in stride(from: 0, to: image.count, by: 510) {
+            try await socket.write(Data(image[start..<min(start + 510, image.count)]))
+            // A returned write leaves less than one buffer's payload waiting.
+            #expect(socket.statistics.bytes - reader.seen.withLock { $0.bytes.count } < limit)
+        }
+        #expect(await eventually { reader.seen.withLock { $0.bytes.count } == image.count })
+        socket.close(failing: TransportError(.other, "done"))
+        #expect(await eventually { reader.seen.withLock { $0.finished } })
+
+        let seen = reader.seen.withLock { $0 }
+        #expect(seen.bytes == image)
+        #expect(seen.largestWaiting < limit)
+        #expect(seen.largestWaiting >= 510)
+        let statistics = socket.statistics
+        // The kernel's count adds each datagram's overhead: below the buffer plus one datagram.
+        #expect(statistics.largestQueue > 510)
+        #expect(statistics.largestQueue < limit + 4096)
+        #expect(seen.largestQueued < limit + 4096)
+        // The writer met a full socket many times: the buffer, not the reader, set the pace.
+        #expect(statistics.waits > 10)
+    }
+
+    @Test func withoutALimitTheSocketKeepsItsOwnBuffer() throws {
+        let (writerEnd, readerEnd) = try #require(SocketCalls.seqpacketPair(nonBlocking: false))
+        defer { SocketCalls.close(readerEnd) }
+        let own = try #require(SocketCalls.sendBufferSize(writerEnd))
+        let socket = try BlueZWriteSocket(taking: writerEnd, mtu: 517, label: "test")
+        #expect(socket.statistics.queueLimit == own)
+        socket.close(failing: TransportError(.other, "done"))
     }
 }
 #endif

@@ -61,6 +61,9 @@ final class FakeBlueZ: Sendable {
         var acquireWrite: AcquireWrite = .socket
         /// Whether the socket reader waits for ``startReading(delayMicroseconds:)``.
         var readerStartsPaused = false
+        /// After how many datagrams the socket reader stops again until the next
+        /// ``startReading(delayMicroseconds:)``; `nil` never.
+        var readerPausesAfter: Int?
         /// An error `Device1.Connect` answers with: name and message.
         var connectError: (String, String)?
         /// Whether the adapter offers `ConnectDevice` (bluetoothd -E).
@@ -351,10 +354,11 @@ final class FakeBlueZ: Sendable {
     private func readSocket(_ descriptor: Int32) {
         readerGate.wait()
         while let datagram = SocketCalls.readDatagram(descriptor, maximumLength: 4096) {
-            let delay = state.withLock { state in
+            let (delay, pause) = state.withLock { state in
                 state.datagrams.append(datagram)
-                return state.readDelay
+                return (state.readDelay, state.datagrams.count == script.readerPausesAfter)
             }
+            if pause { readerGate.wait() }
             if delay > 0 { usleep(delay) }
         }
         state.withLock { state in
