@@ -59,12 +59,17 @@ reset_central() {
     "objpath:/org/bluez/$CENTRAL_ADAPTER/dev_${PERIPHERAL_ADDRESS//:/_}" > /dev/null 2>&1 || true
 }
 
-# Prints the result line of `ota update --json` as "status resumes restarts duration goodput message",
-# or nothing.
+# Prints the result line of `ota update --json` as "status resumes restarts duration goodput tail
+# queue message", or nothing. tail: seconds from the first progress event claiming every byte sent
+# to the result (how far the bar ran ahead of the link); queue: the AcquireWrite socket's bound in
+# bytes, from the link summary ('-' without one).
 ota_result() {
   "$PY" - "$1" <<'EOF'
 import json, sys
+import re
 result = None
+full = None
+queue = '-'
 for line in open(sys.argv[1], errors='replace'):
     line = line.strip()
     if line.startswith('{'):
@@ -74,12 +79,20 @@ for line in open(sys.argv[1], errors='replace'):
             continue
         if event.get('event') == 'result':
             result = event
+        elif event.get('event') == 'link':
+            found = re.search(r'at most (\d+) bytes queued', event.get('summary', ''))
+            queue = found.group(1) if found else queue
+        elif event.get('event') == 'progress' and full is None and event.get('totalBytes') \
+                and event.get('bytesSent', 0) >= event['totalBytes']:
+            full = event.get('time')
 if result:
+    end = result.get('time')
+    tail = '%.2f' % (end - full) if isinstance(end, (int, float)) and isinstance(full, (int, float)) else '?'
     duration = result.get('duration')
     print(result.get('status'), int(result.get('resumes', -1)), int(result.get('restarts', 0)),
           '%.2f' % duration if isinstance(duration, (int, float)) else '?',
           int(result['goodput']) if isinstance(result.get('goodput'), (int, float)) else '?',
-          result.get('message', '').replace(' ', '_') or '-')
+          tail, queue, result.get('message', '').replace(' ', '_') or '-')
 EOF
 }
 
@@ -149,7 +162,7 @@ run_case() {
   if [ "$central" = ota ] || [ "$central" = ota-writevalue ]; then
     local result
     result=$(ota_result "$dir/central.out")
-    read -r r_status r_resumes r_restarts r_duration r_goodput r_message <<< "$result"
+    read -r r_status r_resumes r_restarts r_duration r_goodput r_tail r_queue r_message <<< "$result"
     if [ -z "$result" ]; then
       why="no JSON result line from ota (exit $status): $(tail -n1 "$dir/central.err")"
     elif [ "$r_status" != completed ]; then
@@ -163,7 +176,7 @@ run_case() {
     fi
     local wall="" user="" system=""
     read -r wall user system < "$dir/time" 2>/dev/null
-    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
+    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, 100 % shown ${r_tail:-?} s before the result, socket queue ≤ ${r_queue:-?} B, resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
   else
     [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
