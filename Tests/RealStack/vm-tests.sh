@@ -41,7 +41,7 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-writevalue"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-writevalue"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -223,6 +223,8 @@ for test in $TESTS; do
     # The write-path benchmark: the same generic update through AcquireWrite and through
     # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
     bench-acquirewrite)       run_case "$test" generic ota 0 ;;
+    # The same with the kernel's send buffer on the socket (as before issue 10), to compare.
+    bench-acquirewrite-system) OTA_ARGS="--socket-buffer system" run_case "$test" generic ota 0 ;;
     bench-writevalue)         run_case "$test" generic ota-writevalue 0 ;;
     *) record FAIL "$test" "unknown test (known: $ALL_TESTS)" ;;
   esac

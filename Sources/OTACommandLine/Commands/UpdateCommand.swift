@@ -12,7 +12,12 @@ enum UpdateCommand: Command {
             linkOptions: [
                 .init(
                     name: "--write-path", valueName: "PATH",
-                    help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)")
+                    help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)"),
+                .init(
+                    name: "--socket-buffer", valueName: "BYTES",
+                    help:
+                        "real devices: send buffer of the AcquireWrite socket, which bounds what progress counts ahead of the link; default 4096 (8192 once Linux doubles it), 'system' for the kernel's"
+                ),
             ],
             parameterNote: " (see 'ota protocols')"
         ) + [

@@ -13,6 +13,8 @@ import OTACore
 /// - `--adapter NAME`: the adapter (`hci0`, or its address); default the first powered one.
 /// - `--write-path acquire|writevalue`: writes without response through `AcquireWrite` sockets
 ///   (default), or one `WriteValue` call per packet (``BlueZConnector/Configuration/usesAcquireWrite``).
+/// - `--socket-buffer BYTES|system`: the send buffer asked for on `AcquireWrite` sockets
+///   (``BlueZConnector/Configuration/acquiredSocketSendBuffer``), `system` keeping the kernel's.
 ///
 /// - Note: Every wait (listening for an advertisement, the pause while a device restarts between
 ///   two parts, the connector's timeouts) runs on ``clock``.
@@ -43,16 +45,25 @@ public struct BlueZTransportProvider: TransportProvider {
         BlueZ.isValidAddress(address)
     }
 
-    /// The device at `address`, through `--adapter` with `--write-path`.
+    /// The device at `address`, through `--adapter` with `--write-path` and `--socket-buffer`.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `acquire` or
-    ///   `writevalue`.
+    ///   `writevalue`, or a `--socket-buffer` that is neither a size nor `system`.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
         var configuration = configuration
         switch options.value("--write-path") ?? "acquire" {
         case "acquire": configuration.usesAcquireWrite = true
         case "writevalue": configuration.usesAcquireWrite = false
         case let other: throw OTAError(.invalidParameter, "--write-path '\(other)' is not 'acquire' or 'writevalue'")
+        }
+        switch options.value("--socket-buffer") {
+        case nil: break
+        case "system": configuration.acquiredSocketSendBuffer = nil
+        case let text?:
+            guard let bytes = Int(text), (1...16_777_216).contains(bytes) else {
+                throw OTAError(.invalidParameter, "--socket-buffer '\(text)' is not a size in bytes (1...16777216) or 'system'")
+            }
+            configuration.acquiredSocketSendBuffer = bytes
         }
         let adapter = options.value("--adapter")
         return BlueZDevice(
