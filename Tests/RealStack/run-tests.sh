@@ -20,7 +20,7 @@
 #   REAL_STACK_TESTS="..."     a subset: ota-generic ota-framed ota-framed-resume
 #                              peripheral-generic peripheral-framed-resume generic-restart
 #                              generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link
-#                              bench-acquirewrite bench-writevalue (default: all)
+#                              bench-acquirewrite bench-acquirewrite-system bench-writevalue (default: all)
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
 #   REAL_STACK_EATT=1          keep bluetoothd's EATT (off by default; see vm-init.sh)
