@@ -24,7 +24,11 @@ import Testing
             #expect(transport.link.attMTU == 517)
             #expect(transport.link.maximumWriteWithoutResponse == 510)
             #expect(transport.link.maximumWriteWithResponse == 512)
-            #expect(transport.link.summary == "BlueZ hci0, write without response via AcquireWrite")
+            // The default send buffer, 4096, which Linux doubles.
+            #expect(
+                transport.link.summary
+                    == "BlueZ hci0, write without response via AcquireWrite (at most 8192 bytes queued in the socket)")
+            #expect(transport.statistics.socketQueueLimit == 8192)
             #expect(transport.writePaths == [FakeBlueZ.data: .acquiredSocket(mtu: 517)])
             #expect(fake.calls == ["Device1.Connect", "GattCharacteristic1.AcquireWrite"])
 

@@ -83,6 +83,30 @@ import Testing
         }
     }
 
+    @Test func socketBufferOptionSetsTheSendBuffer() async throws {
+        try await FakeBlueZ.with { bus, _ in
+            let provider = Self.provider(on: bus)
+            for bad in ["0", "big", "-1"] {
+                do throws(OTAError) {
+                    _ = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--socket-buffer": [bad]]))
+                    Issue.record("--socket-buffer \(bad) was accepted")
+                } catch {
+                    #expect(error.code == .invalidParameter)
+                    #expect(error.message == "--socket-buffer '\(bad)' is not a size in bytes (1...16777216) or 'system'")
+                }
+            }
+            let small = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--socket-buffer": ["16384"]]))
+            #expect(try #require(small as? BlueZDevice).connector.configuration.acquiredSocketSendBuffer == 16384)
+            let system = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--socket-buffer": ["system"]]))
+            let connector = try #require(system as? BlueZDevice).connector
+            #expect(connector.configuration.acquiredSocketSendBuffer == nil)
+            let transport = try await connector.connectTransport()
+            // The kernel's own buffer (net.core.wmem_default), far larger than the default bound.
+            #expect(try #require(transport.statistics.socketQueueLimit) > 8192)
+            await transport.disconnect()
+        }
+    }
+
     @Test func listensForTheAdvertisementOnlyWhenTheCatalogMustDecide() async throws {
         try await FakeBlueZ.with { bus, fake in
             let device = try await Self.provider(on: bus).device(at: FakeBlueZ.address, options: TransportOptions())

@@ -16,7 +16,7 @@ enum UpdateCommand: Command {
                 .init(
                     name: "--socket-buffer", valueName: "BYTES",
                     help:
-                        "real devices: send buffer of the AcquireWrite socket, which bounds what progress counts ahead of the link; default 4096 (8192 once Linux doubles it), 'system' for the kernel's"
+                        "real devices: send buffer of the AcquireWrite socket (bounds what waits in it unread by bluetoothd); default 4096 (8192 once Linux doubles it), 'system' for the kernel's"
                 ),
             ],
             parameterNote: " (see 'ota protocols')"

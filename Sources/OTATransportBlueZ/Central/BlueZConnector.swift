@@ -42,11 +42,15 @@ public struct BlueZConnector: Connector {
         /// capped at ATT MTU − 3.
         public var writeWithoutResponseCap = BlueZ.bluezPeerWriteWithoutResponseCap
         /// The send buffer (`SO_SNDBUF`) asked for on each `AcquireWrite` socket, in bytes, which
-        /// bounds what a write can leave waiting for bluetoothd, so that progress counts what the
-        /// link has taken (default 4096; `nil` keeps the socket's own, `net.core.wmem_default`,
-        /// usually 212 992, several seconds of a slow link). Linux doubles the request and raises
-        /// it to a floor of about 4.6 kB: 4096 gives 8192, which holds six 510-byte datagrams
-        /// with the kernel's overhead. The size in force is in ``BlueZTransport/Statistics``.
+        /// bounds what a write can leave waiting in the socket for bluetoothd (default 4096;
+        /// `nil` keeps the socket's own, `net.core.wmem_default`, usually 212 992). Linux doubles
+        /// the request and raises it to a floor of about 4.6 kB: 4096 gives 8192, which holds at
+        /// most seven 510-byte datagrams with the kernel's overhead. The size in force is in
+        /// ``BlueZTransport/Statistics``.
+        ///
+        /// - Note: bluetoothd reads the socket as fast as it is written and queues the write
+        ///   commands itself, so this bounds only the socket, not what waits below it (see
+        ///   docs/transports/bluez.md).
         public var acquiredSocketSendBuffer: Int? = 4096
         /// Whether writes without response go through `AcquireWrite` sockets (default); when
         /// `false`, `WriteValue(type: command)` is always used.

@@ -8,8 +8,8 @@ import Synchronization
 /// one ATT Write Command, and a full socket is the link's back-pressure.
 ///
 /// What the socket may hold is bounded by its send buffer (`SO_SNDBUF`, made small at creation):
-/// bluetoothd reads the socket only as fast as it can pass write commands on, so a small buffer
-/// makes a returned ``write(_:)`` mean "taken by the link, but for less than one buffer".
+/// once ``write(_:)`` returns, less than one buffer's payload waits unread by bluetoothd. What
+/// bluetoothd then queues itself, before the link takes it, is out of this socket's sight.
 ///
 /// ``write(_:)`` sends the datagram right away when the socket has room. When it is full (EAGAIN)
 /// the write waits, without holding a thread of Swift's cooperative pool: the waiting is done by
