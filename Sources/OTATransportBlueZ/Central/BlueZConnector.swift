@@ -344,9 +344,9 @@ public struct BlueZConnector: Connector {
             let fallbacks = writePaths.filter { if case .writeValueCommand = $0.value { true } else { false } }
             if fallbacks.isEmpty {
                 let limits = Set(sockets.values.compactMap(\.statistics.queueLimit))
-                summary.append(
-                    "write without response via AcquireWrite"
-                        + (limits.count == 1 ? " (at most \(limits.first!) bytes queued in the socket)" : ""))
+                var path = "write without response via AcquireWrite"
+                if limits.count == 1, let limit = limits.first { path += " (at most \(limit) bytes queued in the socket)" }
+                summary.append(path)
             } else {
                 for (id, path) in fallbacks.sorted(by: { $0.key.characteristic < $1.key.characteristic }) {
                     summary.append("write without response to \(id.characteristic) via \(path)")
