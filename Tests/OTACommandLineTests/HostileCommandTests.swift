@@ -29,10 +29,18 @@ import Testing
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        try await Task.sleep(for: .milliseconds(1500))
+        // Signal once the transfer is under way (its handlers are installed long before), not
+        // after a fixed delay: on a loaded machine the tool can take longer than any delay to start.
+        let reader = errors.fileHandleForReading
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("transferring") {
+            let chunk = reader.availableData
+            guard !chunk.isEmpty else { break }
+            seen.append(chunk)
+        }
         kill(process.processIdentifier, signalNumber)
         process.waitUntilExit()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: seen + reader.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 130, "\(text)")
         #expect(text.hasSuffix("ota: interrupted: the device keeps what it received; run the same command again to continue or restart\n"))
