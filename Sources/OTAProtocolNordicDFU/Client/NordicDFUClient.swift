@@ -39,9 +39,18 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
     /// Refuses an image without its init packet before connecting: the bootloader takes nothing
     /// without one.
     public func check(_ image: FirmwareImage) throws(OTAError) {
-        guard let initPacket = image.attachments[Self.initPacketKey], !initPacket.isEmpty else {
+        _ = try Self.initPacket(of: image)
+    }
+
+    /// The image's init packet.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` when the image has none: checked before
+    ///   connecting (``check(_:)``) and again by the state machine.
+    static func initPacket(of image: FirmwareImage) throws(OTAError) -> Data {
+        guard let initPacket = image.attachments[initPacketKey], !initPacket.isEmpty else {
             throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
         }
+        return initPacket
     }
 
     private static let bootloaderRequirements = [

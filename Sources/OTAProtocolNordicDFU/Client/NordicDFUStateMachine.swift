@@ -181,9 +181,7 @@ public struct NordicDFUStateMachine: Sendable {
         configuration: NordicDFUConfiguration,
         resumingFrom checkpoint: NordicDFUCheckpoint? = nil
     ) throws(OTAError) {
-        guard let initPacket = image.attachments[NordicDFUClient.initPacketKey], !initPacket.isEmpty else {
-            throw OTAError(.invalidImage, "\(image.name): Nordic DFU needs an init packet (.dat); give the DFU .zip package or a .bin with its .dat")
-        }
+        let initPacket = try NordicDFUClient.initPacket(of: image)
         precondition(payloadSize > 0, "payload size must be positive")
         self.image = image
         self.initPacket = initPacket
