@@ -61,6 +61,21 @@ import Testing
         #expect(objects.contains { $0["text"] as? String == "battery level unknown, so the 30% minimum (--min-battery) is not checked" })
     }
 
+    /// A device's strings reach the terminal escaped and cut: a hostile revision cannot move the
+    /// cursor or flood the screen.
+    @Test func aDevicesStringsAreEscapedAndCut() async throws {
+        let image = try temporaryImage(size: 5_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let revision = "rev\u{1B}[2J" + String(repeating: "x", count: 400)
+        let (code, streams) = await runTool(["update", image.path, "--protocol", "generic", "--sim-hardware-rev", revision])
+        #expect(code == 0, "\(streams.standardError)")
+        let line = try #require(streams.standardError.split(separator: "\n").first { $0.contains("device: model") })
+        #expect(!line.contains("\u{1B}"))
+        #expect(line.contains("hardware rev rev\\u{1B}[2J"))
+        #expect(line.contains("(407 characters)"))
+        #expect(line.count < 300)
+    }
+
     @Test func batteryBelowTheMinimumIsOneLineBeforeTheFirstWrite() async throws {
         let image = try temporaryImage(size: 20_000)
         defer { try? FileManager.default.removeItem(at: image) }

@@ -67,8 +67,12 @@ public struct Preflight: Sendable {
                 }
                 switch try await read(id, name: name, over: transport) {
                 case .success(let value):
-                    let text = String(decoding: value, as: UTF8.self)
-                        .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\0")))
+                    // What the device says goes on the terminal and into messages: control
+                    // characters escaped, at most MessageText.maximumNameLength shown.
+                    let text = MessageText.name(
+                        String(decoding: value, as: UTF8.self)
+                            .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\0")))
+                    )
                     guard !text.isEmpty else {
                         information.unread.append("\(name): empty")
                         continue
