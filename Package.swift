@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
+        .library(name: "OTAProtocolMCUmgr", targets: ["OTAProtocolMCUmgr"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .executable(name: "ota", targets: ["ota"]),
@@ -41,6 +42,7 @@ let package = Package(
         .target(name: "OTAProtocolGeneric", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "CZlib"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -140,6 +142,11 @@ let package = Package(
             name: "OTAProtocolNordicDFUTests",
             dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport", "CZlib"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolMCUmgrTests",
+            dependencies: ["OTACore", "OTAProtocolMCUmgr", "OTATransportSimulator", "OTATestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,175 @@
+import Foundation
+import OTACore
+
+/// The 8-byte header of an SMP message, multi-byte fields big-endian:
+/// `res:3 ver:2 op:3 | flags | length:16 | group:16 | sequence | command`.
+public struct SMPHeader: Sendable, Hashable {
+    /// What a message does.
+    public struct Operation: WireCode {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// A read request.
+        public static let read = Operation(rawValue: 0)
+        /// The response to a read.
+        public static let readResponse = Operation(rawValue: 1)
+        /// A write request.
+        public static let write = Operation(rawValue: 2)
+        /// The response to a write.
+        public static let writeResponse = Operation(rawValue: 3)
+        public static let meanings: [Operation: String] = [
+            .read: "read", .readResponse: "read response", .write: "write", .writeResponse: "write response",
+        ]
+        public static func meaning(ofUnknown rawValue: UInt8) -> String { "operation \(rawValue)" }
+
+        /// The operation that answers this one.
+        public var response: Operation { Operation(rawValue: rawValue | 1) }
+        /// Whether this is a response.
+        public var isResponse: Bool { rawValue & 1 == 1 }
+    }
+
+    /// The header's length on the wire.
+    public static let length = 8
+
+    /// The operation.
+    public var operation: Operation
+    /// The protocol version: 0 (original), 1 (SMP version 2, errors as group and code).
+    public var version: UInt8
+    /// Flags (0).
+    public var flags: UInt8
+    /// The length of the CBOR payload after the header.
+    public var payloadLength: UInt16
+    /// The management group.
+    public var group: UInt16
+    /// The sequence number a response echoes.
+    public var sequence: UInt8
+    /// The command within the group.
+    public var command: UInt8
+
+    /// A header.
+    public init(operation: Operation, version: UInt8 = 1, flags: UInt8 = 0, payloadLength: UInt16, group: UInt16, sequence: UInt8, command: UInt8) {
+        self.operation = operation
+        self.version = version
+        self.flags = flags
+        self.payloadLength = payloadLength
+        self.group = group
+        self.sequence = sequence
+        self.command = command
+    }
+
+    /// Reads a header from the first 8 bytes of `bytes`; `nil` when there are fewer.
+    public init?(_ bytes: some Collection<UInt8>) {
+        guard bytes.count >= Self.length else { return nil }
+        let b = Array(bytes.prefix(Self.length))
+        operation = Operation(rawValue: b[0] & 0x07)
+        version = b[0] >> 3 & 0x03
+        flags = b[1]
+        payloadLength = UInt16(b[2]) << 8 | UInt16(b[3])
+        group = UInt16(b[4]) << 8 | UInt16(b[5])
+        sequence = b[6]
+        command = b[7]
+    }
+
+    /// The header's 8 bytes.
+    public var encoded: Data {
+        Data([
+            version << 3 & 0x18 | operation.rawValue & 0x07, flags, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xFF),
+            UInt8(group >> 8), UInt8(group & 0xFF), sequence, command,
+        ])
+    }
+}
+
+/// One SMP message: a header and its CBOR payload.
+public struct SMPMessage: Sendable, Hashable {
+    /// The header; its `payloadLength` is the payload's encoded length.
+    public var header: SMPHeader
+    /// The payload, a map for every group below 64.
+    public var payload: CBOR
+
+    /// A message; the header's length is set from the payload.
+    public init(operation: SMPHeader.Operation, group: UInt16, command: UInt8, sequence: UInt8, version: UInt8 = 1, payload: CBOR) {
+        self.header = SMPHeader(operation: operation, version: version, payloadLength: 0, group: group, sequence: sequence, command: command)
+        self.payload = payload
+    }
+
+    /// The message's bytes: header, then payload. A payload longer than 65,535 bytes cannot be
+    /// framed; callers size payloads from the device's buffer, which is smaller.
+    public var encoded: Data {
+        let body = payload.encoded
+        var header = header
+        header.payloadLength = UInt16(clamping: body.count)
+        return header.encoded + body
+    }
+
+    /// Decodes one whole message (header and exactly its payload).
+    public init(decoding data: Data, decoder: CBORDecoder = CBORDecoder()) throws(SMPFrameError) {
+        guard let header = SMPHeader(data) else { throw .truncatedHeader(data.count) }
+        let body = data.dropFirst(SMPHeader.length)
+        guard body.count == Int(header.payloadLength) else {
+            throw .lengthMismatch(declared: Int(header.payloadLength), actual: body.count)
+        }
+        self.header = header
+        do {
+            self.payload = try decoder.decode(Data(body))
+        } catch {
+            throw .payload(error)
+        }
+    }
+}
+
+/// Why bytes are not an SMP message.
+public enum SMPFrameError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Fewer than 8 bytes.
+    case truncatedHeader(Int)
+    /// The header's length disagrees with the bytes that follow it.
+    case lengthMismatch(declared: Int, actual: Int)
+    /// The payload is not CBOR.
+    case payload(CBORError)
+    /// A frame longer than the reassembler accepts.
+    case tooLong(declared: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .truncatedHeader(let count): "an SMP message of \(count) bytes is shorter than its 8-byte header"
+        case .lengthMismatch(let declared, let actual): "an SMP header declares \(declared) payload bytes but \(actual) follow"
+        case .payload(let error): "an SMP payload is \(error)"
+        case .tooLong(let declared, let limit): "an SMP message declares \(declared) payload bytes, more than the \(limit) accepted"
+        }
+    }
+}
+
+/// Joins the fragments an SMP transport delivers (notifications of ATT MTU − 3 bytes, or
+/// writes a client split) into whole messages, using the header's length: no other framing
+/// exists. Several messages may also arrive in one fragment.
+public struct SMPReassembler: Sendable {
+    /// The longest payload accepted; a header declaring more is refused before anything is kept.
+    public var maximumPayload: Int
+    private var pending = Data()
+
+    /// A reassembler accepting payloads up to `maximumPayload` bytes.
+    public init(maximumPayload: Int = Int(UInt16.max)) { self.maximumPayload = maximumPayload }
+
+    /// Whether a message is partly received.
+    public var isIdle: Bool { pending.isEmpty }
+
+    /// Takes one fragment and returns the messages it completes, as raw frames (header and
+    /// payload). A header declaring too long a payload throws and drops what was buffered.
+    public mutating func append(_ fragment: Data) throws(SMPFrameError) -> [Data] {
+        pending.append(fragment)
+        var frames: [Data] = []
+        while let header = SMPHeader(pending) {
+            let payload = Int(header.payloadLength)
+            guard payload <= maximumPayload else {
+                pending.removeAll()
+                throw .tooLong(declared: payload, limit: maximumPayload)
+            }
+            let total = SMPHeader.length + payload
+            guard pending.count >= total else { break }
+            frames.append(Data(pending.prefix(total)))
+            pending = Data(pending.dropFirst(total))
+        }
+        return frames
+    }
+
+    /// Drops a partly received message (after a lost link).
+    public mutating func reset() { pending.removeAll() }
+}
