@@ -34,6 +34,9 @@ enum UpdateCommand: Command {
                 help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
             .init(name: "--force", help: "update despite a low battery or a hardware revision the firmware does not declare, saying so"),
             .init(
+                name: "--key", valueName: "FILE",
+                help: "a public key (PEM) the firmware must be signed with, checked before connecting; repeatable (or a family's keys)", repeatable: true),
+            .init(
                 name: "--trace", valueName: "FILE",
                 help: "record every link operation and notification to FILE as JSON lines, for a bug report or --device replay:FILE (docs/trace.md)"),
             .init(name: "--trace-data", help: "with --trace: keep the bytes of writes without response too (they carry the image; default length and CRC-32)"),
@@ -84,6 +87,9 @@ enum UpdateCommand: Command {
                 for line in plan.explanation { streams.out(line + "\n") }
             }
             return .success
+        }
+        if !json {
+            for note in plan.signatureNotes { streams.err("signature: \(note)\n") }
         }
         let trace: TraceRecorder?
         do throws(OTAError) {
