@@ -50,3 +50,68 @@ import Testing
         #expect(throws: FlashError("a 10-byte snapshot does not fit a 4096-byte slot")) { try copy.restore(Data(count: 10)) }
     }
 }
+
+/// The storage follows what was written, and reads the same as a fully allocated slot would.
+@Suite struct NORFlashStorageTests {
+    @Test func memoryFollowsWhatWasWrittenNotTheSlot() throws {
+        let flash = NORFlash(capacity: 12 << 20)
+        #expect(flash.residentBytes == 0)
+        #expect(flash.read(0..<4) == Data([0xFF, 0xFF, 0xFF, 0xFF]))
+        let image = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        for offset in stride(from: 0, to: image.count, by: 244) {
+            try flash.write(image[offset..<min(offset + 244, image.count)], at: offset)
+        }
+        #expect(flash.residentBytes == 200_704)  // 49 sectors
+        #expect(flash.read(0..<image.count) == image)
+        #expect(flash.read(image.count..<image.count + 8) == Data(repeating: 0xFF, count: 8))
+        #expect(flash.read((12 << 20) - 2..<(12 << 20) + 2) == Data([0xFF, 0xFF]))
+        #expect(flash.snapshot().count == 12 << 20)
+    }
+
+    @Test func readsAndErasesAcrossTheKeptEdgeBehaveAsAFullSlot() throws {
+        let reference = ReferenceFlash(capacity: 64 * 1024)
+        let flash = NORFlash(capacity: 64 * 1024)
+        var random = LinearCongruential(state: 42)
+        for _ in 0..<250 {
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0:
+                let offset = Int.random(in: 0..<(64 * 1024 - 300), using: &random)
+                let data = Data((0..<Int.random(in: 0..<300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+                try flash.write(data, at: offset)
+                reference.write(data, at: offset)
+            case 1:
+                let start = Int.random(in: 0..<(64 * 1024), using: &random)
+                let range = start..<min(64 * 1024, start + Int.random(in: 0..<9000, using: &random))
+                try flash.erase(range)
+                reference.erase(flash.sectors(covering: range))
+            default:
+                let start = Int.random(in: -100..<(64 * 1024 + 100), using: &random)
+                let range = start..<start + Int.random(in: 0..<5000, using: &random)
+                #expect(flash.read(range) == reference.read(range))
+            }
+        }
+        #expect(flash.snapshot() == reference.read(0..<64 * 1024))
+        let restored = NORFlash(capacity: 64 * 1024)
+        try restored.restore(flash.snapshot())
+        #expect(restored.snapshot() == flash.snapshot())
+        #expect(restored.residentBytes <= flash.residentBytes)
+    }
+
+    /// A fixed sequence, so a failure repeats.
+    struct LinearCongruential: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state ^ state >> 29
+        }
+    }
+
+    /// The obvious model: every byte allocated, byte by byte.
+    final class ReferenceFlash {
+        var bytes: [UInt8]
+        init(capacity: Int) { bytes = [UInt8](repeating: 0xFF, count: capacity) }
+        func write(_ data: Data, at offset: Int) { for (index, byte) in data.enumerated() { bytes[offset + index] &= byte } }
+        func erase(_ range: Range<Int>) { for index in range { bytes[index] = 0xFF } }
+        func read(_ range: Range<Int>) -> Data { Data(bytes[range.clamped(to: 0..<bytes.count)]) }
+    }
+}

@@ -5,6 +5,10 @@ import Synchronization
 /// on whole sectors, and programming can only clear bits (writing over bytes that were not erased
 /// stores the bitwise AND of old and new, as real NOR flash does).
 ///
+/// Memory follows what was written, not the slot's size: the bytes are kept up to the highest
+/// sector ever programmed, and everything above it reads as erased, so a 12 MiB slot that
+/// received 200 KB holds 200 KB. Writes and erases work in bulk, not byte by byte.
+///
 /// It costs no time and injects no faults: ``BlueZPeripheral`` serves it as it is (a real
 /// peripheral process is as fast as it is), and the simulator's `SimulatedFlash` wraps it with
 /// timing, fault injection and persistence.
@@ -30,6 +34,8 @@ public final class NORFlash: FlashStorage, Sendable {
 
     public let capacity: Int
     public let sectorSize: Int
+    /// The slot from byte 0 up to a sector boundary at or above the highest byte programmed;
+    /// every byte above `bytes.count` is erased (`0xFF`).
     private let bytes: Mutex<[UInt8]>
 
     /// Creates an erased slot of `capacity` bytes in sectors of `sectorSize` bytes.
@@ -42,7 +48,7 @@ public final class NORFlash: FlashStorage, Sendable {
             "the capacity must be a positive whole number of \(sectorSize)-byte sectors")
         self.capacity = capacity
         self.sectorSize = sectorSize
-        bytes = Mutex([UInt8](repeating: 0xFF, count: capacity))
+        bytes = Mutex([])
     }
 
     /// The bytes an erase of `range` resets: `range` rounded out to sector boundaries (empty for an
@@ -78,7 +84,15 @@ public final class NORFlash: FlashStorage, Sendable {
         try checkErase(range)
         let erased = sectors(covering: range)
         bytes.withLock { bytes in
-            for index in erased { bytes[index] = 0xFF }
+            let end = min(erased.upperBound, bytes.count)
+            guard erased.lowerBound < end else { return }
+            if end == bytes.count {
+                bytes.removeSubrange(erased.lowerBound..<end)  // the top of what is kept
+            } else {
+                bytes.withUnsafeMutableBufferPointer { buffer in
+                    UnsafeMutableBufferPointer(rebasing: buffer[erased.lowerBound..<end]).initialize(repeating: 0xFF)
+                }
+            }
         }
     }
 
@@ -88,11 +102,18 @@ public final class NORFlash: FlashStorage, Sendable {
     /// - Throws: ``FlashError`` when the write reaches outside the slot.
     public func write(_ data: Data, at offset: Int) throws(FlashError) {
         try checkWrite(count: data.count, at: offset)
+        guard !data.isEmpty else { return }
+        let end = offset + data.count
         bytes.withLock { bytes in
-            var index = offset
-            for byte in data {
-                bytes[index] &= byte
-                index += 1
+            if end > bytes.count {
+                let kept = min(capacity, (end + sectorSize - 1) / sectorSize * sectorSize)
+                bytes.append(contentsOf: repeatElement(0xFF, count: kept - bytes.count))
+            }
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                data.withUnsafeBytes { source in
+                    let target = buffer.baseAddress! + offset
+                    for index in 0..<source.count { target[index] &= source[index] }
+                }
             }
         }
     }
@@ -100,12 +121,22 @@ public final class NORFlash: FlashStorage, Sendable {
     /// Reads `range`, clamped to the slot (see the type's out-of-range behaviour).
     public func read(_ range: Range<Int>) -> Data {
         let clamped = range.clamped(to: 0..<capacity)
-        return bytes.withLock { Data($0[clamped]) }
+        return bytes.withLock { bytes in
+            let kept = clamped.clamped(to: 0..<bytes.count)
+            var data = Data(bytes[kept])
+            if clamped.upperBound > kept.upperBound {
+                data.append(contentsOf: repeatElement(0xFF, count: clamped.upperBound - max(kept.upperBound, clamped.lowerBound)))
+            }
+            return data
+        }
     }
+
+    /// Bytes of memory the slot's contents take now (what was programmed, to a sector boundary).
+    public var residentBytes: Int { bytes.withLock { $0.count } }
 
     /// The whole slot's contents.
     public func snapshot() -> Data {
-        bytes.withLock { Data($0) }
+        read(0..<capacity)
     }
 
     /// Replaces the slot's contents with a ``snapshot()``.
@@ -115,6 +146,10 @@ public final class NORFlash: FlashStorage, Sendable {
         guard snapshot.count == capacity else {
             throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
         }
-        bytes.withLock { $0 = [UInt8](snapshot) }
+        // Kept up to the last sector that is not wholly erased.
+        let raw = [UInt8](snapshot)
+        var kept = raw.count
+        while kept > 0, raw[(kept - sectorSize)..<kept].allSatisfy({ $0 == 0xFF }) { kept -= sectorSize }
+        bytes.withLock { $0 = Array(raw.prefix(kept)) }
     }
 }
