@@ -245,6 +245,31 @@ import Testing
         #expect(machine.received(.success(.create)) == .stream(0..<2928, receipt: true))
     }
 
+    /// A receipt that never comes (a packet was lost, so the bootloader's count falls short):
+    /// Calculate Checksum stands for it. Short, the object goes again; right (the receipt itself
+    /// was lost), the transfer goes on.
+    @Test(arguments: [(2684, 1), (2928, 0)])
+    func aMissingReceiptIsAskedForWithCalculateChecksum(offset: Int, resent: Int) throws {
+        let image = try Self.image(size: 6000)
+        var machine = try Self.machineInDataStage(image)
+        #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
+        #expect(
+            drain(&machine, machine.receiptMissing()) == [
+                .note("no packet receipt 3.0 s after byte 2928; asking the bootloader for its offset"), .send(.calculateChecksum),
+            ])
+        let answer = drain(&machine, machine.received(Self.receipt(image, offset)))
+        if resent > 0 {
+            #expect(
+                answer == [
+                    .note("object at byte 0: bootloader reports \(offset) bytes with a different CRC; sending the object again in 500 ms (attempt 2)"),
+                    .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"),
+                ])
+        } else {
+            #expect(answer == [.stream(2928..<4096, receipt: false)])
+        }
+        #expect(machine.objectsResent == resent)
+    }
+
     @Test func objectAttemptsExhaustedFail() throws {
         let image = try Self.image(size: 3000)
         var machine = try Self.machineInDataStage(image, prn: 0, attempts: 2)

@@ -96,6 +96,8 @@ public struct NordicDFUStateMachine: Sendable {
         case enableReceipts, selectData, executeHeldObject, createObject, checkObject, executeObject
         /// Select(data) after the last failed attempt and the pause: the link is still up.
         case probeLink
+        /// Calculate Checksum in place of a packet receipt that did not come.
+        case checkMissingReceipt
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -120,6 +122,13 @@ public struct NordicDFUStateMachine: Sendable {
     /// The least pause after the last failed attempt before the device is judged: longer than
     /// bluetoothd's ~2 s disconnect timer, so a dying link has given its verdict.
     public static let linkVerdictDelay: Duration = .seconds(3)
+
+    /// How long the driver waits for a packet receipt after the packets it follows before calling
+    /// ``receiptMissing()``. The bootloader counts receipts over the packets it received, so when
+    /// one was lost on the way (or found no receive buffer) the receipt never comes. Longer than
+    /// bluetoothd's ~2 s disconnect timer, so a dying link drops first; shorter than the engine's
+    /// default stall timeout (5 s), so the watchdog does not take the link down for a lost packet.
+    public static let receiptTimeout: Duration = .seconds(3)
 
     private enum Phase: Sendable, Hashable {
         case idle
@@ -275,6 +284,19 @@ public struct NordicDFUStateMachine: Sendable {
         }
     }
 
+    /// The packet receipt the last ``Action/stream(_:receipt:)`` asked for did not come within
+    /// ``receiptTimeout``: the bootloader counted fewer packets than were sent. Asks Calculate
+    /// Checksum, whose answer says what the receipt would have: the object is sent again when it
+    /// differs, as after a wrong receipt.
+    public mutating func receiptMissing() -> Action {
+        precondition(pending.isEmpty, "receiptMissing() while actions are pending; call proceed()")
+        guard case .streaming(let segment, receipt: true) = phase else { preconditionFailure("receiptMissing() while \(activity)") }
+        advance(to: segment.upperBound)
+        return emit(
+            [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
+                + ask(.checkMissingReceipt, .calculateChecksum))
+    }
+
     /// The ``Action/sleep(_:purpose:)`` is over.
     public mutating func delayElapsed() -> Action {
         guard case .delaying(let next) = phase, pending.isEmpty else { preconditionFailure("delayElapsed() while \(activity)") }
@@ -354,6 +376,11 @@ public struct NordicDFUStateMachine: Sendable {
             let (offset, crc) = (Int(response.values[0]), response.values[1])
             guard offset == objectEnd, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
             return executeObject()
+        case .checkMissingReceipt:
+            // The answer stands for the receipt: the same checks, the same next step.
+            let (offset, crc) = (Int(response.values[0]), response.values[1])
+            guard offset == position, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
+            return position < objectEnd ? nextSegment() : executeObject()
         case .executeObject:
             let isLast = objectEnd == image.count
             guard response.result == .success else {
