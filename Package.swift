@@ -149,6 +149,14 @@ let package = Package(
             dependencies: ["OTACore", "OTAProtocolMCUmgr", "OTATransportSimulator", "OTATestSupport"],
             swiftSettings: strictSettings
         ),
+        // The cross-protocol fault campaign: 1,000 seeded updates, each protocol one table entry.
+        .testTarget(
+            name: "OTAFaultCampaignTests",
+            dependencies: [
+                "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "OTATransportBlueZTests",
             dependencies: ["OTACore", blueZ],
