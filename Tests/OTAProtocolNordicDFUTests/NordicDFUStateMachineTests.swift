@@ -415,15 +415,29 @@ import Testing
                         "bootloader rejected the init packet: Execute failed: extended error 0x06 (hardware version mismatch (hw_version differs from the bootloader's))"
                     )))
 
-        var wrong = try Self.machine(image)
+        // An init packet received wrong is created and sent again, paced as an object; after the
+        // last attempt the link is given its verdict, and a bootloader that answers fails it.
+        var wrong = try Self.machine(image, attempts: 2)
         let begin = wrong.start()
         _ = try runScript(&wrong, begin, until: .send(.calculateChecksum))
         #expect(
-            wrong.received(.success(.calculateChecksum, [99, 0xAB]))
-                == .fail(
-                    OTAError(
-                        .verificationFailed, "the bootloader received the init packet wrong: 99 bytes with CRC-32 0xAB; run the update again"
-                    )))
+            drain(&wrong, wrong.received(.success(.calculateChecksum, [99, 0xAB]))) == [
+                .note("the bootloader received the init packet wrong: 99 bytes with CRC-32 0xAB; sending it again in 500 ms (attempt 2)"),
+                .sleep(.milliseconds(500), purpose: "pausing before sending the init packet again"),
+            ])
+        #expect(wrong.delayElapsed() == .send(.create(.command, size: 100)))
+        #expect(wrong.received(.success(.create)) == .send(.setPRN(0)))
+        #expect(wrong.received(.success(.setPRN)) == .writeInitPacket(0..<100))
+        #expect(wrong.streamed() == .send(.calculateChecksum))
+        #expect(
+            drain(&wrong, wrong.received(.success(.calculateChecksum, [100, 0xAB]))) == [
+                .note("the bootloader received the init packet wrong: 100 bytes with CRC-32 0xAB, 2 times; waiting 3.0 s for the link before giving up"),
+                .sleep(.seconds(3), purpose: "waiting for the link's verdict after repeated init packet checksum failures"),
+            ])
+        #expect(wrong.delayElapsed() == .send(.select(.data)))
+        #expect(
+            wrong.received(.success(.select, [4096, 0, 0]))
+                == .fail(OTAError(.verificationFailed, "the bootloader received the init packet wrong 2 times on a link that stayed up; run the update again")))
 
         let bare = try FirmwareImage(bytes: image.bytes, name: "bare.bin")
         #expect(throws: OTAError.self) { try NordicDFUStateMachine(image: bare, payloadSize: 244, configuration: NordicDFUConfiguration()) }

@@ -110,6 +110,8 @@ public struct NordicDFUStateMachine: Sendable {
         /// meanwhile the request fails and the engine resumes; if it answers, the device drops
         /// packets on a healthy link.
         case probeLink
+        /// Create the command object again after the init packet's checksum failed.
+        case resendInitPacket
     }
 
     /// The pause after the `failures`-th failed checksum of an object before it is sent again:
@@ -155,6 +157,10 @@ public struct NordicDFUStateMachine: Sendable {
     // Init packet stage.
     private var initPacketFrom = 0
     private var createdCommandObject = false
+    /// Sends of the init packet so far (its checksum failing sends it again).
+    private var initPacketAttempt = 1
+    /// Whether the link is probed after the init packet's last failed attempt (else an object's).
+    private var probingInitPacket = false
     private var skippedInitPacket = false
 
     // Data stage: the current object is `objectStart..<objectEnd`; `position` is the next byte to
@@ -304,6 +310,10 @@ public struct NordicDFUStateMachine: Sendable {
         case .streamObject: return emit(nextSegment())
         case .resendObject: return emit(createObject())
         case .probeLink: return emit(ask(.probeLink, .select(.data)))
+        case .resendInitPacket:
+            initPacketFrom = 0
+            createdCommandObject = true
+            return emit(ask(.createCommand, .create(.command, size: UInt32(initPacket.count))))
         }
     }
 
@@ -333,10 +343,7 @@ public struct NordicDFUStateMachine: Sendable {
         case .checkInitPacket:
             let (offset, crc) = (response.values[0], response.values[1])
             guard Int(offset) == initPacket.count, crc == CRC32.checksum(initPacket) else {
-                return failing(
-                    .verificationFailed,
-                    "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 \(Hex.number(crc)); run the update again"
-                )
+                return initPacketArrivedWrong(offset: Int(offset), crc: crc)
             }
             return ask(.executeInitPacket, .execute)
         case .executeInitPacket:
@@ -524,9 +531,38 @@ public struct NordicDFUStateMachine: Sendable {
         ]
     }
 
+    /// The init packet's checksum differs (a write of it was lost or damaged): create it again
+    /// and send it whole, up to `objectAttempts` times in all, paced and judged as an object is
+    /// (``objectArrivedWrong(reportedOffset:)``). Nordic's clients send it again too.
+    private mutating func initPacketArrivedWrong(offset: Int, crc: UInt32) -> [Action] {
+        let delay = Self.resendDelay(afterFailures: initPacketAttempt)
+        let received = "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 \(Hex.number(crc))"
+        guard initPacketAttempt < objectAttempts else {
+            let wait = max(delay, Self.linkVerdictDelay)
+            probingInitPacket = true
+            phase = .delaying(then: .probeLink)
+            return [
+                .note("\(received), \(initPacketAttempt) times; waiting \(wait.humanReadable) for the link before giving up"),
+                .sleep(wait, purpose: "waiting for the link's verdict after repeated init packet checksum failures"),
+            ]
+        }
+        initPacketAttempt += 1
+        phase = .delaying(then: .resendInitPacket)
+        return [
+            .note("\(received); sending it again in \(delay.humanReadable) (attempt \(initPacketAttempt))"),
+            .sleep(delay, purpose: "pausing before sending the init packet again"),
+        ]
+    }
+
     /// The bootloader answered after the last failed attempt: the link is up, and it keeps
     /// losing packets. The advice names the settings in force.
     private mutating func droppingPackets(probe response: DFUResponse) -> [Action] {
+        if probingInitPacket {
+            return failing(
+                .verificationFailed,
+                "the bootloader received the init packet wrong \(initPacketAttempt) times on a link that stayed up; run the update again"
+            )
+        }
         let held = (response.result == .success ? DFUObjectSelection(response)?.offset : nil) ?? lastReportedOffset
         let smaller = max(20, payloadSize / 2 / 4 * 4)
         let advice: String
