@@ -160,24 +160,13 @@ struct CampaignProtocol: Sendable {
 
     // MARK: - Nordic DFU
 
-    /// The write indices that can carry init packet bytes in `plan`'s run: its writes, once per
-    /// connection a link-losing fault can open (the next write after the one the reorder holds
-    /// back included).
-    static func nordicInitPacketWrites(_ plan: FaultPlan) -> Int {
-        let payload = nordic.payloadSize(on: plan.link)
-        let writes = (nordicInitPacketLength + payload - 1) / payload
-        let connections = 1 + plan.faults.filter(\.kind.losesLink).count
-        return (writes + 1) * connections
-    }
-
     /// The init packet every Nordic run sends before its image (its length is fixed by the
     /// builder for images of the campaign's sizes).
     static let nordicInitPacketLength = InitPacketBuilder.unsignedApplication(for: Data(count: 40_000)).count
 
     /// Resumable per 4 KiB object from the bootloader's RAM progress, which a reboot loses (the
     /// executed init packet is kept in flash): after a reboot the image starts over from byte 0.
-    /// Damaged data packets cost the object they fell in; a damaged init packet write fails the
-    /// init packet's checksum; a failing flash makes Create answer `0x05` or the objects fail
+    /// Damaged writes cost the object (or init packet) they fell in; a failing flash makes Create answer `0x05` or the objects fail
     /// their checksum on a link that stays up (docs/protocols/nordic-dfu.md).
     static let nordic = CampaignProtocol(
         name: "nordic-dfu",
@@ -191,7 +180,7 @@ struct CampaignProtocol: Sendable {
             return try FirmwareImage(bytes: raw.bytes, name: raw.name, attachments: [NordicDFUClient.initPacketKey: initPacket])
         },
         installed: { ($0 as? NordicBootloaderModel)?.installedImage != nil },
-        documentedErrors: { fault, plan, fired in
+        documentedErrors: { fault, _, fired in
             switch fault.kind {
             case .flashFailure:
                 [
@@ -200,16 +189,16 @@ struct CampaignProtocol: Sendable {
                     DocumentedError(.verificationFailed, "failed its checksum 3 times on a link that stayed up"),
                 ]
             case .dropWrite, .duplicateWrite, .corruptWrite, .reorderWrite:
-                // A damaged write of the init packet fails its checksum; one of the image costs
-                // the object it fell in. The init packet's writes are the first of the update,
-                // and of each connection before the bootloader executed it.
-                (fault.point < nordicInitPacketWrites(plan) ? [DocumentedError(.verificationFailed, "the bootloader received the init packet wrong")] : [])
-                    // Damage to every attempt at one object (3, `object-attempts`) fails it as on
-                    // a link that keeps losing packets. A reordered write damages two attempts: the
-                    // write it holds back arrives after the next one, which can be the next
-                    // attempt's first.
-                    + (fired.map { $0.kind == .reorderWrite ? 2 : ($0.kind.isIndexed ? 1 : 0) }.reduce(0, +) >= NordicDFUConfiguration().objectAttempts
-                        ? [DocumentedError(.verificationFailed, "failed its checksum 3 times on a link that stayed up")] : [])
+                // A damaged write costs the object (or the init packet) it fell in, sent again.
+                // Damage to every attempt at one (3, `object-attempts`) fails it as on a link
+                // that keeps losing packets. A reordered write can damage two attempts: the
+                // write it holds back arrives after the next one, which can be the next
+                // attempt's first.
+                fired.map { $0.kind == .reorderWrite ? 2 : ($0.kind.isIndexed ? 1 : 0) }.reduce(0, +) >= NordicDFUConfiguration().objectAttempts
+                    ? [
+                        DocumentedError(.verificationFailed, "failed its checksum 3 times on a link that stayed up"),
+                        DocumentedError(.verificationFailed, "the bootloader received the init packet wrong 3 times on a link that stayed up"),
+                    ] : []
             default: []
             }
         },
