@@ -31,7 +31,7 @@ import Testing
         #expect(outcome.virtualTime < .seconds(8))
     }
 
-    /// A damaged write of the init packet (found by the fault campaign, seeds 498 and 752): its
+    /// A damaged write of the init packet (found by the fault campaign, seeds 166 and 929): its
     /// checksum differs, and the init packet is sent again, as an object would be (Nordic's
     /// clients do the same), instead of failing the update. `damage` 0 loses the write, 1
     /// corrupts it. (A doubled one is harmless: the bootloader refuses bytes past the size Create
