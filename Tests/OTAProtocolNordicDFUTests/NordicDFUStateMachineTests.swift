@@ -270,6 +270,34 @@ import Testing
         #expect(machine.objectsResent == resent)
     }
 
+    /// A receipt for a packet the bootloader refused (`60 03 03`: it would overflow the object,
+    /// as a doubled packet makes the last one do) carries no offset; the next receipt needs a
+    /// whole interval more packets, which are not coming. It is waited for as long as a receipt
+    /// (campaign seed 8702: before, the response timeout, 10 s, and a reconnection).
+    @Test func aFailedReceiptIsWaitedForAsAReceiptThenAskedFor() throws {
+        let image = try Self.image(size: 6000)
+        var machine = try Self.machineInDataStage(image)
+        #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
+        let refused = DFUResponse(opCode: DFUOpCode.calculateChecksum.rawValue, result: .invalidParameter)
+        #expect(machine.received(refused) == .listen(purpose: "packet receipt notification", wait: .receipt))
+        #expect(drain(&machine, machine.receiptMissing()).last == .send(.calculateChecksum))
+    }
+
+    /// The same refused-packet receipt arriving while Calculate Checksum is awaited is not its
+    /// answer (Calculate Checksum takes no parameter and needs no permission: it never fails with
+    /// `0x03` or `0x08`): it is skipped (campaign seed 2979: before, the update failed with
+    /// "bootloader rejected Calculate Checksum failed: 0x03").
+    @Test(arguments: [DFUResultCode.invalidParameter, .operationNotPermitted])
+    func aFailedReceiptIsNotTheChecksumAnswer(result: DFUResultCode) throws {
+        let image = try Self.image(size: 3000)
+        var machine = try Self.machineInDataStage(image, prn: 0)
+        #expect(machine.delayElapsed() == .stream(0..<3000, receipt: false))
+        #expect(machine.streamed() == .send(.calculateChecksum))
+        let refused = DFUResponse(opCode: DFUOpCode.calculateChecksum.rawValue, result: result)
+        #expect(machine.received(refused) == .listen(purpose: "response to Calculate Checksum", wait: .response))
+        #expect(drain(&machine, machine.received(Self.receipt(image, 3000))) == [.enter(.verifying), .send(.execute, wait: .verification)])
+    }
+
     @Test func objectAttemptsExhaustedFail() throws {
         let image = try Self.image(size: 3000)
         var machine = try Self.machineInDataStage(image, prn: 0, attempts: 2)

@@ -138,7 +138,14 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: "response to \(request)"))
             case .listen(let purpose, let wait):
-                action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
+                guard wait == .receipt else {
+                    action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
+                    continue
+                }
+                switch try await awaitReceipt(inbox) {
+                case .receipt(let notification): action = machine.received(notification)
+                default: action = machine.receiptMissing()
+                }
             case .writeInitPacket(let range):
                 var offset = range.lowerBound
                 while offset < range.upperBound {
@@ -208,6 +215,7 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         switch wait {
         case .response: nil
         case .verification: context.configuration.verifyTimeout
+        case .receipt: NordicDFUStateMachine.receiptTimeout
         }
     }
 

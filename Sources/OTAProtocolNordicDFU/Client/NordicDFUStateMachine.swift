@@ -41,6 +41,8 @@ public struct NordicDFUStateMachine: Sendable {
         case response
         /// The engine's verify timeout: the bootloader validates the whole image before it answers.
         case verification
+        /// A packet receipt: ``NordicDFUStateMachine/receiptTimeout``, then ``receiptMissing()``.
+        case receipt
     }
 
     /// What the driver must do next.
@@ -262,7 +264,9 @@ public struct NordicDFUStateMachine: Sendable {
                 return fail(OTAError(.malformedResponse, "malformed notification on the DFU Control Point: \(notification.count) bytes"))
             }
             guard response.opCode == DFUOpCode.calculateChecksum.rawValue, response.result == .success else {
-                return .listen(purpose: "packet receipt notification", wait: .response)
+                // A receipt for a packet the bootloader refused carries no offset, and restarts
+                // its count: the next one may never come, so it is waited for as a receipt.
+                return .listen(purpose: "packet receipt notification", wait: .receipt)
             }
             return emit(receipt(offset: Int(response.values[0]), crc: response.values[1], after: segment))
         default:
