@@ -166,8 +166,9 @@ struct CampaignProtocol: Sendable {
 
     /// Resumable per 4 KiB object from the bootloader's RAM progress, which a reboot loses (the
     /// executed init packet is kept in flash): after a reboot the image starts over from byte 0.
-    /// Damaged writes cost the object (or init packet) they fell in; a failing flash makes Create answer `0x05` or the objects fail
-    /// their checksum on a link that stays up (docs/protocols/nordic-dfu.md).
+    /// Damaged writes cost the object (or init packet) they fell in; a failing flash makes Create
+    /// answer `0x05`, or the objects fail their checksum on a link that stays up
+    /// (docs/protocols/nordic-dfu.md).
     static let nordic = CampaignProtocol(
         name: "nordic-dfu",
         links: [.small(.nrf52840), .small(.nrf52840, mtu: 23), .small(.nrf52840, mtu: 131)],

@@ -50,7 +50,9 @@ import Testing
         print(CampaignSummary(results).text(wall: wall))
         if ProcessInfo.processInfo.environment["CAMPAIGN_DEBUG"] != nil {
             for run in results {
-                if let error = run.error { print("error: \(run.plan.protocolName): \(error.replacing(/[0-9]+/, with: "N"))") }
+                if let error = run.error {
+                    print("error: \(run.plan.protocolName): \(error.replacing(/[0-9]+/, with: "N")) [seed \(run.plan.seed), struck \(run.fired.map(\.kind))]")
+                }
             }
             for run in results where run.outcome == .completed && run.unit > 0 && run.reconnections > 0 && run.resent > run.unit * run.reconnections {
                 print("over one unit per link loss: \(run.plan): resent \(run.resent), \(run.reconnections) reconnections, allowed \(run.allowed)")
@@ -324,10 +326,14 @@ struct CampaignSummary {
             // the bytes sent again per reconnection, against the unit.
             let linkOnly = completed.filter { run in run.reconnections > 0 && run.fired.allSatisfy { $0.kind.losesLink && $0.kind != .reboot } }
             let perLoss = linkOnly.map { $0.resent / $0.reconnections }.max() ?? 0
+            let steady = linkOnly.filter { !$0.fired.contains { $0.kind == .dyingLink } }
+            let perSteadyLoss = steady.map { $0.resent / $0.reconnections }.max() ?? 0
             let unit = completed.map(\.unit).max() ?? 0
             lines.append(
                 "  \(name): \(runs.count) runs, \(runs.map(\.reconnections).reduce(0, +)) reconnections; re-sent at most \(Int(worst * 100)) % of what the rule allows"
-                    + (unit > 0 ? "; at most \(perLoss) bytes per link loss in \(linkOnly.count) runs that only lost links (largest unit \(unit))" : "")
+                    + (unit > 0
+                        ? "; at most \(perLoss) bytes per link loss in \(linkOnly.count) runs that only lost links, \(perSteadyLoss) without a dying link (largest unit \(unit))"
+                        : "")
             )
             for kind in FaultKind.allCases {
                 let struck = runs.filter { $0.fired.contains { $0.kind == kind } }
