@@ -298,6 +298,23 @@ import Testing
         #expect(drain(&machine, machine.received(Self.receipt(image, 3000))) == [.enter(.verifying), .send(.execute, wait: .verification)])
     }
 
+    /// Create(data) answered 0x05: the SDK's answer when the erase fails, said so (the fault
+    /// campaign's failing flash showed the usual meaning of 0x05, the init packet, instead).
+    @Test func aDataObjectThatCannotBeErasedIsNamedAsFlash() throws {
+        let image = try Self.image(size: 6000)
+        var machine = try Self.machineInDataStage(image, attempts: 2)
+        #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
+        _ = drain(&machine, machine.received(.success(.calculateChecksum, [100, 1])))
+        #expect(machine.delayElapsed() == .send(.create(.data, size: 4096)))
+        #expect(
+            machine.received(DFUResponse(opCode: DFUOpCode.create.rawValue, result: .invalidObject))
+                == .fail(
+                    OTAError(
+                        .deviceRejected,
+                        "bootloader rejected Create data object of 4096 bytes failed: 0x05 (invalid object (init packet malformed or bad signature)); for a data object this means the bootloader could not erase its flash (worn or protected flash?)"
+                    )))
+    }
+
     @Test func objectAttemptsExhaustedFail() throws {
         let image = try Self.image(size: 3000)
         var machine = try Self.machineInDataStage(image, prn: 0, attempts: 2)

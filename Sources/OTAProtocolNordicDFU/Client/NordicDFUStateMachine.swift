@@ -333,7 +333,12 @@ public struct NordicDFUStateMachine: Sendable {
         if step == .probeLink { return droppingPackets(probe: response) }
         let executes: Set<Step> = [.executeInitPacket, .executeHeldObject, .executeObject]
         if !executes.contains(step), response.result != .success {
-            return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
+            // SDK 15.3 answers Create(data) with 0x05 when erasing the object's pages fails: the
+            // code's usual meaning (the init packet) would send the reader the wrong way.
+            let erase =
+                step == .createObject && response.result == .invalidObject
+                ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+            return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
         }
         switch step {
         case .selectCommand:
