@@ -23,7 +23,8 @@ import Testing
 /// explain it, a resend bound broken, more reconnections than link faults, a run past the
 /// virtual-time bound — fails the test naming the seed. Replay one seed with
 /// `CAMPAIGN_SEED=123 swift test --filter FaultCampaignTests` (it prints the run's events).
-/// `CAMPAIGN_RUNS=10000` runs more seeds; `CAMPAIGN_DEBUG=1` also prints every failure's message
+/// `CAMPAIGN_RUNS=10000` runs more seeds, from `CAMPAIGN_FIRST_SEED` (0); `CAMPAIGN_DEBUG=1` also
+/// prints every failure's message
 /// and the runs that re-sent more than one unit per link loss (allowed when writes were damaged
 /// or a device rebooted).
 @Suite struct FaultCampaignTests {
@@ -34,8 +35,10 @@ import Testing
 
     @Test func everySeededFaultEndsByteIdenticalOrAsDocumented() async throws {
         let replay = ProcessInfo.processInfo.environment["CAMPAIGN_SEED"].flatMap { UInt64($0) }
-        let runs = ProcessInfo.processInfo.environment["CAMPAIGN_RUNS"].flatMap { Int($0) } ?? Self.runs
-        let seeds: [UInt64] = replay.map { [$0] } ?? (0..<UInt64(max(runs, Self.runs))).map { $0 }
+        let environment = ProcessInfo.processInfo.environment
+        let runs = environment["CAMPAIGN_RUNS"].flatMap { Int($0) } ?? Self.runs
+        let first = environment["CAMPAIGN_FIRST_SEED"].flatMap { UInt64($0) } ?? 0
+        let seeds: [UInt64] = replay.map { [$0] } ?? (first..<first + UInt64(max(runs, Self.runs))).map { $0 }
         let started = ContinuousClock.now
         let results = await Self.runAll(seeds, verbose: replay != nil)
         let wall = ContinuousClock.now - started
