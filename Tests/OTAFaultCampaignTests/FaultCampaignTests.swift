@@ -135,7 +135,7 @@ struct CampaignResult: Sendable {
 
 /// Runs and judges one plan.
 enum CampaignRun {
-    static func run(_ plan: FaultPlan, verbose: Bool) async -> CampaignResult {
+    static func run(_ plan: FaultPlan, verbose: Bool, bound: Duration = FaultCampaignTests.virtualTimeBound) async -> CampaignResult {
         var result = CampaignResult(plan: plan)
         let entry = CampaignProtocol.all[plan.protocolIndex]
         let simulation = Simulation(seed: plan.seed)
@@ -152,7 +152,6 @@ enum CampaignRun {
         let engine = UpdateEngine(configuration: UpdateConfiguration(), clock: simulation.clock)
         let connector = SimulatedConnector(device: device, centralMTU: plan.link.centralMTU)
         let client = entry.makeClient()
-        let bound = FaultCampaignTests.virtualTimeBound
 
         let ended: (result: Result<UpdateReport, OTAError>?, events: [UpdateEvent])
         do {

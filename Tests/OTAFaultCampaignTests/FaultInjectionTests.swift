@@ -45,6 +45,14 @@ import Testing
         #expect(harness.flashContents(image.count) == image.bytes)
     }
 
+    /// A run that outlasts the virtual-time bound is reported as a hang, not waited for.
+    @Test func aRunPastTheVirtualTimeBoundIsAHang() async {
+        let plan = FaultPlan.make(seed: 3, protocols: CampaignProtocol.all)
+        let result = await CampaignRun.run(plan, verbose: false, bound: .milliseconds(100))
+        #expect(result.outcome == .violation)
+        #expect(result.violations.contains { $0.hasPrefix("still running after 100 ms of virtual time") })
+    }
+
     /// The same seed draws the same plan and ends the same way, event for event.
     @Test func aSeedReplaysTheSameRun() async throws {
         for seed: UInt64 in [3, 22, 677] {
