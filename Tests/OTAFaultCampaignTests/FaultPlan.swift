@@ -110,6 +110,23 @@ struct FaultPlan: Sendable, CustomStringConvertible {
         let totalWrites = imageWrites + prefixWrites
         let totalBytes = prefixBytes + imageSize + imageWrites * entry.headerLength
 
+        // A third of the damaged writes go where recovery differs: the image's first or last
+        // write (nothing follows the last to reveal a gap), the last of a 16-chunk batch (the one
+        // an ACK follows) or of a 4 KiB object (the one its checksum follows). A generator of
+        // its own, so the rest of the plan draws as before.
+        var edges = SeededRandom(seed: seed ^ 0xED6E_5EED)
+        func edge(_ index: Int) -> Int {
+            let batches = max(1, imageWrites / 16)
+            let objects = max(1, (imageSize + 4095) / 4096)
+            switch edges.next() % 12 {
+            case 0: return totalWrites - 1
+            case 1: return prefixWrites
+            case 2: return min(totalWrites - 1, prefixWrites + 16 * (1 + Int(edges.next() % UInt64(batches))) - 1)
+            case 3: return min(totalWrites - 1, prefixWrites + ((1 + Int(edges.next() % UInt64(objects))) * 4096 + payload - 1) / payload - 1)
+            default: return index
+            }
+        }
+
         var faults: [PlannedFault] = []
         let count = 1 + pick(3)
         while faults.count < count {
@@ -117,7 +134,7 @@ struct FaultPlan: Sendable, CustomStringConvertible {
             if kind.isSingle, faults.contains(where: { $0.kind == kind }) { continue }
             let point: Int
             if kind.isIndexed {
-                point = pick(totalWrites)
+                point = edge(pick(totalWrites))
             } else if chance(20) {
                 // On a write boundary: the fault strikes exactly after a whole write.
                 point = max(1, prefixBytes + (1 + pick(imageWrites)) * writeLength)
