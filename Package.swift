@@ -165,6 +165,14 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
+        // The cross-protocol fault campaign: 1,000 seeded updates, each protocol one table entry.
+        .testTarget(
+            name: "OTAFaultCampaignTests",
+            dependencies: [
+                "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "OTATransportBlueZTests",
             dependencies: ["OTACore", blueZ],

@@ -46,6 +46,15 @@ enum DFUAnswer {
             )
             return
         }
+        // A packet receipt is a Calculate Checksum response; one for a packet the bootloader
+        // refused (0x03 too long for the object, 0x08 no init packet) is not the answer to a
+        // Calculate Checksum request, which takes no parameter and needs no permission.
+        if request == .calculateChecksum, response.opCode == DFUOpCode.calculateChecksum.rawValue,
+            response.result == .invalidParameter || response.result == .operationNotPermitted
+        {
+            self = .lateReceipt
+            return
+        }
         guard response.opCode == request.opCode.rawValue else {
             if response.opCode == DFUOpCode.calculateChecksum.rawValue {
                 self = .lateReceipt

@@ -138,7 +138,14 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: "response to \(request)"))
             case .listen(let purpose, let wait):
-                action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
+                guard wait == .receipt else {
+                    action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
+                    continue
+                }
+                switch try await awaitReceipt(inbox) {
+                case .receipt(let notification): action = machine.received(notification)
+                default: action = machine.receiptMissing()
+                }
             case .writeInitPacket(let range):
                 var offset = range.lowerBound
                 while offset < range.upperBound {
@@ -149,16 +156,20 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 action = machine.streamed()
             case .stream(let range, let receipt):
                 context.rewound(to: range.lowerBound)
-                let notification = try await context.withStallWatchdog { () async throws -> Data? in
+                let end = try await context.withStallWatchdog { () async throws -> StreamEnd in
                     var offset = range.lowerBound
                     while offset < range.upperBound {
                         let chunk = plan.chunk(at: offset, in: range.upperBound)
                         try await context.writeData(image[chunk], to: DFUGATTProfile.packet, covering: chunk)
                         offset = chunk.upperBound
                     }
-                    return receipt ? try await inbox.next(awaiting: "packet receipt notification") : nil
+                    return receipt ? try await awaitReceipt(inbox) : .streamed
                 }
-                action = notification.map { machine.received($0) } ?? machine.streamed()
+                switch end {
+                case .streamed: action = machine.streamed()
+                case .receipt(let notification): action = machine.received(notification)
+                case .receiptMissing: action = machine.receiptMissing()
+                }
             case .sleep(let duration, let purpose):
                 try await context.sleep(for: duration, purpose: purpose)
                 action = machine.delayElapsed()
@@ -179,10 +190,32 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         }
     }
 
+    /// How a run of packets ended.
+    private enum StreamEnd: Sendable {
+        /// Written; no receipt was asked for.
+        case streamed
+        /// The packet receipt that follows them.
+        case receipt(Data)
+        /// No receipt within ``NordicDFUStateMachine/receiptTimeout``.
+        case receiptMissing
+    }
+
+    /// The packet receipt after a run of packets, or ``StreamEnd/receiptMissing`` when none
+    /// comes in time: a packet was lost, and the bootloader's count never reaches the receipt.
+    private static func awaitReceipt(_ inbox: NotificationInbox) async throws(OTAError) -> StreamEnd {
+        do {
+            return .receipt(try await inbox.next(timeout: NordicDFUStateMachine.receiptTimeout, awaiting: "packet receipt notification"))
+        } catch {
+            guard error.code == .timeout else { throw error }
+            return .receiptMissing
+        }
+    }
+
     private static func timeout(_ wait: NordicDFUStateMachine.Wait, _ context: UpdateContext) -> Duration? {
         switch wait {
         case .response: nil
         case .verification: context.configuration.verifyTimeout
+        case .receipt: NordicDFUStateMachine.receiptTimeout
         }
     }
 

@@ -41,6 +41,8 @@ public struct NordicDFUStateMachine: Sendable {
         case response
         /// The engine's verify timeout: the bootloader validates the whole image before it answers.
         case verification
+        /// A packet receipt: ``NordicDFUStateMachine/receiptTimeout``, then ``receiptMissing()``.
+        case receipt
     }
 
     /// What the driver must do next.
@@ -96,6 +98,8 @@ public struct NordicDFUStateMachine: Sendable {
         case enableReceipts, selectData, executeHeldObject, createObject, checkObject, executeObject
         /// Select(data) after the last failed attempt and the pause: the link is still up.
         case probeLink
+        /// Calculate Checksum in place of a packet receipt that did not come.
+        case checkMissingReceipt
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -108,6 +112,8 @@ public struct NordicDFUStateMachine: Sendable {
         /// meanwhile the request fails and the engine resumes; if it answers, the device drops
         /// packets on a healthy link.
         case probeLink
+        /// Create the command object again after the init packet's checksum failed.
+        case resendInitPacket
     }
 
     /// The pause after the `failures`-th failed checksum of an object before it is sent again:
@@ -120,6 +126,13 @@ public struct NordicDFUStateMachine: Sendable {
     /// The least pause after the last failed attempt before the device is judged: longer than
     /// bluetoothd's ~2 s disconnect timer, so a dying link has given its verdict.
     public static let linkVerdictDelay: Duration = .seconds(3)
+
+    /// How long the driver waits for a packet receipt after the packets it follows before calling
+    /// ``receiptMissing()``. The bootloader counts receipts over the packets it received, so when
+    /// one was lost on the way (or found no receive buffer) the receipt never comes. Longer than
+    /// bluetoothd's ~2 s disconnect timer, so a dying link drops first; shorter than the engine's
+    /// default stall timeout (5 s), so the watchdog does not take the link down for a lost packet.
+    public static let receiptTimeout: Duration = .seconds(3)
 
     private enum Phase: Sendable, Hashable {
         case idle
@@ -146,6 +159,10 @@ public struct NordicDFUStateMachine: Sendable {
     // Init packet stage.
     private var initPacketFrom = 0
     private var createdCommandObject = false
+    /// Sends of the init packet so far (its checksum failing sends it again).
+    private var initPacketAttempt = 1
+    /// Whether the link is probed after the init packet's last failed attempt (else an object's).
+    private var probingInitPacket = false
     private var skippedInitPacket = false
 
     // Data stage: the current object is `objectStart..<objectEnd`; `position` is the next byte to
@@ -247,7 +264,9 @@ public struct NordicDFUStateMachine: Sendable {
                 return fail(OTAError(.malformedResponse, "malformed notification on the DFU Control Point: \(notification.count) bytes"))
             }
             guard response.opCode == DFUOpCode.calculateChecksum.rawValue, response.result == .success else {
-                return .listen(purpose: "packet receipt notification", wait: .response)
+                // A receipt for a packet the bootloader refused carries no offset, and restarts
+                // its count: the next one may never come, so it is waited for as a receipt.
+                return .listen(purpose: "packet receipt notification", wait: .receipt)
             }
             return emit(receipt(offset: Int(response.values[0]), crc: response.values[1], after: segment))
         default:
@@ -275,6 +294,19 @@ public struct NordicDFUStateMachine: Sendable {
         }
     }
 
+    /// The packet receipt the last ``Action/stream(_:receipt:)`` asked for did not come within
+    /// ``receiptTimeout``: the bootloader counted fewer packets than were sent. Asks Calculate
+    /// Checksum, whose answer says what the receipt would have: the object is sent again when it
+    /// differs, as after a wrong receipt.
+    public mutating func receiptMissing() -> Action {
+        precondition(pending.isEmpty, "receiptMissing() while actions are pending; call proceed()")
+        guard case .streaming(let segment, receipt: true) = phase else { preconditionFailure("receiptMissing() while \(activity)") }
+        advance(to: segment.upperBound)
+        return emit(
+            [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
+                + ask(.checkMissingReceipt, .calculateChecksum))
+    }
+
     /// The ``Action/sleep(_:purpose:)`` is over.
     public mutating func delayElapsed() -> Action {
         guard case .delaying(let next) = phase, pending.isEmpty else { preconditionFailure("delayElapsed() while \(activity)") }
@@ -282,6 +314,10 @@ public struct NordicDFUStateMachine: Sendable {
         case .streamObject: return emit(nextSegment())
         case .resendObject: return emit(createObject())
         case .probeLink: return emit(ask(.probeLink, .select(.data)))
+        case .resendInitPacket:
+            initPacketFrom = 0
+            createdCommandObject = true
+            return emit(ask(.createCommand, .create(.command, size: UInt32(initPacket.count))))
         }
     }
 
@@ -297,7 +333,12 @@ public struct NordicDFUStateMachine: Sendable {
         if step == .probeLink { return droppingPackets(probe: response) }
         let executes: Set<Step> = [.executeInitPacket, .executeHeldObject, .executeObject]
         if !executes.contains(step), response.result != .success {
-            return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
+            // SDK 15.3 answers Create(data) with 0x05 when erasing the object's pages fails: the
+            // code's usual meaning (the init packet) would send the reader the wrong way.
+            let erase =
+                step == .createObject && response.result == .invalidObject
+                ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+            return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
         }
         switch step {
         case .selectCommand:
@@ -311,10 +352,7 @@ public struct NordicDFUStateMachine: Sendable {
         case .checkInitPacket:
             let (offset, crc) = (response.values[0], response.values[1])
             guard Int(offset) == initPacket.count, crc == CRC32.checksum(initPacket) else {
-                return failing(
-                    .verificationFailed,
-                    "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 \(Hex.number(crc)); run the update again"
-                )
+                return initPacketArrivedWrong(offset: Int(offset), crc: crc)
             }
             return ask(.executeInitPacket, .execute)
         case .executeInitPacket:
@@ -354,6 +392,11 @@ public struct NordicDFUStateMachine: Sendable {
             let (offset, crc) = (Int(response.values[0]), response.values[1])
             guard offset == objectEnd, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
             return executeObject()
+        case .checkMissingReceipt:
+            // The answer stands for the receipt: the same checks, the same next step.
+            let (offset, crc) = (Int(response.values[0]), response.values[1])
+            guard offset == position, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
+            return position < objectEnd ? nextSegment() : executeObject()
         case .executeObject:
             let isLast = objectEnd == image.count
             guard response.result == .success else {
@@ -497,9 +540,38 @@ public struct NordicDFUStateMachine: Sendable {
         ]
     }
 
+    /// The init packet's checksum differs (a write of it was lost or damaged): create it again
+    /// and send it whole, up to `objectAttempts` times in all, paced and judged as an object is
+    /// (``objectArrivedWrong(reportedOffset:)``). Nordic's clients send it again too.
+    private mutating func initPacketArrivedWrong(offset: Int, crc: UInt32) -> [Action] {
+        let delay = Self.resendDelay(afterFailures: initPacketAttempt)
+        let received = "the bootloader received the init packet wrong: \(offset) bytes with CRC-32 \(Hex.number(crc))"
+        guard initPacketAttempt < objectAttempts else {
+            let wait = max(delay, Self.linkVerdictDelay)
+            probingInitPacket = true
+            phase = .delaying(then: .probeLink)
+            return [
+                .note("\(received), \(initPacketAttempt) times; waiting \(wait.humanReadable) for the link before giving up"),
+                .sleep(wait, purpose: "waiting for the link's verdict after repeated init packet checksum failures"),
+            ]
+        }
+        initPacketAttempt += 1
+        phase = .delaying(then: .resendInitPacket)
+        return [
+            .note("\(received); sending it again in \(delay.humanReadable) (attempt \(initPacketAttempt))"),
+            .sleep(delay, purpose: "pausing before sending the init packet again"),
+        ]
+    }
+
     /// The bootloader answered after the last failed attempt: the link is up, and it keeps
     /// losing packets. The advice names the settings in force.
     private mutating func droppingPackets(probe response: DFUResponse) -> [Action] {
+        if probingInitPacket {
+            return failing(
+                .verificationFailed,
+                "the bootloader received the init packet wrong \(initPacketAttempt) times on a link that stayed up; run the update again"
+            )
+        }
         let held = (response.result == .success ? DFUObjectSelection(response)?.offset : nil) ?? lastReportedOffset
         let smaller = max(20, payloadSize / 2 / 4 * 4)
         let advice: String

@@ -27,6 +27,12 @@ public struct LinkFaults: Sendable, Hashable {
     /// How long a dying link keeps answering before it drops. Default 2 s (bluetoothd's
     /// disconnect timer).
     public var dyingLinkDuration: Duration = .seconds(2)
+    /// From this many data bytes on, every erase and write of the device's flash fails, as worn or
+    /// write-protected flash does (``SimulatedFlash/injectFailure(_:)``, set just before the write
+    /// that reaches the threshold is handed to the device model, so that write's flash work fails
+    /// too). The flash keeps failing across reconnections and reboots; the device model reports it
+    /// as its protocol says.
+    public var failFlashAtBytes: Int?
 
     /// No faults.
     public init() {}

@@ -72,6 +72,11 @@ public final class SimulatedDevice: Sendable {
     /// How many times the device restarted.
     public var rebootCount: Int { state.withLock { $0.reboots } }
 
+    /// Data writes (writes without response) that reached the device's link layer since it was
+    /// made, across connections: the count ``LinkFaults``' write indices refer to, so a test can
+    /// tell which of its indexed faults fired.
+    public var dataWritesArrived: Int { state.withLock { $0.dataWritesDelivered } }
+
     /// The connection currently open to the device, if any.
     public var connection: SimulatedConnection? { state.withLock { $0.connection } }
 
@@ -200,6 +205,10 @@ public final class SimulatedDevice: Sendable {
             if let stall = faults.stallAtBytes, total >= stall {
                 state.faults.stallAtBytes = nil
                 state.stalled = true
+            }
+            if let failing = faults.failFlashAtBytes, total >= failing {
+                state.faults.failFlashAtBytes = nil
+                flash.injectFailure("flash failure (injected fault at byte \(failing))")
             }
             return outcome
         }
