@@ -107,7 +107,7 @@ public final class NORFlash: FlashStorage, Sendable {
         bytes.withLock { bytes in
             if end > bytes.count {
                 let kept = min(capacity, (end + sectorSize - 1) / sectorSize * sectorSize)
-                bytes.append(contentsOf: repeatElement(0xFF, count: kept - bytes.count))
+                bytes.append(contentsOf: [UInt8](repeating: 0xFF, count: kept - bytes.count))
             }
             bytes.withUnsafeMutableBufferPointer { buffer in
                 data.withUnsafeBytes { source in
@@ -123,9 +123,15 @@ public final class NORFlash: FlashStorage, Sendable {
         let clamped = range.clamped(to: 0..<capacity)
         return bytes.withLock { bytes in
             let kept = clamped.clamped(to: 0..<bytes.count)
-            var data = Data(bytes[kept])
-            if clamped.upperBound > kept.upperBound {
-                data.append(contentsOf: repeatElement(0xFF, count: clamped.upperBound - max(kept.upperBound, clamped.lowerBound)))
+            guard clamped.upperBound > kept.upperBound else { return Data(bytes[kept]) }
+            // What lies above the kept bytes reads erased.
+            var data = Data(repeating: 0xFF, count: clamped.count)
+            if !kept.isEmpty {
+                bytes.withUnsafeBufferPointer { buffer in
+                    data.withUnsafeMutableBytes { target in
+                        target.copyMemory(from: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[kept])))
+                    }
+                }
             }
             return data
         }
