@@ -37,6 +37,15 @@ public struct BluetoothdGATTSettings: Sendable, Hashable, CustomStringConvertibl
     /// Whether bluetoothd opens EATT bearers to devices that support them.
     public var isEATTEnabled: Bool { channels > 1 }
 
+    /// The file that sets (or would set) ``channels``.
+    public var configurationFile: String {
+        switch source {
+        case .file(let path): path
+        case .versionDefault(let file, _): file ?? Self.defaultConfigurationPath
+        case .assumed: Self.defaultConfigurationPath
+        }
+    }
+
     /// `/etc/bluetooth/main.conf`, where bluetoothd reads its settings unless started with `-f`.
     public static let defaultConfigurationPath = "/etc/bluetooth/main.conf"
 
