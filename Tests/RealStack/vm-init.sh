@@ -46,30 +46,44 @@ modprobe -a hci_vhci algif_hash algif_skcipher cmac ecb ecdh_generic || { log "m
 printf '[GATT]\nChannels = 1\n' > /run/bluetooth-main.conf
 cat > /run/realstack-bluetoothd.sh <<'BTD'
 #!/bin/bash
-# realstack-bluetoothd.sh eatt|single - (re)starts bluetoothd with its defaults (EATT on) or with
-# Channels = 1, waits for both adapters and powers them on. Exit 0 when ready.
+# realstack-bluetoothd.sh [start|ready] eatt|single - (re)starts bluetoothd with its defaults
+# (EATT on) or with Channels = 1, waits for both adapters and powers them on; exit 0 when ready.
+# Nothing to do when it already runs in that mode. "start" only starts it, "ready" only waits.
+step=both
+case $1 in start|ready) step=$1; shift ;; esac
 mode=$1
 current=$(cat /run/realstack-bluetoothd.mode 2>/dev/null)
 pid=$(cat /run/realstack-bluetoothd.pid 2>/dev/null)
-if [ "$mode" = "$current" ] && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then exit 0; fi
-if [ -n "$pid" ]; then
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null
+if [ $step = both ] && [ "$mode" = "$current" ] && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then exit 0; fi
+if [ $step != ready ]; then
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  args=""
+  [ "$mode" = single ] && args="-f /run/bluetooth-main.conf"
+  # shellcheck disable=SC2086
+  /usr/libexec/bluetooth/bluetoothd -n $args ${REAL_STACK_BTD_ARGS:-} >> "$REAL_STACK_VM_DIR/bluetoothd.log" 2>&1 &
+  echo $! > /run/realstack-bluetoothd.pid
+  echo "$mode" > /run/realstack-bluetoothd.mode
 fi
-args=""
-[ "$mode" = single ] && args="-f /run/bluetooth-main.conf"
-# shellcheck disable=SC2086
-/usr/libexec/bluetooth/bluetoothd -n $args ${REAL_STACK_BTD_ARGS:-} >> "$REAL_STACK_VM_DIR/bluetoothd.log" 2>&1 &
-echo $! > /run/realstack-bluetoothd.pid
-echo "$mode" > /run/realstack-bluetoothd.mode
+[ $step = start ] && exit 0
 start=$(cut -d' ' -f1 /proc/uptime)
 n=0
+restarted=0
 while :; do
   n=$(dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null \
       | grep -cE 'object path "/org/bluez/hci[0-9]+"$')
   [ "$n" -ge 2 ] && break
-  awk -v t0="$start" '{exit !($1 - t0 > 90)}' /proc/uptime && break
+  # Seen under load: bluetoothd exported one adapter of the two the kernel has and never the
+  # other. After 40 s with both in /sys/class/bluetooth, start it once more.
+  if [ $restarted = 0 ] && [ -e /sys/class/bluetooth/hci1 ] && awk -v t0="$start" '{exit !($1 - t0 > 40)}' /proc/uptime; then
+    restarted=1
+    echo "realstack-bluetoothd: $n of 2 adapters after 40 s; restarting bluetoothd" | tee -a "$REAL_STACK_VM_DIR/bluetoothd.log" >&2
+    "$0" start "$mode"
+  fi
+  awk -v t0="$start" '{exit !($1 - t0 > 120)}' /proc/uptime && break
   sleep 0.1
 done
 [ "$n" -ge 2 ] || { echo "realstack-bluetoothd: only $n of 2 adapters appeared" >&2; exit 1; }
@@ -91,11 +105,12 @@ export REAL_STACK_VM_DIR="$RES"
 dbus-uuidgen --ensure
 dbus-daemon --system --fork --nopidfile || { log "dbus-daemon failed"; finish 125; }
 : > "$RES/bluetoothd.log"
+/run/realstack-bluetoothd.sh start "$BTD_MODE"
 btvirt -l2 > "$RES/controllers.log" 2>&1 &
 
-# Ready = both adapters exported by bluetoothd, then powered on. Polled for up to 90 s of guest
-# uptime: under TCG on a busy host the stack can take many times its usual ~8 s.
-/run/realstack-bluetoothd.sh "$BTD_MODE" || { log "the stack did not come up (see controllers.log, bluetoothd.log)"; finish 125; }
+# Ready = both adapters exported by bluetoothd, then powered on. Polled for up to 90 s: under TCG
+# on a busy host the stack can take many times its usual ~8 s.
+/run/realstack-bluetoothd.sh ready "$BTD_MODE" || { log "the stack did not come up (see controllers.log, bluetoothd.log)"; finish 125; }
 T1=$(cut -d' ' -f1 /proc/uptime)
 echo "ready_s=$T1 stack_s=$(awk "BEGIN{print $T1 - $T0}")" > "$RES/timing"
 

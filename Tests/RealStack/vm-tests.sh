@@ -124,9 +124,14 @@ run_case() {
   mkdir -p "$dir"
   local mode=single
   { [ "${EATT:-0}" = 1 ] || [ "${REAL_STACK_EATT:-0}" = 1 ]; } && mode=eatt
-  if ! /run/realstack-bluetoothd.sh $mode 2> "$dir/bluetoothd-restart.err"; then
-    record FAIL "$name" "bluetoothd did not come back up in mode $mode: $(tail -n1 "$dir/bluetoothd-restart.err")"
-    return
+  if [ "$mode" != "$(cat /run/realstack-bluetoothd.mode 2>/dev/null)" ]; then
+    if ! /run/realstack-bluetoothd.sh $mode 2> "$dir/bluetoothd-restart.err"; then
+      record FAIL "$name" "bluetoothd did not come back up in mode $mode: $(tail -n1 "$dir/bluetoothd-restart.err")"
+      return
+    fi
+    # What ota doctor says about this bluetoothd (its EATT line), once per mode.
+    "$BIN/ota" doctor > "$dir/doctor.txt" 2>&1
+    echo "real-stack: bluetoothd restarted, ota doctor: $(grep -m1 '^EATT' "$dir/doctor.txt")"
   fi
   reset_central
   # --readvertise 1: btvirt reports an advertisement to a scanner only when advertising or
@@ -225,6 +230,7 @@ run_case() {
 }
 
 echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r), image $SIZE bytes"
+echo "real-stack: ota doctor: $("$BIN/ota" doctor 2>&1 | grep -m1 '^EATT')"
 for test in $TESTS; do
   case $test in
     ota-generic)              run_case "$test" generic ota 0 ;;
