@@ -11,7 +11,10 @@ import Synchronization
 ///   write returns once the socket took the datagram; when it is full, the write waits for room
 ///   (`poll` on a dispatch queue of its own, never on the cooperative pool), so nothing is dropped. Where BlueZ offers no `AcquireWrite` for
 ///   a characteristic, `WriteValue(value, {type: command})` is used instead, one D-Bus call per
-///   write (slower); ``writePaths`` and the ``link`` summary say which.
+///   write (slower); ``writePaths`` and the ``link`` summary say which. When bluetoothd may spread
+///   write commands over several ATT bearers (EATT), which reorders them, they go as write requests
+///   instead, `WriteValue(value, {type: request})`, each waiting for the device's answer
+///   (``WritePath/writeRequest(reason:)``, decided by the connector; docs/decisions/0020).
 /// - Reads are `ReadValue`.
 /// - Notifications are `StartNotify` and the characteristic's `PropertiesChanged(Value)` signals;
 ///   ending the stream sends `StopNotify`.
