@@ -76,12 +76,21 @@ while :; do
   n=$(dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null \
       | grep -cE 'object path "/org/bluez/hci[0-9]+"$')
   [ "$n" -ge 2 ] && break
-  # Seen under load: bluetoothd exported one adapter of the two the kernel has and never the
-  # other. After 40 s with both in /sys/class/bluetooth, start it once more.
-  if [ $restarted = 0 ] && [ -e /sys/class/bluetooth/hci1 ] && awk -v t0="$start" '{exit !($1 - t0 > 40)}' /proc/uptime; then
+  # Seen on a loaded host (load average 8-10): one of btvirt's two controllers never reached
+  # bluetoothd, and restarting bluetoothd alone did not bring it. After 30 s, start the virtual
+  # controllers (when this script's caller recorded btvirt's PID) and bluetoothd once more.
+  if [ $restarted = 0 ] && awk -v t0="$start" '{exit !($1 - t0 > 30)}' /proc/uptime; then
     restarted=1
-    echo "realstack-bluetoothd: $n of 2 adapters after 40 s; restarting bluetoothd" | tee -a "$REAL_STACK_VM_DIR/bluetoothd.log" >&2
+    echo "realstack-bluetoothd: $n of 2 adapters after 30 s ($(ls /sys/class/bluetooth 2>/dev/null | tr '\n' ' ')in the kernel); restarting btvirt and bluetoothd" \
+      | tee -a "$REAL_STACK_VM_DIR/bluetoothd.log" >&2
     "$0" start "$mode"
+    btvirt_pid=$(cat /run/realstack-btvirt.pid 2>/dev/null)
+    if [ -n "$btvirt_pid" ]; then
+      kill -TERM "$btvirt_pid" 2>/dev/null
+      for _ in $(seq 50); do kill -0 "$btvirt_pid" 2>/dev/null || break; sleep 0.1; done
+      btvirt -l2 >> "$REAL_STACK_VM_DIR/controllers.log" 2>&1 &
+      echo $! > /run/realstack-btvirt.pid
+    fi
   fi
   awk -v t0="$start" '{exit !($1 - t0 > 120)}' /proc/uptime && break
   sleep 0.1
@@ -107,6 +116,7 @@ dbus-daemon --system --fork --nopidfile || { log "dbus-daemon failed"; finish 12
 : > "$RES/bluetoothd.log"
 /run/realstack-bluetoothd.sh start "$BTD_MODE"
 btvirt -l2 > "$RES/controllers.log" 2>&1 &
+echo $! > /run/realstack-btvirt.pid
 
 # Ready = both adapters exported by bluetoothd, then powered on. Polled for up to 90 s: under TCG
 # on a busy host the stack can take many times its usual ~8 s.
