@@ -75,7 +75,9 @@ struct BlueZBearersTests {
     @Test func readsTheRunningBluetoothdFromProc() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ota-proc-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: root) }
-        for (pid, name, line) in [("17", "dbus-daemon", "dbus-daemon\0--system\0"), ("42", "bluetoothd", "/usr/libexec/bluetooth/bluetoothd\0-n\0-f\0\(root.path)/main.conf\0")] {
+        for (pid, name, line) in [
+            ("17", "dbus-daemon", "dbus-daemon\0--system\0"), ("42", "bluetoothd", "/usr/libexec/bluetooth/bluetoothd\0-n\0-f\0\(root.path)/main.conf\0"),
+        ] {
             let directory = root.appendingPathComponent(pid)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data("\(name)\n".utf8).write(to: directory.appendingPathComponent("comm"))
