@@ -134,8 +134,9 @@ public struct BluetoothdGATTSettings: Sendable, Hashable, CustomStringConvertibl
         let arguments = bluetoothdCommandLine(processes: processes)
         let path = configurationPath(commandLine: arguments ?? [])
         let text = try? String(contentsOfFile: path, encoding: .utf8)
+        // The version matters only when the file does not set Channels.
         var version = knownVersion
-        if version == nil { version = await BlueZDoctor.bluetoothdVersion() }
+        if version == nil, text.flatMap(channels(inConfiguration:)) == nil { version = await BlueZDoctor.bluetoothdVersion() }
         return settle(configuration: text, path: path, version: version)
     }
 

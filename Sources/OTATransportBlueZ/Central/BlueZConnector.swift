@@ -59,8 +59,8 @@ public struct BlueZConnector: Connector {
         /// How writes without response keep their order when bluetoothd may spread them over
         /// several ATT bearers (EATT); default ``WriteOrdering/automatic``.
         public var writeOrdering = WriteOrdering.automatic
-        /// bluetoothd's `[GATT] Channels`; `nil` (default) reads them from the running
-        /// bluetoothd once per process (``BluetoothdGATTSettings/current(version:processes:)``).
+        /// bluetoothd's `[GATT] Channels`; `nil` (default) reads them from the running bluetoothd
+        /// on every connect (``BluetoothdGATTSettings/current(version:processes:)``).
         public var bluetoothdSettings: BluetoothdGATTSettings?
 
         /// How writes without response travel when ATT bearers may reorder them.
@@ -345,8 +345,10 @@ public struct BlueZConnector: Connector {
             writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline)
     }
 
-    /// bluetoothd's settings, read once per process.
-    private static let settingsCache = Mutex<BluetoothdGATTSettings?>(nil)
+    /// bluetoothd's version, found once per process (it takes running `bluetoothd --version`);
+    /// its command line and configuration file are read on every connect, so a bluetoothd
+    /// restarted with other settings is seen.
+    private static let versionCache = Mutex<String??>(nil)
 
     /// Whether writes without response may be reordered on this link: bluetoothd's `[GATT]
     /// Channels` and the device's Server Supported Features (``BlueZBearerAssessment``).
@@ -354,11 +356,16 @@ public struct BlueZConnector: Connector {
         _ gatt: [CharacteristicID: BlueZObjectTree.Characteristic], over session: BlueZSession
     ) async -> BlueZBearerAssessment {
         let settings: BluetoothdGATTSettings
-        if let known = configuration.bluetoothdSettings ?? Self.settingsCache.withLock({ $0 }) {
+        if let known = configuration.bluetoothdSettings {
             settings = known
         } else {
-            settings = await BluetoothdGATTSettings.current()
-            Self.settingsCache.withLock { $0 = settings }
+            var version = Self.versionCache.withLock { $0 }
+            if version == nil {
+                let found = await BlueZDoctor.bluetoothdVersion()
+                Self.versionCache.withLock { $0 = .some(found) }
+                version = .some(found)
+            }
+            settings = await BluetoothdGATTSettings.current(version: version ?? nil)
         }
         // With one bearer configured the device's support does not matter.
         guard settings.isEATTEnabled else { return BlueZBearerAssessment(settings: settings, peer: .unknown("not read")) }
