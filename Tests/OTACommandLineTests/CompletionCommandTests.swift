@@ -48,7 +48,7 @@ import Testing
             completion.values(of: try #require(update.options.first { $0.name == name }), in: update)
         }
         #expect(try values("--protocol") == .words(ToolEnvironment.standard.registry.all.map(\.name)))
-        #expect(try values("--write-path") == .words(["acquire", "writevalue"]))
+        #expect(try values("--write-path") == .words(["auto", "acquire", "writevalue", "request"]))
         #expect(try values("--catalog") == .files)
         #expect(try values("--sim-state") == .directories)
         #expect(try values("--mtu") == .none)
@@ -153,7 +153,7 @@ import Testing
         #expect(try await Self.zshCompletions("ota up") == ["update"])
         #expect(try await Self.zshCompletions("ota update --pro") == ["--protocol"])
         #expect(try await Self.zshCompletions("ota update --protocol ") == ["framed", "generic", "nordic-dfu"])
-        #expect(try await Self.zshCompletions("ota update --write-path ") == ["acquire", "writevalue"])
+        #expect(try await Self.zshCompletions("ota update --write-path ") == ["auto", "acquire", "writevalue", "request"])
         #expect(try await Self.zshCompletions("ota update --device sim:b") == ["sim:bolt-lock"])
         #expect(try await Self.zshCompletions("ota abort --device=sim:nrf") == ["sim:nrf-tracker", "sim:nrf52840-mtu244-2m"])
         #expect(try await Self.zshCompletions("ota completion ") == ["bash", "zsh"])

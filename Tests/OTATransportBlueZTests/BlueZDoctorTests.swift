@@ -89,6 +89,44 @@ import Testing
         }
     }
 
+    @Test func saysWhetherEATTIsOnAndWhatItMeansForAConnectedDevice() async throws {
+        var script = FakeBlueZ.Script()
+        script.serverSupportedFeatures = [0x01]
+        try await FakeBlueZ.with(script) { bus, _ in
+            let eatt = BluetoothdGATTSettings(
+                channels: 3, source: .versionDefault(file: "/etc/bluetooth/main.conf", version: "5.66"))
+            let transport = try await FakeBlueZ.connector(on: bus) { $0.bluetoothdSettings = eatt }.connectTransport()
+            let report = await BlueZDoctor(
+                bus: .address(bus.address), controllerDirectory: try Self.controllers(["hci0"]), versionProbe: { "5.66" },
+                settingsProbe: { version in
+                    #expect(version == "5.66")
+                    return eatt
+                }
+            ).examine()
+            #expect(report.gattSettings == eatt)
+            #expect(
+                report.eattSummary
+                    == "EATT on (Channels = 3 (bluetoothd 5.66's default; /etc/bluetooth/main.conf does not set it)): to a device that offers EATT, bluetoothd spreads write commands over up to 3 ATT bearers, which can reorder them; ota then sends writes without response as write requests, one at a time (in order, slower). For full speed set Channels = 1 in [GATT] of /etc/bluetooth/main.conf and restart bluetoothd"
+            )
+            #expect(report.connectedDevices.map(\.address) == [FakeBlueZ.address])
+            #expect(report.connectedDevices.first?.bearers.mayReorder == true)
+            await transport.disconnect()
+        }
+    }
+
+    @Test func saysEATTIsOffWithOneChannel() async throws {
+        try await FakeBlueZ.with { bus, _ in
+            let report = await BlueZDoctor(
+                bus: .address(bus.address), controllerDirectory: try Self.controllers(["hci0"]), versionProbe: { "5.66" },
+                settingsProbe: { _ in BluetoothdGATTSettings(channels: 1, source: .file("/etc/bluetooth/main.conf")) }
+            ).examine()
+            #expect(
+                report.eattSummary
+                    == "EATT off (Channels = 1 (/etc/bluetooth/main.conf)): one ATT bearer per device, so write commands keep their order")
+            #expect(report.connectedDevices.isEmpty)
+        }
+    }
+
     @Test(
         arguments: [
             ("5.66", "5.66"), ("bluetoothctl: 5.72\n", "5.72"), ("version 5.50 (git)", "5.50"), ("unknown", nil),

@@ -69,7 +69,7 @@ import Testing
                 Issue.record("a bad --write-path was accepted")
             } catch {
                 #expect(error.code == .invalidParameter)
-                #expect(error.message == "--write-path 'fast' is not 'acquire' or 'writevalue'")
+                #expect(error.message == "--write-path 'fast' is not 'auto', 'acquire', 'writevalue' or 'request'")
             }
             let device = try await provider.device(
                 at: FakeBlueZ.address, options: TransportOptions(["--write-path": ["writevalue"]]))

@@ -20,10 +20,12 @@
 #   REAL_STACK_TESTS="..."     a subset: ota-generic ota-framed ota-framed-resume
 #                              peripheral-generic peripheral-framed-resume generic-restart
 #                              generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link
-#                              bench-acquirewrite bench-acquirewrite-system bench-writevalue (default: all)
+#                              bench-acquirewrite bench-acquirewrite-system bench-writevalue
+#                              ota-generic-eatt ota-framed-eatt (default: all)
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
-#   REAL_STACK_EATT=1          keep bluetoothd's EATT (off by default; see vm-init.sh)
+#   REAL_STACK_EATT=1          keep bluetoothd's EATT for every case (off by default except in the
+#                              *-eatt cases; see vm-init.sh)
 #   REAL_STACK_TIMEOUT=1800    seconds before the VM is killed
 #   REAL_STACK_KEEP=1          keep the work directory (image, received images, logs) even on success
 # and the knobs of run-in-vm.sh (REAL_STACK_VERBOSE, REAL_STACK_KVM, REAL_STACK_BTD_ARGS, ...).
@@ -34,7 +36,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-writevalue"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-writevalue ota-generic-eatt ota-framed-eatt"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 

@@ -28,6 +28,11 @@
 #   nordic-dying-link         the same with --param prn=0 against --dying-link-after 100000: the data
 #                             path dies mid-object while the Control Point answers for 2 s (checksums
 #                             fail), then the link drops: >= 1 resume, no "drops packets" verdict
+#   ota-generic-eatt          ota-generic with bluetoothd's defaults (EATT on, Channels = 3): ota must see
+#                             EATT and send its data as write requests, in order
+#   ota-framed-eatt           ota-framed the same way; at most MAX_RESEND_PERCENT (5) % of the image re-sent
+# Every other case runs with Channels = 1 (EATT off) unless REAL_STACK_EATT=1; bluetoothd is
+# restarted (/run/realstack-bluetoothd.sh, from vm-init.sh) when a case needs the other mode.
 # A case may send another file than image.bin (INPUT) and expect another flash (EXPECT); see below.
 # REAL_STACK_TESTS="name ..." runs a subset (default: all, in this order).
 set -uo pipefail
@@ -41,7 +46,7 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-writevalue"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-writevalue ota-generic-eatt ota-framed-eatt"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -60,9 +65,11 @@ reset_central() {
 }
 
 # Prints the result line of `ota update --json` as "status resumes restarts duration goodput tail
-# queue message", or nothing. tail: seconds from the first progress event claiming every byte sent
-# to the result (how far the bar ran ahead of the link); queue: the AcquireWrite socket's bound in
-# bytes, from the link summary ('-' without one).
+# queue resent writes message", or nothing. tail: seconds from the first progress event claiming
+# every byte sent to the result (how far the bar ran ahead of the link); queue: the AcquireWrite
+# socket's bound in bytes, from the link summary ('-' without one); resent: the bytes sent beyond
+# the image, in % of it; writes: "requests" when the link summary says writes without response
+# went as write requests (EATT), else "commands".
 ota_result() {
   "$PY" - "$1" <<'EOF'
 import json, sys
@@ -70,6 +77,7 @@ import re
 result = None
 full = None
 queue = '-'
+writes = 'commands'
 for line in open(sys.argv[1], errors='replace'):
     line = line.strip()
     if line.startswith('{'):
@@ -82,6 +90,8 @@ for line in open(sys.argv[1], errors='replace'):
         elif event.get('event') == 'link':
             found = re.search(r'at most (\d+) bytes queued', event.get('summary', ''))
             queue = found.group(1) if found else queue
+            if 'sent as write requests' in event.get('summary', ''):
+                writes = 'requests'
         elif event.get('event') == 'progress' and full is None and event.get('totalBytes') \
                 and event.get('bytesSent', 0) >= event['totalBytes']:
             full = event.get('time')
@@ -89,17 +99,21 @@ if result:
     end = result.get('time')
     tail = '%.2f' % (end - full) if isinstance(end, (int, float)) and isinstance(full, (int, float)) else '?'
     duration = result.get('duration')
+    sent, size = result.get('bytesSent'), result.get('imageSize')
+    resent = '%.1f' % (100.0 * (sent - size) / size) if isinstance(sent, (int, float)) and size else '?'
     print(result.get('status'), int(result.get('resumes', -1)), int(result.get('restarts', 0)),
           '%.2f' % duration if isinstance(duration, (int, float)) else '?',
           int(result['goodput']) if isinstance(result.get('goodput'), (int, float)) else '?',
-          tail, queue, result.get('message', '').replace(' ', '_') or '-')
+          tail, queue, resent, writes, result.get('message', '').replace(' ', '_') or '-')
 EOF
 }
 
 # run_case NAME PROTOCOL CENTRAL MIN_RESUMES [PERIPHERAL ARGS...]
 # Set for one case (as VAR=value before run_case): INPUT, the file ota sends (default image.bin);
 # EXPECT, what the flash must hold from byte 0 (default image.bin); OTA_ARGS, more `ota update`
-# arguments; MIN_RESTARTS, the restarts from byte 0 ota must report.
+# arguments; MIN_RESTARTS, the restarts from byte 0 ota must report; WRITE_PATH, ota's
+# --write-path (default auto); EATT=1, bluetoothd with its defaults (EATT on) and ota must send
+# write requests; MAX_RESEND_PERCENT, the most ota may re-send, in % of the image.
 run_case() {
   local name=$1 protocol=$2 central=$3 min_resumes=$4; shift 4
   local input=${INPUT:-$IMAGE} expect=${EXPECT:-$IMAGE} min_restarts=${MIN_RESTARTS:-0}
@@ -108,6 +122,17 @@ run_case() {
   local dir=$WORK/logs/$name n=1
   while [ -e "$dir" ]; do n=$((n + 1)); dir=$WORK/logs/$name.$n; done   # a test run twice keeps both logs
   mkdir -p "$dir"
+  local mode=single
+  { [ "${EATT:-0}" = 1 ] || [ "${REAL_STACK_EATT:-0}" = 1 ]; } && mode=eatt
+  if [ "$mode" != "$(cat /run/realstack-bluetoothd.mode 2>/dev/null)" ]; then
+    if ! /run/realstack-bluetoothd.sh $mode 2> "$dir/bluetoothd-restart.err"; then
+      record FAIL "$name" "bluetoothd did not come back up in mode $mode: $(tail -n1 "$dir/bluetoothd-restart.err")"
+      return
+    fi
+    # What ota doctor says about this bluetoothd (its EATT line), once per mode.
+    "$BIN/ota" doctor > "$dir/doctor.txt" 2>&1
+    echo "real-stack: bluetoothd restarted, ota doctor: $(grep -m1 '^EATT' "$dir/doctor.txt")"
+  fi
   reset_central
   # --readvertise 1: btvirt reports an advertisement to a scanner only when advertising or
   # scanning starts, and the scanner's kernel may hold that report back; without advertising
@@ -132,7 +157,7 @@ run_case() {
   case $central in
     ota|ota-writevalue)
       # The write path to compare: AcquireWrite's socket, or one WriteValue D-Bus call per packet.
-      local path=acquire
+      local path=${WRITE_PATH:-auto}
       [ "$central" = ota-writevalue ] && path=writevalue
       local TIMEFORMAT='%R %U %S'
       # shellcheck disable=SC2086
@@ -163,7 +188,7 @@ run_case() {
   if [ "$central" = ota ] || [ "$central" = ota-writevalue ]; then
     local result
     result=$(ota_result "$dir/central.out")
-    read -r r_status r_resumes r_restarts r_duration r_goodput r_tail r_queue r_message <<< "$result"
+    read -r r_status r_resumes r_restarts r_duration r_goodput r_tail r_queue r_resent r_writes r_message <<< "$result"
     if [ -z "$result" ]; then
       why="no JSON result line from ota (exit $status): $(tail -n1 "$dir/central.err")"
     elif [ "$r_status" != completed ]; then
@@ -174,10 +199,14 @@ run_case() {
       why="completed with $r_restarts restarts, expected at least $min_restarts"
     elif grep -q 'drops packets' "$dir/central.err" "$dir/central.out" 2>/dev/null; then
       why="ota judged the device to drop packets"
+    elif [ "${EATT:-0}" = 1 ] && [ "$r_writes" != requests ]; then
+      why="EATT is on but ota did not send write requests (link summary: $(grep -m1 '"event":"link"' "$dir/central.out"))"
+    elif [ -n "${MAX_RESEND_PERCENT:-}" ] && ! awk -v r="$r_resent" -v m="$MAX_RESEND_PERCENT" 'BEGIN{exit !(r != "?" && r + 0 <= m + 0)}'; then
+      why="ota re-sent ${r_resent} % of the image, more than ${MAX_RESEND_PERCENT} %"
     fi
     local wall="" user="" system=""
     read -r wall user system < "$dir/time" 2>/dev/null
-    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, 100 % shown ${r_tail:-?} s before the result, socket queue ≤ ${r_queue:-?} B, resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
+    detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, 100 % shown ${r_tail:-?} s before the result, socket queue ≤ ${r_queue:-?} B, re-sent ${r_resent:-?} %, data as write ${r_writes:-?}, EATT $([ "$mode" = eatt ] && echo on || echo off), resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
   else
     [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
@@ -202,6 +231,7 @@ run_case() {
 }
 
 echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r), image $SIZE bytes"
+echo "real-stack: ota doctor: $("$BIN/ota" doctor 2>&1 | grep -m1 '^EATT')"
 for test in $TESTS; do
   case $test in
     ota-generic)              run_case "$test" generic ota 0 ;;
@@ -223,10 +253,13 @@ for test in $TESTS; do
                                 run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
     # The write-path benchmark: the same generic update through AcquireWrite and through
     # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
-    bench-acquirewrite)       run_case "$test" generic ota 0 ;;
+    bench-acquirewrite)       WRITE_PATH=acquire run_case "$test" generic ota 0 ;;
     # The same with the kernel's send buffer on the socket (as before issue 10), to compare.
-    bench-acquirewrite-system) OTA_ARGS="--socket-buffer system" run_case "$test" generic ota 0 ;;
+    bench-acquirewrite-system) WRITE_PATH=acquire OTA_ARGS="--socket-buffer system" run_case "$test" generic ota 0 ;;
     bench-writevalue)         run_case "$test" generic ota-writevalue 0 ;;
+    # bluetoothd's defaults: EATT on. ota must notice and keep the data in order (write requests).
+    ota-generic-eatt)         EATT=1 run_case "$test" generic ota 0 ;;
+    ota-framed-eatt)          EATT=1 MAX_RESEND_PERCENT=5 run_case "$test" framed ota 0 ;;
     *) record FAIL "$test" "unknown test (known: $ALL_TESTS)" ;;
   esac
 done

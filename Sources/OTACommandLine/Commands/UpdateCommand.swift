@@ -12,7 +12,9 @@ enum UpdateCommand: Command {
             linkOptions: [
                 .init(
                     name: "--write-path", valueName: "PATH",
-                    help: "real devices: 'acquire' (AcquireWrite socket, default) or 'writevalue' (one D-Bus call per packet, to compare)"),
+                    help:
+                        "real devices: 'auto' (default: AcquireWrite socket, or write requests when bluetoothd's EATT could reorder write commands), 'acquire' (the socket even then), 'writevalue' (one D-Bus call per packet, to compare) or 'request' (write requests, in order)"
+                ),
                 .init(
                     name: "--socket-buffer", valueName: "BYTES",
                     help:

@@ -46,7 +46,7 @@ package struct ShellCompletion: Sendable {
         case "--device": return .words(deviceAddresses)
         case "--profile": return .words(DeviceProfile.builtIn.map(\.name))
         case "--transport": return .words(environment.transports.providers.map(\.name))
-        case "--write-path": return .words(["acquire", "writevalue"])
+        case "--write-path": return .words(["auto", "acquire", "writevalue", "request"])
         case "--sim-speed": return .words(["1", "max"])
         case "--param":
             var names: [String] = []

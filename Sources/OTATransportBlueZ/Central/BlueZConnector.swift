@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import OTACore
+import Synchronization
 
 /// Opens a ``BlueZTransport`` to one device by its address, through bluetoothd.
 ///
@@ -55,6 +56,30 @@ public struct BlueZConnector: Connector {
         /// Whether writes without response go through `AcquireWrite` sockets (default); when
         /// `false`, `WriteValue(type: command)` is always used.
         public var usesAcquireWrite = true
+        /// How writes without response keep their order when bluetoothd may spread them over
+        /// several ATT bearers (EATT); default ``WriteOrdering/automatic``.
+        public var writeOrdering = WriteOrdering.automatic
+        /// bluetoothd's `[GATT] Channels`; `nil` (default) reads them from the running bluetoothd
+        /// on every connect (``BluetoothdGATTSettings/current(version:processes:)``).
+        public var bluetoothdSettings: BluetoothdGATTSettings?
+
+        /// How writes without response travel when ATT bearers may reorder them.
+        ///
+        /// BlueZ 5.66 with EATT (its default `[GATT] Channels = 3`, and a device that offers
+        /// EATT) hands each write command to whichever ATT bearer is free, so consecutive
+        /// writes without response can reach the device out of order, through `AcquireWrite` and
+        /// `WriteValue(type: command)` alike. Only a write request keeps order across bearers:
+        /// the next one leaves after the device answered the last.
+        public enum WriteOrdering: Sendable, Hashable {
+            /// Write requests (`WriteValue(type: request)`, one at a time) when
+            /// ``BlueZBearerAssessment`` says several bearers may carry the writes, write
+            /// commands otherwise; the link summary says which and why.
+            case automatic
+            /// Always write commands, even when they may be reordered (the summary warns).
+            case commands
+            /// Always write requests.
+            case requests
+        }
         /// How long to scan for a device the adapter does not know yet.
         public var discoveryTimeout: Duration = .seconds(10)
         /// How long `Device1.Connect` may take.
@@ -313,24 +338,89 @@ public struct BlueZConnector: Connector {
         baseline: UInt32
     ) async throws(TransportError) -> BlueZTransport {
         let gatt = try await session.objectTree().gattCharacteristics(of: device.path)
-        let writes = try await settleWrites(of: gatt, adapter: adapter, over: session)
+        let bearers = await assessBearers(gatt, over: session)
+        let writes = try await settleWrites(of: gatt, adapter: adapter, bearers: bearers, over: session)
         return BlueZTransport(
             session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
             writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline)
     }
 
+    /// bluetoothd's version, found once per process (it takes running `bluetoothd --version`);
+    /// its command line and configuration file are read on every connect, so a bluetoothd
+    /// restarted with other settings is seen.
+    private static let versionCache = Mutex<String??>(nil)
+
+    /// Whether writes without response may be reordered on this link: bluetoothd's `[GATT]
+    /// Channels` and the device's Server Supported Features (``BlueZBearerAssessment``).
+    private func assessBearers(
+        _ gatt: [CharacteristicID: BlueZObjectTree.Characteristic], over session: BlueZSession
+    ) async -> BlueZBearerAssessment {
+        let settings: BluetoothdGATTSettings
+        if let known = configuration.bluetoothdSettings {
+            settings = known
+        } else {
+            var version = Self.versionCache.withLock { $0 }
+            if version == nil {
+                let found = await BlueZDoctor.bluetoothdVersion()
+                Self.versionCache.withLock { $0 = .some(found) }
+                version = .some(found)
+            }
+            settings = await BluetoothdGATTSettings.current(version: version ?? nil)
+        }
+        // With one bearer configured the device's support does not matter.
+        guard settings.isEATTEnabled else { return BlueZBearerAssessment(settings: settings, peer: .unknown("not read")) }
+        return BlueZBearerAssessment(settings: settings, peer: await peerEATTSupport(gatt, over: session))
+    }
+
+    /// Reads the device's Server Supported Features (0x2B3A), which BlueZ exports with the
+    /// Generic Attribute service.
+    private func peerEATTSupport(
+        _ gatt: [CharacteristicID: BlueZObjectTree.Characteristic], over session: BlueZSession
+    ) async -> PeerEATTSupport {
+        guard
+            let characteristic = gatt.values.sorted(by: { $0.path < $1.path })
+                .first(where: { $0.uuid == PeerEATTSupport.serverSupportedFeatures })
+        else {
+            return .notSupported("it has no Server Supported Features characteristic")
+        }
+        do {
+            let reply = try await session.call(
+                characteristic.path, BlueZ.Interface.gattCharacteristic, "ReadValue", [.variantDictionary([:])],
+                timeout: configuration.callTimeout,
+                session.context("reading the Server Supported Features of \(address)", address: address))
+            guard let bytes = reply.arguments.first?.bytes else {
+                return .unknown("its Server Supported Features read returned no bytes")
+            }
+            return PeerEATTSupport(serverSupportedFeatures: Data(bytes))
+        } catch {
+            return .unknown("reading its Server Supported Features failed: \(error.message)")
+        }
+    }
+
     /// Chooses how each characteristic that takes writes without response is written to (its
-    /// socket, or `WriteValue(command)`), and the link parameters that follow.
+    /// socket, `WriteValue(command)`, or write requests to keep their order), and the link
+    /// parameters that follow.
     private func settleWrites(
         of gatt: [CharacteristicID: BlueZObjectTree.Characteristic],
         adapter: BlueZAdapter,
+        bearers: BlueZBearerAssessment,
         over session: BlueZSession
     ) async throws(TransportError) -> BlueZTransport.Writes {
         var sockets: [CharacteristicID: BlueZWriteSocket] = [:]
         var writePaths: [CharacteristicID: BlueZTransport.WritePath] = [:]
         var mtu = gatt.values.compactMap(\.mtu).max()
         let writable = gatt.filter { $0.value.properties.contains(.writeWithoutResponse) }
+        let ordered: String? =
+            switch configuration.writeOrdering {
+            case .requests: "write requests were asked for"
+            case .automatic: bearers.mayReorder ? bearers.reason : nil
+            case .commands: nil
+            }
         for (id, characteristic) in writable.sorted(by: { $0.value.path < $1.value.path }) {
+            if let ordered {
+                writePaths[id] = .writeRequest(reason: ordered)
+                continue
+            }
             let path = try await writePath(for: characteristic, id: id, over: session)
             writePaths[id] = path.0
             if let socket = path.1 {
@@ -340,8 +430,15 @@ public struct BlueZConnector: Connector {
         }
         var summary = ["BlueZ \(adapter.name)"]
         if mtu == nil { summary.append("ATT MTU not reported (BlueZ before 5.62), assuming 23") }
-        if !writePaths.isEmpty {
+        if let ordered, !writePaths.isEmpty {
+            summary.append(BlueZTransport.WritePath.orderedSummary(because: ordered))
+        } else if !writePaths.isEmpty {
             let fallbacks = writePaths.filter { if case .writeValueCommand = $0.value { true } else { false } }
+            if bearers.mayReorder {
+                summary.append(
+                    "write commands kept although they can arrive out of order (\(bearers.reason)); a protocol without offsets may fail its final check"
+                )
+            }
             if fallbacks.isEmpty {
                 let limits = Set(sockets.values.compactMap(\.statistics.queueLimit))
                 var path = "write without response via AcquireWrite"

@@ -19,6 +19,7 @@ public struct BlueZDoctor: Sendable {
     /// Where the kernel lists Bluetooth controllers.
     public let controllerDirectory: String
     private let versionProbe: @Sendable () async -> String?
+    private let settingsProbe: @Sendable (_ version: String?) async -> BluetoothdGATTSettings
 
     /// Creates a doctor.
     ///
@@ -26,14 +27,18 @@ public struct BlueZDoctor: Sendable {
     ///   - bus: where bluetoothd should be; `.system` except in tests.
     ///   - controllerDirectory: where the kernel lists controllers (`/sys/class/bluetooth`).
     ///   - versionProbe: finds bluetoothd's version; by default ``bluetoothdVersion()``.
+    ///   - settingsProbe: reads bluetoothd's `[GATT] Channels` given its version; by default
+    ///     ``BluetoothdGATTSettings/current(version:processes:)``.
     public init(
         bus: DBusConnection.Bus = .system,
         controllerDirectory: String = "/sys/class/bluetooth",
-        versionProbe: (@Sendable () async -> String?)? = nil
+        versionProbe: (@Sendable () async -> String?)? = nil,
+        settingsProbe: (@Sendable (_ version: String?) async -> BluetoothdGATTSettings)? = nil
     ) {
         self.bus = bus
         self.controllerDirectory = controllerDirectory
         self.versionProbe = versionProbe ?? { await BlueZDoctor.bluetoothdVersion() }
+        self.settingsProbe = settingsProbe ?? { version in await BluetoothdGATTSettings.current(version: version) }
     }
 
     /// Examines the machine. Never throws: every failure becomes a ``BlueZDoctorReport/Finding``.
@@ -84,8 +89,11 @@ public struct BlueZDoctor: Sendable {
             if report.kernelControllers?.isEmpty == true { report.findings.append(noControllerFinding) }
             return
         }
+        report.gattSettings = await settingsProbe(report.bluezVersion)
+        let tree: BlueZObjectTree
         do {
-            report.adapters = try await session.objectTree().adapters
+            tree = try await session.objectTree()
+            report.adapters = tree.adapters
         } catch {
             report.findings.append(
                 .init(
@@ -104,6 +112,33 @@ public struct BlueZDoctor: Sendable {
         for adapter in report.adapters where !adapter.isPowered {
             let (problem, fix) = BlueZFailure.poweredOffFinding(adapter, among: report.adapters)
             report.findings.append(.init(problem: problem, fix: fix))
+        }
+        if let settings = report.gattSettings {
+            for device in tree.devices where device.isConnected {
+                let peer = await peerEATTSupport(of: device, in: tree, over: session)
+                report.connectedDevices.append(.init(address: device.address, bearers: BlueZBearerAssessment(settings: settings, peer: peer)))
+            }
+        }
+    }
+
+    /// Whether a connected device offers EATT: its Server Supported Features, read (BlueZ
+    /// exports them once the services are resolved).
+    private func peerEATTSupport(
+        of device: BlueZObjectTree.Device, in tree: BlueZObjectTree, over session: BlueZSession
+    ) async -> PeerEATTSupport {
+        guard device.isServicesResolved else { return .unknown("its services are not resolved yet") }
+        guard
+            let features = tree.gattCharacteristics(of: device.path).values.sorted(by: { $0.path < $1.path })
+                .first(where: { $0.uuid == PeerEATTSupport.serverSupportedFeatures })
+        else { return .notSupported("it has no Server Supported Features characteristic") }
+        do {
+            let reply = try await session.call(
+                features.path, BlueZ.Interface.gattCharacteristic, "ReadValue", [.variantDictionary([:])],
+                timeout: .seconds(5), session.context("reading the Server Supported Features of \(device.address)"))
+            guard let bytes = reply.arguments.first?.bytes else { return .unknown("its Server Supported Features read returned no bytes") }
+            return PeerEATTSupport(serverSupportedFeatures: Data(bytes))
+        } catch {
+            return .unknown("reading its Server Supported Features failed: \(error.message)")
         }
     }
 

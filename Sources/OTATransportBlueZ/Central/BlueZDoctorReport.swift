@@ -27,6 +27,30 @@ public struct BlueZDoctorReport: Sendable, Hashable {
     public var adapters: [BlueZAdapter] = []
     /// The problems found, most fundamental first. Empty when everything needed is there.
     public var findings: [Finding] = []
+    /// bluetoothd's `[GATT] Channels`, which says whether it opens EATT bearers; `nil` when
+    /// bluetoothd is not running.
+    public var gattSettings: BluetoothdGATTSettings?
+    /// For each connected device: whether bluetoothd may spread writes without response over
+    /// several ATT bearers, from ``gattSettings`` and the device's Server Supported Features.
+    public var connectedDevices: [ConnectedDevice] = []
+
+    /// A connected device and whether writes without response to it may be reordered.
+    public struct ConnectedDevice: Sendable, Hashable {
+        /// Its address.
+        public var address: String
+        /// What bluetoothd's settings and its Server Supported Features mean for write order.
+        public var bearers: BlueZBearerAssessment
+    }
+
+    /// One line on EATT and what it means for updates.
+    public var eattSummary: String? {
+        guard let settings = gattSettings else { return nil }
+        if !settings.isEATTEnabled {
+            return "EATT off (\(settings)): one ATT bearer per device, so write commands keep their order"
+        }
+        return
+            "EATT on (\(settings)): to a device that offers EATT, bluetoothd spreads write commands over up to \(settings.channels) ATT bearers, which can reorder them; ota then sends writes without response as write requests, one at a time (in order, slower). For full speed set Channels = 1 in [GATT] of \(settings.configurationFile) and restart bluetoothd"
+    }
 
     /// Creates an empty report for `bus`.
     public init(bus: String) {

@@ -11,7 +11,10 @@ import Synchronization
 ///   write returns once the socket took the datagram; when it is full, the write waits for room
 ///   (`poll` on a dispatch queue of its own, never on the cooperative pool), so nothing is dropped. Where BlueZ offers no `AcquireWrite` for
 ///   a characteristic, `WriteValue(value, {type: command})` is used instead, one D-Bus call per
-///   write (slower); ``writePaths`` and the ``link`` summary say which.
+///   write (slower); ``writePaths`` and the ``link`` summary say which. When bluetoothd may spread
+///   write commands over several ATT bearers (EATT), which reorders them, they go as write requests
+///   instead, `WriteValue(value, {type: request})`, each waiting for the device's answer
+///   (``WritePath/writeRequest(reason:)``, decided by the connector; docs/decisions/0020).
 /// - Reads are `ReadValue`.
 /// - Notifications are `StartNotify` and the characteristic's `PropertiesChanged(Value)` signals;
 ///   ending the stream sends `StopNotify`.
@@ -33,12 +36,22 @@ public final class BlueZTransport: Transport, Sendable {
         case acquiredSocket(mtu: Int)
         /// Through `WriteValue(type: command)`, one D-Bus call per write, and why.
         case writeValueCommand(reason: String)
+        /// As write requests, `WriteValue(type: request)`, each waiting for the device's answer
+        /// before the next leaves, so that they arrive in order; and why (EATT).
+        case writeRequest(reason: String)
 
         public var description: String {
             switch self {
             case .acquiredSocket(let mtu): "AcquireWrite socket (MTU \(mtu))"
             case .writeValueCommand(let reason): "WriteValue(command): \(reason)"
+            case .writeRequest(let reason): "WriteValue(request), in order: \(reason)"
             }
+        }
+
+        /// The link summary's words for writes without response sent as write requests.
+        static func orderedSummary(because reason: String) -> String {
+            "writes without response sent as write requests, one at a time, so that they arrive in order (\(reason)); "
+                + "set Channels = 1 in [GATT] of bluetoothd's main.conf and restart it to send write commands"
         }
     }
 
@@ -59,6 +72,9 @@ public final class BlueZTransport: Transport, Sendable {
         public var largestSocketQueue = 0
         /// Writes without response sent with `WriteValue(type: command)`.
         public var commandWrites = 0
+        /// Writes without response sent as write requests to keep their order
+        /// (``WritePath/writeRequest(reason:)``).
+        public var orderedWrites = 0
         /// Writes with response.
         public var requestWrites = 0
         /// Notifications received.
@@ -220,6 +236,13 @@ public final class BlueZTransport: Transport, Sendable {
                 } catch {
                     throw linkError(error)
                 }
+            } else if case .writeRequest = writePaths[characteristic] {
+                do {
+                    try await writeValue(value, to: characteristic, type: "request")
+                } catch {
+                    throw Self.orderedWriteFailure(error, to: characteristic)
+                }
+                state.withLock { $0.statistics.orderedWrites += 1 }
             } else {
                 try await writeValue(value, to: characteristic, type: "command")
                 state.withLock { $0.statistics.commandWrites += 1 }
@@ -330,6 +353,17 @@ public final class BlueZTransport: Transport, Sendable {
         } catch {
             throw linkError(error)
         }
+    }
+
+    /// A write request sent in place of a write command failed: unless the link is gone, say
+    /// why it was a request and how to send commands instead.
+    static func orderedWriteFailure(_ error: TransportError, to characteristic: CharacteristicID) -> TransportError {
+        if case .disconnected = error.kind { return error }
+        return TransportError(
+            error.kind,
+            "\(error.message) (a write request sent in place of a write without response to \(characteristic.characteristic), "
+                + "so that EATT cannot reorder the data; if the device takes no write requests there, set Channels = 1 in [GATT] "
+                + "of bluetoothd's main.conf and restart it, or pass --write-path acquire to send write commands)")
     }
 
     private func writeValue(

@@ -11,8 +11,11 @@ import OTACore
 ///
 /// Options it reads from ``TransportOptions``:
 /// - `--adapter NAME`: the adapter (`hci0`, or its address); default the first powered one.
-/// - `--write-path acquire|writevalue`: writes without response through `AcquireWrite` sockets
-///   (default), or one `WriteValue` call per packet (``BlueZConnector/Configuration/usesAcquireWrite``).
+/// - `--write-path auto|acquire|writevalue|request`: writes without response through
+///   `AcquireWrite` sockets, or as write requests when bluetoothd's EATT may reorder them (`auto`,
+///   the default: ``BlueZConnector/Configuration/WriteOrdering/automatic``); always through the
+///   socket (`acquire`) or one `WriteValue` command per packet (`writevalue`), even with EATT; or
+///   always as write requests (`request`).
 /// - `--socket-buffer BYTES|system`: the send buffer asked for on `AcquireWrite` sockets
 ///   (``BlueZConnector/Configuration/acquiredSocketSendBuffer``), `system` keeping the kernel's.
 ///
@@ -47,14 +50,21 @@ public struct BlueZTransportProvider: TransportProvider {
 
     /// The device at `address`, through `--adapter` with `--write-path` and `--socket-buffer`.
     ///
-    /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `acquire` or
-    ///   `writevalue`, or a `--socket-buffer` that is neither a size nor `system`.
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `auto`,
+    ///   `acquire`, `writevalue` or `request`, or a `--socket-buffer` that is neither a size nor `system`.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
         var configuration = configuration
-        switch options.value("--write-path") ?? "acquire" {
-        case "acquire": configuration.usesAcquireWrite = true
-        case "writevalue": configuration.usesAcquireWrite = false
-        case let other: throw OTAError(.invalidParameter, "--write-path '\(other)' is not 'acquire' or 'writevalue'")
+        switch options.value("--write-path") ?? "auto" {
+        case "auto": configuration.writeOrdering = .automatic
+        case "acquire":
+            configuration.usesAcquireWrite = true
+            configuration.writeOrdering = .commands
+        case "writevalue":
+            configuration.usesAcquireWrite = false
+            configuration.writeOrdering = .commands
+        case "request": configuration.writeOrdering = .requests
+        case let other:
+            throw OTAError(.invalidParameter, "--write-path '\(other)' is not 'auto', 'acquire', 'writevalue' or 'request'")
         }
         switch options.value("--socket-buffer") {
         case nil: break

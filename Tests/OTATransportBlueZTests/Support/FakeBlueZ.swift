@@ -68,6 +68,9 @@ final class FakeBlueZ: Sendable {
         var connectError: (String, String)?
         /// Whether the adapter offers `ConnectDevice` (bluetoothd -E).
         var offersConnectDevice = false
+        /// The value of the device's Server Supported Features (0x2B3A, in a Generic Attribute
+        /// service); `nil` publishes no such characteristic.
+        var serverSupportedFeatures: [UInt8]?
     }
 
     /// One `WriteValue` call.
@@ -289,6 +292,33 @@ final class FakeBlueZ: Sendable {
         try await exportCharacteristic(Self.dataPath, Self.data, flags: ["write-without-response"])
         try await exportCharacteristic(Self.controlPath, Self.control, flags: ["write", "notify"])
         try await exportCharacteristic(Self.statusPath, Self.status, flags: ["read"])
+        if let features = script.serverSupportedFeatures { try await exportServerSupportedFeatures(features) }
+    }
+
+    static let gattServicePath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001"
+    static let featuresPath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001/char0002"
+
+    /// The Generic Attribute service with Server Supported Features, as BlueZ exports it.
+    private func exportServerSupportedFeatures(_ features: [UInt8]) async throws {
+        try await server.export(
+            DBusObject(
+                path: Self.gattServicePath,
+                interfaces: [
+                    BlueZ.Interface.gattService: [
+                        "UUID": .string("00001801-0000-1000-8000-00805f9b34fb"), "Device": .objectPath(Self.devicePath),
+                        "Primary": .bool(true),
+                    ]
+                ]))
+        let properties: [String: DBusValue] = [
+            "UUID": .string("00002b3a-0000-1000-8000-00805f9b34fb"), "Service": .objectPath(Self.gattServicePath),
+            "Flags": .strings(["read"]), "Value": .bytes([]), "Notifying": .bool(false),
+        ]
+        try await server.export(
+            DBusObject(path: Self.featuresPath, interfaces: [BlueZ.Interface.gattCharacteristic: properties]) { [self] call in
+                record(call)
+                guard call.member == "ReadValue" else { throw Self.unknown(call) }
+                return [.bytes(features)]
+            })
     }
 
     private func exportCharacteristic(_ path: DBusObjectPath, _ id: CharacteristicID, flags: [String]) async throws {
