@@ -1,0 +1,51 @@
+import Foundation
+import OTACore
+
+/// Writes unsigned MCUboot images as `imgtool sign` without a key does: a 32-byte header (or a
+/// padded one), the body, and an unprotected TLV area holding the SHA-256 TLV. For the
+/// benchmark, the device model's factory image and tests that start from bare bytes; images
+/// for real devices come from the vendor's build (imgtool), which signs them.
+public enum MCUbootImageWriter {
+    /// An unsigned image of `body` with `version`.
+    public static func unsigned(body: Data, version: MCUbootVersion, headerSize: Int = MCUbootImageHeader.length) -> Data {
+        precondition(headerSize >= MCUbootImageHeader.length && headerSize <= Int(UInt16.max))
+        var image = Data()
+        func u16(_ value: Int) { image.append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)]) }
+        func u32(_ value: UInt32) { for shift in stride(from: 0, to: 32, by: 8) { image.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) } }
+        u32(MCUbootImageHeader.magic)
+        u32(0)  // load address
+        u16(headerSize)
+        u16(0)  // no protected TLVs
+        u32(UInt32(body.count))
+        u32(0)  // flags
+        image.append(version.major)
+        image.append(version.minor)
+        u16(Int(version.revision))
+        u32(version.build)
+        u32(0)  // padding
+        image.append(Data(count: headerSize - MCUbootImageHeader.length))
+        image.append(body)
+        let digest = SHA256.hash(image)
+        u16(Int(MCUbootTLV.areaMagic))
+        u16(4 + 4 + digest.count)
+        u16(Int(MCUbootTLV.Kind.sha256.rawValue))
+        u16(digest.count)
+        image.append(contentsOf: digest)
+        return image
+    }
+}
+
+/// A raw image becomes an unsigned MCUboot image of version 0.0.1 (what `ota benchmark`
+/// measures); an image that already is one is sent as it is.
+public struct MCUbootRawImagePreparation: RawImagePreparation {
+    /// Creates the preparation.
+    public init() {}
+
+    /// The image, wrapped in an MCUboot header and SHA-256 TLV unless it already has them.
+    public func prepare(_ image: FirmwareImage) throws(OTAError) -> FirmwareImage {
+        if (try? MCUbootImage(parsing: image.bytes)) != nil { return image }
+        return try FirmwareImage(
+            bytes: MCUbootImageWriter.unsigned(body: image.bytes, version: MCUbootVersion(major: 0, minor: 0, revision: 1)),
+            name: image.name, attachments: image.attachments)
+    }
+}
