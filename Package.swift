@@ -54,8 +54,8 @@ let package = Package(
         .target(
             name: "OTACommandLine",
             dependencies: [
-                "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator",
-                blueZ,
+                "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
+                "OTATransportSimulator", blueZ,
             ],
             swiftSettings: strictSettings
         ),

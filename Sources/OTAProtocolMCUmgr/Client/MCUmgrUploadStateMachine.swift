@@ -36,6 +36,15 @@ public struct MCUmgrUploadStateMachine: Sendable {
         /// Busy answers in a row, without progress, before giving up.
         public var maximumBusyRetries: Int
 
+        /// The frame size requests aim at. Pipelined, the link is the bottleneck: ``frameLimit`` is
+        /// rounded down to whole ATT writes when it spans several, since a short last write costs
+        /// a whole radio packet (2475 bytes in 244-byte writes are ten full writes and one of 35;
+        /// 2440 are ten full ones). With one request in flight the round trip is the bottleneck,
+        /// and the whole buffer is used.
+        public var frameSize: Int {
+            window > 1 && frameLimit > writeLength ? frameLimit - frameLimit % writeLength : frameLimit
+        }
+
         /// Settings.
         public init(
             frameLimit: Int, window: Int, alignment: Int = 4, writeLength: Int, eraseTimeout: Duration = .seconds(30),
@@ -275,7 +284,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
                 : ImageUploadRequest(offset: offset, data: data)
         }
         let length = Self.dataLength(
-            fitting: settings.frameLimit, overhead: SMPHeader.length + request(Data()).payload.encoded.count - 1, offset: offset,
+            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payload.encoded.count - 1, offset: offset,
             alignment: settings.alignment, remaining: image.count - offset
         )
         guard length > 0 else {
