@@ -62,7 +62,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol {
     /// Otherwise sends the first upload request (this file's `len` and `sha`, one aligned piece
     /// of data): a device with part of this file answers with its offset, any other starts over.
     public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? {
-        let mcuboot = try Self.mcuboot(image)
+        let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let configuration = self.configuration
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? in
@@ -93,7 +93,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol {
     public func run(
         _ image: FirmwareImage, resumingFrom point: ResumePoint<MCUmgrCheckpoint>?, context: UpdateContext
     ) async throws(OTAError) -> UpdateOutcome {
-        let mcuboot = try Self.mcuboot(image)
+        let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let smp = self.smp
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> UpdateOutcome in
@@ -245,9 +245,18 @@ public struct MCUmgrClient: ResumableUpdateProtocol {
     }
 }
 
-/// The hashes of the images a client reset the device for.
+/// The hashes of the images a client reset the device for, and the last image it parsed (each
+/// run and resume would otherwise hash the whole image twice again).
 private final class ResetRecord: Sendable {
     private let hashes = Mutex<Set<Data>>([])
+    private let last = Mutex<(bytes: Data, image: MCUbootImage)?>(nil)
     func insert(_ hash: Data) { _ = hashes.withLock { $0.insert(hash) } }
     func contains(_ hash: Data) -> Bool { hashes.withLock { $0.contains(hash) } }
+
+    func parsed(_ image: FirmwareImage) throws(OTAError) -> MCUbootImage {
+        if let cached = last.withLock({ $0 }), cached.bytes == image.bytes { return cached.image }
+        let parsed = try MCUmgrClient.mcuboot(image)
+        last.withLock { $0 = (image.bytes, parsed) }
+        return parsed
+    }
 }

@@ -60,6 +60,8 @@ public final class MCUmgrDeviceModel: DeviceModel {
         var sha: Data?
         var offset = 0
         var erasedUpTo = 0
+        /// SHA-256 of the bytes received so far (they arrive in order), for `match`.
+        var digest = SHA256()
     }
 
     private enum Pending: Hashable {
@@ -329,6 +331,7 @@ public final class MCUmgrDeviceModel: DeviceModel {
                 upload.erasedUpTo += flash.sectorSize
             }
             try flash.write(request.data, at: upload.offset)
+            upload.digest.update(request.data)
         } catch {
             state.upload = nil
             state.secondaryCache = nil
@@ -338,7 +341,7 @@ public final class MCUmgrDeviceModel: DeviceModel {
         state.upload = upload
         guard end == upload.length else { return .payload(ImageUploadResponse(offset: end).payload) }
         state.secondaryCache = nil
-        let match = upload.sha.map { Data(SHA256.hash(flash.read(0..<upload.length))) == $0 }
+        let match = upload.sha.map { Data(upload.digest.finalize()) == $0 }
         return .payload(ImageUploadResponse(offset: end, match: match).payload)
     }
 
