@@ -82,7 +82,8 @@ struct DeviceUnderTest {
 }
 
 @Suite struct MCUmgrDeviceModelTests {
-    static let image = MCUbootImageWriter.unsigned(body: Data((0..<30_000).map { UInt8(truncatingIfNeeded: $0) }), version: .init(major: 2, minor: 1, revision: 3))
+    static let image = MCUbootImageWriter.unsigned(
+        body: Data((0..<30_000).map { UInt8(truncatingIfNeeded: $0) }), version: .init(major: 2, minor: 1, revision: 3))
     static var hash: Data { try! MCUbootImage(parsing: image).hash }
 
     @Test func startsWithAConfirmedFactoryImageAndAnswersParametersAndEcho() throws {
@@ -182,7 +183,10 @@ struct DeviceUnderTest {
         _ = device.model.write(unknown.encoded, to: device.model.profile.smp, kind: .withoutResponse, peripheral: device.peripheral)
         let reply = try SMPMessage(decoding: Data(device.peripheral.takeNotifications().joined()))
         #expect(SMPDeviceError(payload: reply.payload) == .generic(.notSupported, reason: nil))
-        var old = DeviceUnderTest(settings: { var s = MCUmgrDeviceModel.Settings(); s.answersParameters = false; return s }())
+        var old = DeviceUnderTest(
+            settings: {
+                var s = MCUmgrDeviceModel.Settings(); s.answersParameters = false; return s
+            }())
         #expect(try old.error(.parameters) == .generic(.notSupported, reason: nil))
     }
 

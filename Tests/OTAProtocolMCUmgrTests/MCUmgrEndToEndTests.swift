@@ -152,7 +152,10 @@ import Testing
         let outcome = try await harness.update(image, using: Self.client(.upload))
         _ = try outcome.result.get()
         #expect(harness.flashContents(image.count) == image.bytes)
-        #expect(outcome.notes.contains { $0.hasPrefix("the device has no MCUmgr parameters command (device rejected MCUmgr parameters read: rc 8 (not supported))") })
+        #expect(
+            outcome.notes.contains {
+                $0.hasPrefix("the device has no MCUmgr parameters command (device rejected MCUmgr parameters read: rc 8 (not supported))")
+            })
     }
 
     @Test func busyAnswersAreRetried() async throws {

@@ -32,7 +32,8 @@ import Testing
                 if random.next() % 3 == 0 { reboots.append(point) } else { disconnects.append(point) }
             }
             let body = try UpdateHarness.image(size: size, seed: UInt64(run)).bytes
-            let image = try FirmwareImage(bytes: MCUbootImageWriter.unsigned(body: body, version: .init(major: 1, minor: 2, revision: UInt16(run))), name: "run-\(run)")
+            let image = try FirmwareImage(
+                bytes: MCUbootImageWriter.unsigned(body: body, version: .init(major: 1, minor: 2, revision: UInt16(run))), name: "run-\(run)")
             let model = MCUmgrDeviceModel(settings: .init(bufferSize: bufferSize))
             var harness = UpdateHarness(profile: profile, model: model, seed: UInt64(run))
             harness.configuration.resume.maximumAttempts = 10

@@ -50,7 +50,9 @@ import Testing
         let v2 = try CBORDecoder().decode(Data(hexString: "bf 63657272 bf 6567726f7570 01 627263 181c ff ff"))
         #expect(SMPDeviceError(payload: v2) == .group(1, code: 28))
         #expect(SMPDeviceError(payload: v2)?.description == "image management rc 28 (image already pending)")
-        #expect(SMPDeviceError(payload: .textMap(["err": .textMap(["group": .unsigned(1), "rc": .unsigned(9)])]))?.description == "image management rc 9 (no free slot)")
+        #expect(
+            SMPDeviceError(payload: .textMap(["err": .textMap(["group": .unsigned(1), "rc": .unsigned(9)])]))?.description
+                == "image management rc 9 (no free slot)")
         #expect(SMPDeviceError(payload: .textMap(["rc": .unsigned(0)])) == nil)
         #expect(SMPDeviceError(payload: .textMap(["off": .unsigned(0)])) == nil)
         #expect(SMPReturnCode(rawValue: 8).meaning == "not supported")
@@ -77,7 +79,9 @@ import Testing
         #expect(throws: MCUmgrWireError.mismatchedResponse(got: .imageUpload, operation: .writeResponse, expected: .imageState)) {
             try response.payload(answering: .readImageState, sequence: 5)
         }
-        #expect(MCUmgrWireError.unknownSequence(5, awaiting: [6, 7]).description == "SMP response with sequence number 5 answers no request in flight (awaiting 6, 7)")
+        #expect(
+            MCUmgrWireError.unknownSequence(5, awaiting: [6, 7]).description
+                == "SMP response with sequence number 5 answers no request in flight (awaiting 6, 7)")
         #expect(try ImageUploadResponse(payload: response.payload(answering: upload, sequence: 5)) == ImageUploadResponse(offset: 10))
     }
 

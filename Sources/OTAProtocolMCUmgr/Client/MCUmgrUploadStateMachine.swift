@@ -182,7 +182,10 @@ public struct MCUmgrUploadStateMachine: Sendable {
                 busyAnswers += 1
                 busyInARow += 1
                 guard busyInARow <= settings.maximumBusyRetries else {
-                    return fail(OTAError(.deviceRejected, "device stayed busy for \(busyInARow) upload requests in a row at byte \(request.range.lowerBound): \(deviceError)"))
+                    return fail(
+                        OTAError(
+                            .deviceRejected, "device stayed busy for \(busyInARow) upload requests in a row at byte \(request.range.lowerBound): \(deviceError)"
+                        ))
                 }
                 busyPending = true
                 resynchronise(to: request.range.lowerBound)
@@ -297,7 +300,8 @@ public struct MCUmgrUploadStateMachine: Sendable {
         }
         let range = offset..<(offset + length)
         let frame = MCUmgrRequest.upload(request(image[range])).encoded(sequence: nextSequence)
-        return .success(Outbound(sequence: nextSequence, range: range, frame: frame, writes: Self.writes(of: frame, carrying: range, writeLength: settings.writeLength)))
+        return .success(
+            Outbound(sequence: nextSequence, range: range, frame: frame, writes: Self.writes(of: frame, carrying: range, writeLength: settings.writeLength)))
     }
 
     /// The most data bytes a frame of at most `limit` bytes carries when everything but the
