@@ -215,4 +215,20 @@ import Testing
         var machine = Self.machine(frameLimit: 40)
         #expect(Self.failure(machine.start())?.code == .deviceRejected)
     }
+
+    @Test func aDeviceThatNeverTakesTheDataIsGivenUpOn() {
+        var machine = Self.machine(window: 2)
+        var action = machine.start()
+        var rounds = 0
+        while case .send(let requests, _) = action, rounds < 100 {
+            rounds += 1
+            _ = machine.sent()
+            for request in requests {
+                // Always the first piece's end: the device refuses everything after it.
+                action = machine.received(Self.response(request, off: request.range.lowerBound == 0 ? request.range.upperBound : 484))
+            }
+        }
+        #expect(rounds < 100)
+        #expect(Self.failure(action)?.message.hasPrefix("device asked for byte 484 again 9 times in a row without taking data") == true)
+    }
 }

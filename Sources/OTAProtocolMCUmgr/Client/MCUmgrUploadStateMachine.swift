@@ -35,6 +35,9 @@ public struct MCUmgrUploadStateMachine: Sendable {
         public var busyDelay: Duration
         /// Busy answers in a row, without progress, before giving up.
         public var maximumBusyRetries: Int
+        /// Re-synchronisations in a row that brought no progress before giving up (a device
+        /// that keeps answering the same offset without taking the data).
+        public var maximumResyncsWithoutProgress = 8
 
         /// The frame size requests aim at. Pipelined, the link is the bottleneck: ``frameLimit`` is
         /// rounded down to whole ATT writes when it spans several, since a short last write costs
@@ -115,6 +118,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
     private var busyInARow = 0
     private var lastMatch: Bool?
     private var failed = false
+    private var resyncsWithoutProgress = 0
 
     /// The bytes the device holds, from its last answer.
     public private(set) var acknowledged: Int
@@ -196,7 +200,10 @@ public struct MCUmgrUploadStateMachine: Sendable {
         guard response.offset <= image.count else {
             return fail(MCUmgrWireError.offsetBeyondImage(offset: response.offset, length: image.count).otaError)
         }
-        if response.offset > acknowledged { busyInARow = 0 }
+        if response.offset > acknowledged {
+            busyInARow = 0
+            resyncsWithoutProgress = 0
+        }
         lastMatch = response.match ?? lastMatch
         if response.offset == request.range.upperBound, !draining {
             acknowledged = response.offset
@@ -210,7 +217,10 @@ public struct MCUmgrUploadStateMachine: Sendable {
     // MARK: - Steps
 
     private mutating func resynchronise(to offset: Int) {
-        if !draining, inFlight.isEmpty == false || offset != nextOffset { resyncs += 1 }
+        if !draining, inFlight.isEmpty == false || offset != nextOffset {
+            resyncs += 1
+            resyncsWithoutProgress += 1
+        }
         draining = true
         reportedOffset = offset
         acknowledged = offset
@@ -220,6 +230,13 @@ public struct MCUmgrUploadStateMachine: Sendable {
     /// offset (after the busy pause, if one is due).
     private mutating func awaitOrResume() -> Action {
         guard inFlight.isEmpty else { return awaitResponse() }
+        guard resyncsWithoutProgress <= settings.maximumResyncsWithoutProgress else {
+            return fail(
+                OTAError(
+                    .deviceRejected,
+                    "device asked for byte \(reportedOffset) again \(resyncsWithoutProgress) times in a row without taking data; it refuses the upload there"
+                ))
+        }
         draining = false
         nextOffset = reportedOffset
         if reportedOffset == image.count { return .finished(match: lastMatch) }
