@@ -49,3 +49,36 @@ public struct MCUbootRawImagePreparation: RawImagePreparation {
             name: image.name, attachments: image.attachments)
     }
 }
+
+/// MCUboot images as a container format: `ota inspect` shows the header, both digests and the
+/// TLVs, and `ota update --protocol mcumgr` refuses a broken one before connecting. A file
+/// without MCUboot's magic is not one (`nil`).
+///
+/// Only files are recognised (``load(_:)``, ``inspect(_:)``): bytes already in memory are sent as
+/// they are, so the other protocols, which send raw images, never refuse a file for looking like
+/// an MCUboot image (an ESP32 running MCUboot takes them over framed).
+public struct MCUbootImageFormat: FirmwareContainerFormat {
+    /// Creates the format.
+    public init() {}
+
+    /// The file as one image, after checking it; `nil` when it has no MCUboot magic.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` naming what is wrong with an MCUboot image.
+    public func load(_ url: URL) throws(OTAError) -> [FirmwareImage]? {
+        let image = try FirmwareImage(contentsOf: url)
+        guard MCUbootImage.hasMagic(image.bytes) else { return nil }
+        _ = try MCUmgrClient.mcuboot(image)
+        return [image]
+    }
+
+    /// The image's header, digests and TLVs, or why it is broken; `nil` without MCUboot magic.
+    public func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection? {
+        let data = try FirmwareFile.read(url, directoryProblem: "is a directory, not an MCUboot image")
+        guard MCUbootImage.hasMagic(data) else { return nil }
+        do {
+            return FirmwareInspection(report: try MCUbootImage(parsing: data).report, problems: [])
+        } catch {
+            return FirmwareInspection(report: "MCUboot image \(MessageText.name(url.lastPathComponent)): \(data.count) bytes", problems: ["\(error)"])
+        }
+    }
+}

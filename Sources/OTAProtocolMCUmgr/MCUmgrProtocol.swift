@@ -20,6 +20,7 @@ public enum MCUmgrProtocol {
             return MCUmgrDeviceModel(
                 settings: .init(bufferSize: configuration.bufferSize, bufferCount: configuration.bufferCount), profile: configuration.profile)
         },
+        containerFormat: MCUbootImageFormat(),
         rawImagePreparation: MCUbootRawImagePreparation(),
         // The transfer is what is measured (the benchmark keeps one connection, so no reset):
         // one request in flight as Linux and Python tools keep, against the pipelined window,

@@ -207,4 +207,30 @@ import Testing
         #expect(throws: OTAError.self) { try descriptor.makeClient(["mode": "swap"]) }
         #expect(throws: OTAError.self) { try descriptor.makeClient(["window": "0"]) }
     }
+
+    @Test func theContainerFormatInspectsImagesAndRefusesBrokenOnesBeforeConnecting() throws {
+        let format = MCUbootImageFormat()
+        let url = try #require(Bundle.module.url(forResource: "ecdsa-p256-4KB.bin", withExtension: nil, subdirectory: "Fixtures"))
+        let inspection = try #require(try format.inspect(url))
+        #expect(inspection.problems.isEmpty)
+        #expect(
+            inspection.report.contains(
+                "hash (SHA-256 TLV, what image state reports): \(Hex.bytes(try MCUbootImage(parsing: Fixture.data("ecdsa-p256-4KB.bin")).hash))"))
+        #expect(try format.load(url)?.first?.bytes == (try Fixture.data("ecdsa-p256-4KB.bin")))
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mcumgr-format-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let truncated = directory.appendingPathComponent("truncated.bin")
+        try Fixture.data("unsigned-4KB.bin").prefix(3000).write(to: truncated)
+        #expect(try format.inspect(truncated)?.problems.first?.contains("truncated") == true)
+        let error = #expect(throws: OTAError.self) { try format.load(truncated) }
+        #expect(error?.code == .invalidImage)
+        let raw = directory.appendingPathComponent("raw.bin")
+        try Data(repeating: 0x42, count: 100).write(to: raw)
+        #expect(try format.inspect(raw) == nil)
+        #expect(try format.load(raw) == nil)
+        // Bytes in memory are never claimed, so other protocols send MCUboot images as they are.
+        #expect(try format.load(Fixture.data("unsigned-4KB.bin"), name: "x.bin") == nil)
+    }
 }
