@@ -233,4 +233,14 @@ import Testing
         // Bytes in memory are never claimed, so other protocols send MCUboot images as they are.
         #expect(try format.load(Fixture.data("unsigned-4KB.bin"), name: "x.bin") == nil)
     }
+
+    @Test(arguments: [(8, 2, 2), (8, 4, 4), (1, 4, 1), (3, 16, 3)])
+    func theWindowIsTheSmallerOfTheParameterAndTheDevicesBufferCount(window: Int, bufferCount: Int, inFlight: Int) async throws {
+        let harness = UpdateHarness(profile: .nrf52840, model: MCUmgrDeviceModel(settings: .init(bufferSize: 1024, bufferCount: bufferCount)))
+        let image = try Self.fixture("unsigned-200KB.bin")
+        let outcome = try await harness.update(image, using: Self.client(.upload, window: window))
+        _ = try outcome.result.get()
+        #expect(outcome.notes.contains("device buffers: \(bufferCount) × 1024 bytes; \(inFlight) request(s) in flight, 244-byte writes"))
+        #expect(harness.flashContents(image.count) == image.bytes)
+    }
 }
