@@ -18,6 +18,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "OTACore", targets: ["OTACore"]),
+        .library(name: "OTATrust", targets: ["OTATrust"]),
         .library(name: "OTAProtocolGeneric", targets: ["OTAProtocolGeneric"]),
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
@@ -35,14 +36,28 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
 
+        // OpenSSL's libcrypto, for checking firmware signatures on Linux (CryptoKit elsewhere).
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+        ),
+
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
         .target(name: "OTACore", dependencies: ["CZlib"], swiftSettings: strictSettings),
+
+        // Signature checks against keys the user trusts: key files, ECDSA P-256 and Ed25519.
+        .target(
+            name: "OTATrust",
+            dependencies: ["OTACore", .target(name: "CCrypto", condition: .when(platforms: [.linux]))],
+            swiftSettings: strictSettings
+        ),
 
         // Update protocols (plug-ins), each its own target.
         .target(name: "OTAProtocolGeneric", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
-        .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "CZlib"], swiftSettings: strictSettings),
-        .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "OTATrust", "CZlib"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore", "OTATrust"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -54,7 +69,7 @@ let package = Package(
         .target(
             name: "OTACommandLine",
             dependencies: [
-                "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
+                "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
                 "OTATransportSimulator", blueZ,
             ],
             swiftSettings: strictSettings

@@ -39,7 +39,8 @@ public enum MCUmgrProtocol {
             .init(
                 name: "zephyr-sensor", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "Zephyr SMP", manufacturerData: [0x0059: Data([0x5A, 0x01])],
                 rssi: -61)
-        ]
+        ],
+        signatureVerification: MCUbootSignatureVerification()
     )
 
     private static let mode = MCUmgrConfiguration.modeParameter.spec.name

@@ -31,7 +31,8 @@ public enum NordicDFUProtocol {
         ),
         demoDevices: [
             .init(name: "nrf-tracker", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58)
-        ]
+        ],
+        signatureVerification: DFUSignatureVerification()
     )
 
     private static let prn = NordicDFUConfiguration.packetReceiptParameter.spec.name

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATrust
 
 /// Everything `ota update` decides before connecting: the firmware (raw image or verified
 /// package), the device, the protocol and why, its parameters and the engine's settings.
@@ -15,6 +16,8 @@ struct UpdatePlan: Sendable {
     var package: FirmwarePackage?
     var configuration: UpdateConfiguration
     var mtu: Int
+    /// What the signature check found (empty when no key is trusted for the update).
+    var signatureNotes: [String] = []
 
     /// Builds the plan from the command line; every refusal is a one-line error.
     ///
@@ -59,6 +62,7 @@ struct UpdatePlan: Sendable {
 
         let images = try loadImages(input: input, package: package, descriptor: descriptor, registry: registry)
         for image in images { try client.check(image) }
+        let signatureNotes = try verifySignatures(images, arguments: arguments, descriptor: descriptor, family: family)
         try device.check(images)
         var configuration = family?.configuration ?? UpdateConfiguration()
         if let attempts = arguments.value("--resume-attempts") {
@@ -75,13 +79,35 @@ struct UpdatePlan: Sendable {
             ?? family?.preferredMTU ?? 517
         return UpdatePlan(
             device: device, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
-            configuration: configuration, mtu: mtu
+            configuration: configuration, mtu: mtu, signatureNotes: signatureNotes
         )
     }
 
     /// What the preflight checks before the first write: `--min-battery` (else the family's
     /// `minBattery`), the package's `hardware` list and what the container's images declare
     /// (Nordic's `hw_version`), and `--force`.
+    /// Checks the images' signatures against the keys trusted for this update (`--key`, the
+    /// family's `keys`), before anything connects.
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` for an unsigned or wrongly signed image, and
+    ///   ``OTAError/Code/invalidParameter`` for an unreadable key or a protocol without
+    ///   signatures.
+    static func verifySignatures(
+        _ images: [FirmwareImage], arguments: ParsedArguments, descriptor: ProtocolDescriptor, family: DeviceFamily?
+    ) throws(OTAError) -> [String] {
+        let files = (arguments.values["--key"] ?? []).map { URL(fileURLWithPath: $0) } + (family?.keyFiles ?? [])
+        guard !files.isEmpty else { return [] }
+        guard let verification = descriptor.signatureVerification else {
+            throw OTAError(
+                .invalidParameter,
+                "\(descriptor.name) images carry no signature to check against \(files.map(\.lastPathComponent).joined(separator: ", ")); drop the key (--key or the family's keys)"
+            )
+        }
+        var keys: [TrustedKey] = []
+        for file in files { keys.append(try TrustedKey(contentsOf: file)) }
+        return try verification.verify(images, trusting: keys)
+    }
+
     static func preflightPolicy(
         _ arguments: ParsedArguments, family: DeviceFamily?, package: FirmwarePackage?, descriptor: ProtocolDescriptor,
         images: [FirmwareImage], command: String
@@ -187,6 +213,7 @@ struct UpdatePlan: Sendable {
                     .object(["name": .string(image.name), "size": .number(Double(image.count)), "crc32": .string(Hex.number(image.crc32, digits: 8))])
                 }),
         ]
+        object["signatures"] = .array(signatureNotes.map { .string($0) })
         if let package {
             object["package"] = .object([
                 "name": .string(package.name ?? package.source), "version": .string(package.version ?? ""),
@@ -210,6 +237,13 @@ struct UpdatePlan: Sendable {
         lines += selection.reasons.map { "because: \($0)" }
         lines.append("protocol: \(selection.protocolName)")
         lines.append("ATT MTU offered: \(mtu); resume attempts: \(configuration.resume.maximumAttempts)")
+        if signatureNotes.isEmpty {
+            if descriptor.signatureVerification != nil {
+                lines.append("signature: not checked (no trusted key: --key FILE, or a family's keys); the device checks it itself")
+            }
+        } else {
+            lines += signatureNotes.map { "signature: \($0)" }
+        }
         return lines + preflightExplanation
     }
 

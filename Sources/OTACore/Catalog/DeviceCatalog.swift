@@ -135,7 +135,7 @@ public struct DeviceCatalog: Sendable {
     }
 
     private static func parseFamily(_ node: ManifestReader.Node, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceFamily {
-        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume", "minBattery"])
+        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume", "minBattery", "keys"])
         let name = try node.required("name").nonEmptyString()
         let match = try parseMatch(try node.required("match"))
         let protocolNode = try node.required("protocol")
@@ -178,7 +178,7 @@ public struct DeviceCatalog: Sendable {
             if let value = try resume.optional("maxDelay") { settings.resume.maximumDelay = try value.seconds() }
             configuration = settings
         }
-        return DeviceFamily(
+        var family = DeviceFamily(
             name: name,
             summary: try node.optional("summary")?.string(),
             match: match,
@@ -190,6 +190,10 @@ public struct DeviceCatalog: Sendable {
             minimumBattery: try node.optional("minBattery")?.integer(in: 0...100),
             source: source
         )
+        if let keys = try node.optional("keys") {
+            family.keys = try keys.array().map { node throws(OTAError) in try node.nonEmptyString() }
+        }
+        return family
     }
 
     private static func parseMatch(_ node: ManifestReader.Node) throws(OTAError) -> DeviceFamily.Match {

@@ -80,6 +80,15 @@ public struct DeviceFamily: Sendable, Hashable {
     public var configuration: UpdateConfiguration?
     /// Where the family was defined, for messages ("catalog.json").
     public var source: String
+    /// Public-key files (PEM) the family's firmware must be signed with (catalog `keys`), as
+    /// written: relative paths are relative to ``source``'s folder. Empty checks no signature.
+    public var keys: [String] = []
+
+    /// ``keys`` as files, relative paths resolved against the catalog's folder.
+    public var keyFiles: [URL] {
+        let folder = URL(fileURLWithPath: source).deletingLastPathComponent()
+        return keys.map { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : folder.appendingPathComponent($0) }
+    }
 
     /// Creates a family.
     public init(

@@ -23,6 +23,9 @@ public struct ProtocolDescriptor: Sendable {
     public let containerFormat: (any FirmwareContainerFormat)?
     /// How a raw image becomes what the protocol sends, if it needs more than the bytes.
     public let rawImagePreparation: (any RawImagePreparation)?
+    /// How the protocol's images are signed and checked against trusted keys; `nil` for a
+    /// protocol whose images carry no signature (then `--key` does not apply).
+    public let signatureVerification: (any SignatureVerification)?
     /// Parameter sets whose performance differs enough to be measured and compared separately
     /// (Nordic: PRN 0 and PRN 12); by default one set, the defaults.
     public let parameterVariants: [ProtocolParameters]
@@ -47,7 +50,8 @@ public struct ProtocolDescriptor: Sendable {
         rawImagePreparation: (any RawImagePreparation)? = nil,
         parameterVariants: [ProtocolParameters] = [[:]],
         defaultFamily: DefaultFamily? = nil,
-        demoDevices: [DemoDevice] = []
+        demoDevices: [DemoDevice] = [],
+        signatureVerification: (any SignatureVerification)? = nil
     ) {
         precondition(Set(parameters.map(\.name)).count == parameters.count, "protocol '\(name)' declares a parameter twice")
         self.name = name
@@ -66,6 +70,7 @@ public struct ProtocolDescriptor: Sendable {
         self.parameterVariants = parameterVariants
         self.defaultFamily = defaultFamily
         self.demoDevices = demoDevices
+        self.signatureVerification = signatureVerification
     }
 
     /// Checks `values` against the declared parameters.

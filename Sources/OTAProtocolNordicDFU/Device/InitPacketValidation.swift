@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATrust
 
 /// An init packet the bootloader accepted on Execute: what the data objects must add up to.
 struct AcceptedInitPacket: Sendable {
@@ -47,6 +48,8 @@ struct InitPacketValidator {
     struct Decoded {
         var command: InitCommand
         var signature: InitPacket.Signature?
+        /// The bytes the signature covers.
+        var signedCommand: Data?
     }
 
     /// Decodes the command object with the package reader's ``InitPacket``. Kept in one place so
@@ -57,7 +60,7 @@ struct InitPacketValidator {
         guard let packet = try? InitPacket(bytes: bytes, name: "init packet"), let command = packet.command else {
             return nil
         }
-        return Decoded(command: command, signature: packet.signature)
+        return Decoded(command: command, signature: packet.signature, signedCommand: packet.signedCommand)
     }
 
     /// Runs every check of an Execute on a command object received since the last reset.
@@ -89,12 +92,19 @@ struct InitPacketValidator {
     // MARK: - Signature (nrf_dfu_validation_signature_check)
 
     /// The SDK checks presence, type and length, then verifies ECDSA P-256 over the `InitCommand`
-    /// bytes. This model cannot verify: a present, well-formed signature is accepted as valid.
+    /// bytes. With a configured ``NordicBootloaderModel/Configuration/publicKey`` this model
+    /// verifies too (0x05 Invalid Object when the signature does not verify, as
+    /// `nrf_dfu_validation_signature_check()` returns); without one, a present, well-formed
+    /// signature is accepted as valid.
     private func signatureRejection(_ decoded: Decoded) -> InitPacketRejection? {
-        guard configuration.requiresSignature else { return nil }
-        guard let signature = decoded.signature else { return .extended(.signatureMissing) }
+        guard configuration.requiresSignature || configuration.publicKey != nil else { return nil }
+        guard let signature = decoded.signature, let signed = decoded.signedCommand else { return .extended(.signatureMissing) }
         guard signature.type == .ecdsaP256SHA256 else { return .extended(.wrongSignatureType) }
         guard signature.bytes.count == 64 else { return .plain(.operationFailed) }
+        if let key = configuration.publicKey {
+            let raw = InitPacket.bigEndianSignature(signature.bytes)
+            guard key.verifies(raw, of: signed) else { return .plain(.invalidObject) }
+        }
         return nil
     }
 

@@ -131,6 +131,11 @@ public final class NordicBootloaderModel: DeviceModel {
         /// option to every type). Default `false`: the simulator cannot verify ECDSA signatures,
         /// and accepts a present one without verifying it.
         public var requiresSignature = false
+        /// The public key compiled into the bootloader (`pk` in `dfu_public_key.c`). When set,
+        /// every init packet must be signed and its signature must verify with it, as on a real
+        /// Secure DFU bootloader; a signature that does not verify is refused with 0x05 Invalid
+        /// Object. Default `nil`: no key, and `requiresSignature` alone decides.
+        public var publicKey: TrustedKey?
         /// `NRF_DFU_APP_DOWNGRADE_PREVENTION`: applications must not be older than the installed
         /// one, and must carry `fw_version`. Default `true`.
         public var preventsDowngrade = true

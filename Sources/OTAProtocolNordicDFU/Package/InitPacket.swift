@@ -24,10 +24,19 @@ public struct InitPacket: Sendable, Hashable {
     public let name: String
     /// The signature, for a signed packet.
     public let signature: Signature?
+    /// The serialized `InitCommand` (`Command.init`) a signed packet's signature covers, exactly
+    /// as in the file: nrfutil signs `init_command.SerializeToString()`.
+    public let signedCommand: Data?
     /// `Command.op_code`, if present (``OpCode/initialize`` in every real packet).
     public let opCode: OpCode?
     /// `Command.init`: the description of the image, if present.
     public let command: InitCommand?
+
+    /// An ECDSA P-256 signature as stored (r and s, each byte-reversed) in the usual big-endian
+    /// r‖s order that verifiers take.
+    public static func bigEndianSignature(_ stored: Data) -> Data {
+        Data(stored.prefix(32).reversed()) + Data(stored.suffix(32).reversed())
+    }
 
     /// Whether the packet is signed (`Packet.signed_command`).
     public var isSigned: Bool { signature != nil }
@@ -52,18 +61,18 @@ public struct InitPacket: Sendable, Hashable {
 
         var reader = ProtobufReader(bytes, fileName: name)
         var unsignedCommand: Data?
-        var signedCommand: Data?
+        var signedPacket: Data?
         while let field = try reader.next() {
             switch field.number {
             case 1: unsignedCommand = try reader.onlyMessage(field, "Packet.command", previous: unsignedCommand)
-            case 2: signedCommand = try reader.onlyMessage(field, "Packet.signed_command", previous: signedCommand)
+            case 2: signedPacket = try reader.onlyMessage(field, "Packet.signed_command", previous: signedPacket)
             default:
                 continue
             }
         }
 
         let commandBytes: Data
-        switch (unsignedCommand, signedCommand) {
+        switch (unsignedCommand, signedPacket) {
         case (.some, .some):
             throw reader.error("holds both command and signed_command; a packet has one or the other")
         case (nil, nil):
@@ -74,7 +83,9 @@ public struct InitPacket: Sendable, Hashable {
         case (nil, .some(let signed)):
             (commandBytes, signature) = try Self.decodeSignedCommand(signed, fileName: name)
         }
-        (opCode, command) = try Self.decodeCommand(commandBytes, fileName: name)
+        let initBytes: Data?
+        (opCode, command, initBytes) = try Self.decodeCommand(commandBytes, fileName: name)
+        signedCommand = signature == nil ? nil : initBytes
     }
 
     /// Decodes `SignedCommand { 1: Command; 2: SignatureType; 3: bytes signature }`.
@@ -107,19 +118,22 @@ public struct InitPacket: Sendable, Hashable {
     private static func decodeCommand(
         _ bytes: Data,
         fileName: String
-    ) throws(OTAError) -> (OpCode?, InitCommand?) {
+    ) throws(OTAError) -> (OpCode?, InitCommand?, Data?) {
         var reader = ProtobufReader(bytes, fileName: fileName)
         var opCode: OpCode?
         var initCommand: InitCommand?
+        var initBytes: Data?
         while let field = try reader.next() {
             switch field.number {
             case 1: opCode = OpCode(rawValue: try reader.uint32(field, "Command.op_code"))
             case 2:
                 guard initCommand == nil else { throw reader.error("Command.init appears twice (at byte \(field.offset))") }
-                initCommand = try InitCommand(decoding: try reader.message(field, "Command.init"), fileName: fileName)
+                let message = try reader.message(field, "Command.init")
+                initBytes = Data(message)
+                initCommand = try InitCommand(decoding: message, fileName: fileName)
             default: continue
             }
         }
-        return (opCode, initCommand)
+        return (opCode, initCommand, initBytes)
     }
 }

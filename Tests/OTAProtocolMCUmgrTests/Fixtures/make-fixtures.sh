@@ -18,6 +18,8 @@ cd "$here"
 
 [ -f test-ecdsa-p256.pem ] || "$imgtool" keygen -k test-ecdsa-p256.pem -t ecdsa-p256
 [ -f test-ed25519.pem ] || "$imgtool" keygen -k test-ed25519.pem -t ed25519
+"$imgtool" getpub -k test-ecdsa-p256.pem --encoding pem > test-ecdsa-p256.pub.pem
+"$imgtool" getpub -k test-ed25519.pem --encoding pem > test-ed25519.pub.pem
 
 # Payloads: a deterministic pattern (a 32-bit counter), so git stores them compactly.
 python3 - "$work" <<'PY'
