@@ -94,7 +94,7 @@ import Testing
         )
         let descriptor = try BuiltInProtocols.registry.descriptor(named: "generic")
         let fromFamily = try UpdatePlan.preflightPolicy(
-            ParsedArguments(), family: family, package: nil, descriptor: descriptor, images: [], command: "update"
+            ParsedArguments(), family: family, package: nil, descriptor: descriptor, client: try descriptor.makeClient([:]), images: [], command: "update"
         )
         #expect(fromFamily.minimumBattery == .init(percent: 30, source: "catalog family 'charged-sensor'"))
         let refusal = try #require(
@@ -102,7 +102,8 @@ import Testing
                 .check(DeviceInformation(batteryLevel: 12)).refusals.first)
         #expect(refusal.message == "battery at 12%, below the 30% this update needs (catalog family 'charged-sensor'); charge the device or pass --force")
         let fromOption = try UpdatePlan.preflightPolicy(
-            ParsedArguments(values: ["--min-battery": ["10"]]), family: family, package: nil, descriptor: descriptor, images: [], command: "update"
+            ParsedArguments(values: ["--min-battery": ["10"]]), family: family, package: nil, descriptor: descriptor, client: try descriptor.makeClient([:]),
+            images: [], command: "update"
         )
         #expect(fromOption.minimumBattery == .init(percent: 10, source: "--min-battery"))
     }
@@ -202,5 +203,36 @@ import Testing
         let (code, streams) = await runTool(["update", image.path, "--protocol", "generic"] + arguments)
         #expect(code == 2)
         #expect(streams.standardError.contains(fragment), "\(streams.standardError)")
+    }
+}
+
+/// The package's version against the device's firmware revision (sim:esp32s3-mtu244-2m runs 2.0.1).
+@Suite struct DowngradeCommandTests {
+    func package(version: String) throws -> URL {
+        try temporaryPackage(size: 2000) { size, sha in
+            #"{"package": 1, "protocol": "generic", "version": "\#(version)", "images": [{"file": "app.bin", "size": \#(size), "sha256": "\#(sha)"}]}"#
+        }
+    }
+
+    @Test func anOlderPackageIsRefusedBeforeTheFirstWriteAndAllowedWithTheFlag() async throws {
+        let older = try package(version: "1.5.0")
+        defer { try? FileManager.default.removeItem(at: older) }
+        let (code, streams) = await runTool(["update", older.path, "--device", "sim:esp32s3-mtu244-2m"])
+        #expect(code == 3, "\(streams.standardError)")
+        #expect(streams.standardError.contains("the device runs firmware 2.0.1, newer than the 1.5.0 of the package manifest; pass --allow-downgrade"))
+        #expect(!streams.standardError.contains("transferring"))
+        let (allowed, allowedStreams) = await runTool(["update", older.path, "--device", "sim:esp32s3-mtu244-2m", "--allow-downgrade"])
+        #expect(allowed == 0, "\(allowedStreams.standardError)")
+        #expect(allowedStreams.standardError.contains("installing the older version (--allow-downgrade)"))
+    }
+
+    @Test func aNewerPackageSaysFromWhatToWhat() async throws {
+        let newer = try package(version: "2.1.0")
+        defer { try? FileManager.default.removeItem(at: newer) }
+        let (code, streams) = await runTool(["update", newer.path, "--device", "sim:esp32s3-mtu244-2m"])
+        #expect(code == 0)
+        #expect(streams.standardError.contains("version: device 2.0.1 → 2.1.0 (the package manifest)"))
+        let (_, dryRun) = await runTool(["update", newer.path, "--device", "sim:esp32s3-mtu244-2m", "--dry-run"])
+        #expect(dryRun.standardOutput.contains("preflight: installs 2.1.0 (the package manifest); refused if the device's firmware revision is newer"))
     }
 }

@@ -33,6 +33,7 @@ enum UpdateCommand: Command {
                 name: "--min-battery", valueName: "PERCENT",
                 help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
             .init(name: "--force", help: "update despite a low battery or a hardware revision the firmware does not declare, saying so"),
+            .init(name: "--allow-downgrade", help: "install firmware older than the version the device reports running"),
             .init(
                 name: "--key", valueName: "FILE",
                 help: "a public key (PEM) the firmware must be signed with, checked before connecting; repeatable (or a family's keys)", repeatable: true),

@@ -72,7 +72,7 @@ struct UpdatePlan: Sendable {
             configuration.maximumChunkSize = try integer(maxChunk, option: "--max-chunk", in: 1...512, command: command)
         }
         configuration.preflight = try preflightPolicy(
-            arguments, family: family, package: package, descriptor: descriptor, images: images, command: command
+            arguments, family: family, package: package, descriptor: descriptor, client: client, images: images, command: command
         )
         let mtu =
             try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
@@ -83,9 +83,6 @@ struct UpdatePlan: Sendable {
         )
     }
 
-    /// What the preflight checks before the first write: `--min-battery` (else the family's
-    /// `minBattery`), the package's `hardware` list and what the container's images declare
-    /// (Nordic's `hw_version`), and `--force`.
     /// Checks the images' signatures against the keys trusted for this update (`--key`, the
     /// family's `keys`), before anything connects.
     ///
@@ -108,9 +105,13 @@ struct UpdatePlan: Sendable {
         return try verification.verify(images, trusting: keys)
     }
 
+    /// What the preflight checks before the first write: `--min-battery` (else the family's
+    /// `minBattery`), the package's `hardware` list and what the container's images declare
+    /// (Nordic's `hw_version`), the version installed against the device's (`--allow-downgrade`),
+    /// and `--force`.
     static func preflightPolicy(
         _ arguments: ParsedArguments, family: DeviceFamily?, package: FirmwarePackage?, descriptor: ProtocolDescriptor,
-        images: [FirmwareImage], command: String
+        client: any UpdateProtocol, images: [FirmwareImage], command: String
     ) throws(UsageError) -> PreflightPolicy {
         var policy = PreflightPolicy()
         if let text = arguments.value("--min-battery") {
@@ -125,6 +126,13 @@ struct UpdatePlan: Sendable {
             policy.hardware += images.compactMap { declaring.hardwareCompatibility(of: $0) }
         }
         policy.force = arguments.flag("--force")
+        let declaring = [descriptor.containerFormat as? any FirmwareVersionDeclaring, client as? any FirmwareVersionDeclaring].compactMap { $0 }
+        let declared: (String, String)? =
+            package?.version.map { ($0, "the package manifest") }
+            ?? images.first.flatMap { image in declaring.lazy.compactMap { $0.declaredVersion(of: image) }.first.map { ($0, "\(image.name)") } }
+        if let (text, source) = declared, let version = FirmwareVersion(text) {
+            policy.firmwareVersion = VersionRequirement(version: version, source: source, allowsDowngrade: arguments.flag("--allow-downgrade"))
+        }
         return policy
     }
 
@@ -260,6 +268,13 @@ struct UpdatePlan: Sendable {
         }
         for declaration in policy.hardware {
             lines.append("preflight: the device's hardware revision must match \(declaration.declared)")
+        }
+        if let requirement = policy.firmwareVersion {
+            lines.append(
+                "preflight: installs \(requirement.version) (\(requirement.source)); "
+                    + (requirement.allowsDowngrade
+                        ? "--allow-downgrade: an older version than the device's is installed too"
+                        : "refused if the device's firmware revision is newer (--allow-downgrade)"))
         }
         if policy.force {
             lines.append("preflight: --force: a refusal is reported and the update goes on")

@@ -26,6 +26,9 @@ public struct PreflightPolicy: Sendable, Hashable {
     public var hardware: [HardwareCompatibility] = []
     /// Go on despite a refusal, saying so. Default `false`.
     public var force = false
+    /// The version the update installs, compared with the device's firmware revision: an older
+    /// one is refused unless it allows downgrades. `nil` compares nothing (the default).
+    public var firmwareVersion: VersionRequirement?
 
     /// The defaults: read, check nothing.
     public init() {}
@@ -177,6 +180,26 @@ public struct Preflight: Sendable {
                     (.incompatible, "\(why), so the package's hardware (\(declaration.declared)) cannot be checked", "update a device that reports it"))
             case .note(let checker):
                 findings.notes.append("\(why), so \(declaration.declared) is not compared here (\(checker))")
+            }
+        }
+        if let requirement = policy.firmwareVersion {
+            if let revision = information.firmwareRevision, let running = FirmwareVersion(revision) {
+                if requirement.version < running {
+                    let downgrade = "the device runs firmware \(running), newer than the \(requirement.version) of \(requirement.source)"
+                    if requirement.allowsDowngrade {
+                        findings.notes.append("\(downgrade); installing the older version (--allow-downgrade)")
+                    } else {
+                        findings.refusals.append(OTAError(.incompatible, "\(downgrade); pass --allow-downgrade to install an older version"))
+                    }
+                } else if requirement.version.isSameVersion(as: running) {
+                    findings.notes.append("the device already runs \(running), the version of \(requirement.source); installing it again")
+                } else {
+                    findings.notes.append("version: device \(running) → \(requirement.version) (\(requirement.source))")
+                }
+            } else {
+                let why =
+                    information.firmwareRevision.map { "the device's firmware revision '\($0)' is not a version" } ?? "the device's firmware version is unknown"
+                findings.notes.append("\(why), so \(requirement.version) (\(requirement.source)) is not checked for a downgrade")
             }
         }
         for (code, problem, advice) in problems {
