@@ -57,7 +57,7 @@ public struct MCUbootRawImagePreparation: RawImagePreparation {
 /// Only files are recognised (``load(_:)``, ``inspect(_:)``): bytes already in memory are sent as
 /// they are, so the other protocols, which send raw images, never refuse a file for looking like
 /// an MCUboot image (an ESP32 running MCUboot takes them over framed).
-public struct MCUbootImageFormat: FirmwareContainerFormat {
+public struct MCUbootImageFormat: FirmwareContainerFormat, FirmwareVersionDeclaring {
     /// Creates the format.
     public init() {}
 
@@ -80,5 +80,11 @@ public struct MCUbootImageFormat: FirmwareContainerFormat {
         } catch {
             return FirmwareInspection(report: "MCUboot image \(MessageText.name(url.lastPathComponent)): \(data.count) bytes", problems: ["\(error)"])
         }
+    }
+
+    /// The version in the image's MCUboot header ("1.2.3", "1.2.3.4"), for the downgrade check;
+    /// `nil` for an image that is not a valid MCUboot image.
+    public func declaredVersion(of image: FirmwareImage) -> String? {
+        (try? MCUbootImage(parsing: image.bytes))?.version.description
     }
 }

@@ -230,6 +230,8 @@ import Testing
         try Data(repeating: 0x42, count: 100).write(to: raw)
         #expect(try format.inspect(raw) == nil)
         #expect(try format.load(raw) == nil)
+        #expect(format.declaredVersion(of: try Self.fixture("ecdsa-p256-4KB.bin")) == "1.2.3")
+        #expect(format.declaredVersion(of: try FirmwareImage(bytes: Data(repeating: 0x42, count: 100))) == nil)
         // Bytes in memory are never claimed, so other protocols send MCUboot images as they are.
         #expect(try format.load(Fixture.data("unsigned-4KB.bin"), name: "x.bin") == nil)
     }
