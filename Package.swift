@@ -69,8 +69,8 @@ let package = Package(
         .target(
             name: "OTACommandLine",
             dependencies: [
-                "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator",
-                blueZ,
+                "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
+                "OTATransportSimulator", blueZ,
             ],
             swiftSettings: strictSettings
         ),

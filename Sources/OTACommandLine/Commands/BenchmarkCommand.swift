@@ -112,7 +112,7 @@ enum BenchmarkCommand: Command {
         seed: UInt64
     ) async throws -> Measurement {
         let simulation = Simulation(seed: seed)
-        let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel([:]), simulation: simulation)
+        let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel(variant), simulation: simulation)
         let client = try descriptor.makeClient(variant)
         let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)

@@ -1,6 +1,7 @@
 import OTACore
 import OTAProtocolFramed
 import OTAProtocolGeneric
+import OTAProtocolMCUmgr
 import OTAProtocolNordicDFU
 
 /// The protocols this build of `ota` links. Adding a protocol target means adding its
@@ -10,5 +11,6 @@ enum BuiltInProtocols {
         GenericProtocol.descriptor,
         FramedProtocol.descriptor,
         NordicDFUProtocol.descriptor,
+        MCUmgrProtocol.descriptor,
     ])
 }

@@ -1,0 +1,262 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// What ``MCUmgrClient/resumePoint(for:context:)`` read: where the upload stands, or, when the
+/// upload is behind, the image state the flow continues from.
+public enum MCUmgrCheckpoint: Sendable, Hashable {
+    /// The device answered an upload request at offset 0 (with this file's `len` and `sha`)
+    /// with `offset`: it continues there.
+    case upload(offset: Int)
+    /// Slot 1 (or slot 0) already holds the image: the flow goes on from this state.
+    case imageState(ImageStateResponse)
+}
+
+/// The client side of MCUmgr image management over SMP: MCUmgr parameters, a pipelined upload
+/// into slot 1, the image state checked, then (by ``MCUmgrConfiguration/mode``) test or confirm,
+/// reset, reconnect and check what runs. Resumable from the device's upload offset.
+///
+/// A thin driver: the upload is an ``MCUmgrUploadStateMachine``, the flow an
+/// ``MCUmgrImageFlow``; SMP frames are reassembled from notifications by their header.
+public struct MCUmgrClient: ResumableUpdateProtocol {
+    /// Settings.
+    public var configuration: MCUmgrConfiguration
+    /// Which images this client reset the device for: MCUboot's state after a revert looks like
+    /// a plain upload, so the flow remembers (for the life of the client, one `ota update`).
+    private let record = ResetRecord()
+
+    /// Creates a client.
+    public init(configuration: MCUmgrConfiguration = MCUmgrConfiguration()) {
+        self.configuration = configuration
+    }
+
+    private var smp: CharacteristicID { configuration.profile.smp }
+
+    /// The SMP characteristic, written without response and notifying.
+    public var requirements: [CharacteristicRequirement] {
+        [CharacteristicRequirement("SMP", smp, properties: [.writeWithoutResponse, .notify])]
+    }
+
+    /// Refuses, before connecting, a file that is not a valid MCUboot image.
+    public func check(_ image: FirmwareImage) throws(OTAError) {
+        _ = try Self.mcuboot(image)
+    }
+
+    static func mcuboot(_ image: FirmwareImage) throws(OTAError) -> MCUbootImage {
+        do {
+            return try MCUbootImage(parsing: image.bytes)
+        } catch {
+            throw OTAError(.invalidImage, "\(MessageText.name(image.name)) is not a valid MCUboot image: \(error)", underlying: error)
+        }
+    }
+
+    private func flow(for image: MCUbootImage) -> MCUmgrImageFlow {
+        var flow = MCUmgrImageFlow(mode: configuration.mode, hash: image.hash, version: image.version.description)
+        flow.resetIssued = record.contains(image.hash)
+        return flow
+    }
+
+    // MARK: - Resume
+
+    /// Reads the image state; when the flow is past the upload, that state is the checkpoint.
+    /// Otherwise sends the first upload request (this file's `len` and `sha`, one aligned piece
+    /// of data): a device with part of this file answers with its offset, any other starts over.
+    public func resumePoint(for image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? {
+        let mcuboot = try record.parsed(image)
+        let flow = flow(for: mcuboot)
+        let configuration = self.configuration
+        return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? in
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            let state = try await Self.readState(channel)
+            if case .upload = flow.next(after: state) {
+            } else {
+                return ResumePoint(offset: image.count, detail: "the device holds image \(mcuboot.version) (\(state))", checkpoint: .imageState(state))
+            }
+            let probe = ImageUploadRequest(
+                length: image.count, offset: 0, sha: mcuboot.fileSHA256, data: image[0..<min(configuration.alignment, image.count)])
+            let response = try await channel.exchange(.upload(probe), timeout: configuration.eraseTimeout, as: ImageUploadResponse.init(payload:))
+            guard response.offset <= image.count else {
+                throw MCUmgrWireError.offsetBeyondImage(offset: response.offset, length: image.count).otaError
+            }
+            let detail =
+                response.offset > probe.data.count
+                ? "device holds \(response.offset) of \(image.count) bytes of this file" : "device starts this file over"
+            return ResumePoint(offset: response.offset, detail: detail, checkpoint: .upload(offset: response.offset))
+        }
+    }
+
+    // MARK: - Run
+
+    /// Uploads (from `point` when resuming), checks slot 1, then tests or confirms and resets
+    /// as the mode says; after the reset (a reconnect the engine makes) checks what runs and
+    /// confirms a test boot.
+    public func run(
+        _ image: FirmwareImage, resumingFrom point: ResumePoint<MCUmgrCheckpoint>?, context: UpdateContext
+    ) async throws(OTAError) -> UpdateOutcome {
+        let mcuboot = try record.parsed(image)
+        let flow = flow(for: mcuboot)
+        let smp = self.smp
+        return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> UpdateOutcome in
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            var uploadFrom: Int?
+            var step: MCUmgrImageFlow.Step
+            switch point?.checkpoint {
+            case .upload(let offset):
+                uploadFrom = offset
+                step = .upload
+            case .imageState(let state):
+                step = flow.next(after: state)
+            case nil:
+                step = flow.next(after: try await Self.readState(channel))
+            }
+            while true {
+                switch step {
+                case .upload:
+                    try await upload(image, mcuboot: mcuboot, from: uploadFrom ?? 0, channel: channel, context: context)
+                    uploadFrom = nil
+                    context.enter(.verifying)
+                    let state = try await Self.readState(channel)
+                    if let error = flow.verifyUploaded(state) { throw error }
+                    context.note("slot 1 holds image \(mcuboot.version) with hash \(Hex.bytes(mcuboot.hash.prefix(8)))…")
+                    step = flow.next(after: state)
+                case .mark(let confirm):
+                    context.enter(.committing, detail: confirm ? "confirming image \(mcuboot.version)" : "marking image \(mcuboot.version) for a test boot")
+                    let state = try await channel.exchange(
+                        .setImageState(hash: mcuboot.hash, confirm: confirm), as: ImageStateResponse.init(payload:))
+                    if let error = flow.verifyMarked(state, confirm: confirm) { throw error }
+                    step = .reset
+                case .reset:
+                    record.insert(mcuboot.hash)
+                    do throws(OTAError) {
+                        _ = try await channel.exchange(.reset)
+                    } catch {
+                        guard error.code == .disconnected else { throw error }
+                        context.note("the link dropped before the reset response; the device is resetting")
+                    }
+                    return .reconnect(
+                        reason: "device resets so MCUboot swaps in image \(mcuboot.version)", after: configuration.resetWait)
+                case .confirmRunning:
+                    context.enter(.committing, detail: "confirming image \(mcuboot.version), which runs on a test boot")
+                    let state = try await channel.exchange(
+                        .setImageState(hash: mcuboot.hash, confirm: true), as: ImageStateResponse.init(payload:))
+                    if let error = flow.verifyConfirmed(state) { throw error }
+                    step = .done(detail: "image \(mcuboot.version) runs and is confirmed (\(state))")
+                case .done(let detail):
+                    context.note(detail)
+                    return .accepted
+                case .fail(let error):
+                    throw error
+                }
+            }
+        }
+    }
+
+    static func readState(_ channel: SMPChannel) async throws(OTAError) -> ImageStateResponse {
+        try await channel.exchange(.readImageState, as: ImageStateResponse.init(payload:))
+    }
+
+    // MARK: - Upload
+
+    /// The device's buffer, or, for a device without the MCUmgr parameters command, one ATT
+    /// write per request and one request in flight.
+    private func parameters(_ channel: SMPChannel) async throws(OTAError) -> MCUmgrParameters {
+        do throws(OTAError) {
+            return try await channel.exchange(.parameters, as: MCUmgrParameters.init(payload:))
+        } catch {
+            guard error.code == .deviceRejected else { throw error }
+            channel.context.note("the device has no MCUmgr parameters command (\(error.message)); one request of one write in flight")
+            return MCUmgrParameters(bufferSize: channel.writeLength, bufferCount: 1)
+        }
+    }
+
+    private func upload(
+        _ image: FirmwareImage, mcuboot: MCUbootImage, from offset: Int, channel: SMPChannel, context: UpdateContext
+    ) async throws(OTAError) {
+        let parameters = try await parameters(channel)
+        let settings = MCUmgrUploadStateMachine.Settings(
+            frameLimit: parameters.bufferSize, window: max(1, min(configuration.window, parameters.bufferCount)),
+            alignment: configuration.alignment, writeLength: channel.writeLength, eraseTimeout: configuration.eraseTimeout
+        )
+        context.note(
+            "device buffers: \(parameters.bufferCount) × \(parameters.bufferSize) bytes; \(settings.window) request(s) in flight, \(channel.writeLength)-byte writes"
+        )
+        var machine = MCUmgrUploadStateMachine(
+            image: image.bytes, sha: mcuboot.fileSHA256, settings: settings, startingAt: offset, firstSequence: channel.sequence)
+        context.enter(.transferring)
+        if offset > 0 { context.rewound(to: offset) }
+        var action = machine.start()
+        while true {
+            switch action {
+            case .finished(let match):
+                channel.sequence = machine.nextSequence
+                if machine.resyncs + machine.busyAnswers > 0 {
+                    context.note("upload re-synchronised \(machine.resyncs) time(s) from the device's offset; \(machine.busyAnswers) busy answer(s)")
+                }
+                if match == true { context.note("the device checked the upload against its SHA-256: match") }
+                return
+            case .fail(let error):
+                throw error
+            default:
+                break
+            }
+            if machine.isAwaitingErase {
+                action = try await Self.perform(action, &machine, channel: channel)
+            } else {
+                let (current, pending) = (machine, action)
+                (machine, action) = try await context.withStallWatchdog { () async throws -> (MCUmgrUploadStateMachine, MCUmgrUploadStateMachine.Action) in
+                    var machine = current
+                    var action = pending
+                    while !machine.isAwaitingErase {
+                        switch action {
+                        case .finished, .fail: return (machine, action)
+                        default: action = try await Self.perform(action, &machine, channel: channel)
+                        }
+                    }
+                    return (machine, action)
+                }
+            }
+        }
+    }
+
+    /// Performs one action of the upload machine and feeds it the result.
+    private static func perform(
+        _ action: MCUmgrUploadStateMachine.Action, _ machine: inout MCUmgrUploadStateMachine, channel: SMPChannel
+    ) async throws(OTAError) -> MCUmgrUploadStateMachine.Action {
+        let context = channel.context
+        switch action {
+        case .send(let requests, let rewound):
+            if let rewound { context.rewound(to: rewound) }
+            for request in requests {
+                for write in request.writes {
+                    try await context.writeData(write.bytes, to: channel.characteristic, covering: write.covering)
+                }
+            }
+            return machine.sent()
+        case .awaitResponse(let timeout, let awaiting):
+            let next = machine.received(try await channel.nextFrame(timeout: timeout, awaiting: awaiting))
+            context.acknowledged(total: machine.acknowledged)
+            return next
+        case .wait(let duration, let purpose):
+            try await context.sleep(for: duration, purpose: purpose)
+            return machine.delayElapsed()
+        case .finished, .fail:
+            return action
+        }
+    }
+}
+
+/// The hashes of the images a client reset the device for, and the last image it parsed (each
+/// run and resume would otherwise hash the whole image twice again).
+private final class ResetRecord: Sendable {
+    private let hashes = Mutex<Set<Data>>([])
+    private let last = Mutex<(bytes: Data, image: MCUbootImage)?>(nil)
+    func insert(_ hash: Data) { _ = hashes.withLock { $0.insert(hash) } }
+    func contains(_ hash: Data) -> Bool { hashes.withLock { $0.contains(hash) } }
+
+    func parsed(_ image: FirmwareImage) throws(OTAError) -> MCUbootImage {
+        if let cached = last.withLock({ $0 }), cached.bytes == image.bytes { return cached.image }
+        let parsed = try MCUmgrClient.mcuboot(image)
+        last.withLock { $0 = (image.bytes, parsed) }
+        return parsed
+    }
+}

@@ -1,0 +1,352 @@
+import Foundation
+import OTACore
+
+/// The image upload as a value type: requests sized to fill the device's SMP buffer, each cut into
+/// ATT writes, a window of them in flight, offsets re-synchronised from every response's `off`.
+///
+/// One method per input — ``start()``, ``sent()``, ``received(_:)``, ``delayElapsed()`` — each
+/// returning the next ``Action``. No I/O: the driver (``MCUmgrClient``) writes, waits and sleeps.
+///
+/// - The first request (offset 0) carries `len`, `image` (when not 0) and `sha` (the file's
+///   SHA-256), and goes alone: the device erases the slot before answering it, so its answer is
+///   awaited with the long erase timeout. A device that already holds part of this file answers
+///   it with its offset, and the upload continues from there.
+/// - Later requests fill the window: each is sent at the offset the previous one ends at, and
+///   its response is expected to report that end as `off`.
+/// - A response with another `off` (a lost or refused request, a device that started over)
+///   invalidates everything in flight: the machine waits until every request in flight is
+///   answered, then continues from the last `off` the device reported. `rc` 10 (busy) does the
+///   same after a pause.
+public struct MCUmgrUploadStateMachine: Sendable {
+    /// How requests are sized and paced.
+    public struct Settings: Sendable, Hashable {
+        /// The largest SMP frame, header included, the device takes (its `buf_size`).
+        public var frameLimit: Int
+        /// Requests in flight at most.
+        public var window: Int
+        /// Data lengths end on multiples of this (flash write alignment), so the device accepts
+        /// exactly what the client predicts.
+        public var alignment: Int
+        /// Bytes per ATT write (the engine's chunk plan).
+        public var writeLength: Int
+        /// How long the first response (after the slot erase) may take.
+        public var eraseTimeout: Duration
+        /// Pause before sending again after `rc` 10 (busy).
+        public var busyDelay: Duration
+        /// Busy answers in a row, without progress, before giving up.
+        public var maximumBusyRetries: Int
+        /// Re-synchronisations in a row that brought no progress before giving up (a device
+        /// that keeps answering the same offset without taking the data).
+        public var maximumResyncsWithoutProgress = 8
+
+        /// The frame size requests aim at. Pipelined, the link is the bottleneck: ``frameLimit`` is
+        /// rounded down to whole ATT writes when it spans several, since a short last write costs
+        /// a whole radio packet (2475 bytes in 244-byte writes are ten full writes and one of 35;
+        /// 2440 are ten full ones). With one request in flight the round trip is the bottleneck,
+        /// and the whole buffer is used.
+        public var frameSize: Int {
+            window > 1 && frameLimit > writeLength ? frameLimit - frameLimit % writeLength : frameLimit
+        }
+
+        /// Settings.
+        public init(
+            frameLimit: Int, window: Int, alignment: Int = 4, writeLength: Int, eraseTimeout: Duration = .seconds(30),
+            busyDelay: Duration = .milliseconds(100), maximumBusyRetries: Int = 20
+        ) {
+            precondition(window > 0 && alignment > 0 && writeLength > 0)
+            self.frameLimit = frameLimit
+            self.window = window
+            self.alignment = alignment
+            self.writeLength = writeLength
+            self.eraseTimeout = eraseTimeout
+            self.busyDelay = busyDelay
+            self.maximumBusyRetries = maximumBusyRetries
+        }
+    }
+
+    /// One ATT write of a request: its bytes and the image bytes among them.
+    public struct Write: Sendable, Hashable {
+        /// What to write.
+        public var bytes: Data
+        /// The image bytes it carries (empty for a write of header and fields only).
+        public var covering: Range<Int>
+    }
+
+    /// One upload request on its way.
+    public struct Outbound: Sendable, Hashable {
+        /// Its sequence number.
+        public var sequence: UInt8
+        /// The image bytes it carries.
+        public var range: Range<Int>
+        /// The whole SMP frame.
+        public var frame: Data
+        /// The frame cut into ATT writes, in order.
+        public var writes: [Write]
+    }
+
+    /// What the driver does next.
+    public enum Action: Sendable {
+        /// Write these requests, each write in order (`rewoundTo`: the transfer moved back to
+        /// this offset first), then call ``sent()``.
+        case send([Outbound], rewoundTo: Int?)
+        /// Wait for the next whole SMP frame (`timeout` `nil`: the engine's response timeout),
+        /// then call ``received(_:)``; ``acknowledged`` may have changed.
+        case awaitResponse(timeout: Duration?, awaiting: String)
+        /// Sleep, then call ``delayElapsed()``.
+        case wait(Duration, purpose: String)
+        /// The device holds the whole image; `match` is its check of `sha`, when it made one.
+        case finished(match: Bool?)
+        /// The upload failed.
+        case fail(OTAError)
+    }
+
+    private struct InFlight: Sendable, Hashable {
+        var sequence: UInt8
+        var range: Range<Int>
+    }
+
+    private let image: Data
+    private let sha: Data
+    private let imageNumber: Int
+    /// The settings.
+    public let settings: Settings
+    private var inFlight: [InFlight] = []
+    private var nextOffset: Int
+    private var draining = false
+    private var reportedOffset: Int
+    private var busyPending = false
+    private var busyInARow = 0
+    private var lastMatch: Bool?
+    private var failed = false
+    private var resyncsWithoutProgress = 0
+
+    /// The bytes the device holds, from its last answer.
+    public private(set) var acknowledged: Int
+    /// The sequence number of the next request.
+    public private(set) var nextSequence: UInt8
+    /// Times the device reported an unexpected offset (and the window was resent from it).
+    public private(set) var resyncs = 0
+    /// Busy answers received.
+    public private(set) var busyAnswers = 0
+
+    /// An upload of `image` whose file SHA-256 is `sha`, continuing at `offset` (0: from the
+    /// first request).
+    public init(image: Data, sha: Data, imageNumber: Int = 0, settings: Settings, startingAt offset: Int = 0, firstSequence: UInt8 = 0) {
+        self.image = image.startIndex == 0 ? image : Data(image)
+        self.sha = sha
+        self.imageNumber = imageNumber
+        self.settings = settings
+        nextOffset = offset
+        reportedOffset = offset
+        acknowledged = offset
+        nextSequence = firstSequence
+    }
+
+    /// Whether the only request in flight is the first, whose answer waits on the slot erase.
+    public var isAwaitingErase: Bool { inFlight.first?.range.lowerBound == 0 }
+
+    /// The sequence numbers in flight, oldest first.
+    public var sequencesInFlight: [UInt8] { inFlight.map(\.sequence) }
+
+    /// Starts: the first request (or, resuming, a window of requests).
+    public mutating func start() -> Action {
+        fill(rewoundTo: nil)
+    }
+
+    /// The last ``Action/send(_:rewoundTo:)`` was written.
+    public mutating func sent() -> Action {
+        awaitOrFinish()
+    }
+
+    /// The pause after a busy answer is over.
+    public mutating func delayElapsed() -> Action {
+        busyPending = false
+        return fill(rewoundTo: nextOffset)
+    }
+
+    /// A whole SMP frame arrived.
+    public mutating func received(_ frame: Data) -> Action {
+        guard !failed else { return .fail(OTAError(.internal, "the upload state machine received a frame after failing")) }
+        let message: SMPMessage
+        do {
+            message = try SMPMessage(decoding: frame)
+        } catch {
+            return fail(MCUmgrWireError.frame(error).otaError)
+        }
+        guard let index = inFlight.firstIndex(where: { $0.sequence == message.header.sequence }) else {
+            return fail(MCUmgrWireError.unknownSequence(message.header.sequence, awaiting: sequencesInFlight).otaError)
+        }
+        let request = inFlight.remove(at: index)
+        let uploadRequest = MCUmgrRequest.upload(ImageUploadRequest(offset: request.range.lowerBound, data: Data()))
+        let response: ImageUploadResponse
+        do {
+            response = try ImageUploadResponse(payload: message.payload(answering: uploadRequest, sequence: request.sequence))
+        } catch {
+            if case .device(let deviceError, _) = error, deviceError.isBusy {
+                busyAnswers += 1
+                busyInARow += 1
+                guard busyInARow <= settings.maximumBusyRetries else {
+                    return fail(
+                        OTAError(
+                            .deviceRejected, "device stayed busy for \(busyInARow) upload requests in a row at byte \(request.range.lowerBound): \(deviceError)"
+                        ))
+                }
+                busyPending = true
+                resynchronise(to: request.range.lowerBound)
+                return awaitOrResume()
+            }
+            return fail(error.otaError)
+        }
+        guard response.offset <= image.count else {
+            return fail(MCUmgrWireError.offsetBeyondImage(offset: response.offset, length: image.count).otaError)
+        }
+        if response.offset > acknowledged {
+            busyInARow = 0
+            resyncsWithoutProgress = 0
+        }
+        lastMatch = response.match ?? lastMatch
+        if response.offset == request.range.upperBound, !draining {
+            acknowledged = response.offset
+            reportedOffset = response.offset
+            return awaitOrFill()
+        }
+        resynchronise(to: response.offset)
+        return awaitOrResume()
+    }
+
+    // MARK: - Steps
+
+    private mutating func resynchronise(to offset: Int) {
+        if !draining, inFlight.isEmpty == false || offset != nextOffset {
+            resyncs += 1
+            resyncsWithoutProgress += 1
+        }
+        draining = true
+        reportedOffset = offset
+        acknowledged = offset
+    }
+
+    /// While draining: wait for the rest in flight; once none is, continue from the device's
+    /// offset (after the busy pause, if one is due).
+    private mutating func awaitOrResume() -> Action {
+        guard inFlight.isEmpty else { return awaitResponse() }
+        guard resyncsWithoutProgress <= settings.maximumResyncsWithoutProgress else {
+            return fail(
+                OTAError(
+                    .deviceRejected,
+                    "device asked for byte \(reportedOffset) again \(resyncsWithoutProgress) times in a row without taking data; it refuses the upload there"
+                ))
+        }
+        draining = false
+        nextOffset = reportedOffset
+        if reportedOffset == image.count { return .finished(match: lastMatch) }
+        if busyPending { return .wait(settings.busyDelay, purpose: "the device said it is busy; waiting before sending byte \(nextOffset) again") }
+        return fill(rewoundTo: nextOffset)
+    }
+
+    private mutating func awaitOrFill() -> Action {
+        if nextOffset < image.count, inFlight.count < limit { return fill(rewoundTo: nil) }
+        return awaitOrFinish()
+    }
+
+    private mutating func awaitOrFinish() -> Action {
+        if inFlight.isEmpty, acknowledged == image.count {
+            if lastMatch == false {
+                return fail(OTAError(.verificationFailed, "device reports the uploaded image does not match its SHA-256; the transfer was corrupted"))
+            }
+            return .finished(match: lastMatch)
+        }
+        return awaitResponse()
+    }
+
+    private func awaitResponse() -> Action {
+        .awaitResponse(
+            timeout: isAwaitingErase ? settings.eraseTimeout : nil,
+            awaiting: isAwaitingErase
+                ? "first image upload response (the device erases its slot first)" : "image upload response (sequence \(inFlight.first?.sequence ?? 0))"
+        )
+    }
+
+    /// Requests in flight allowed now: one while the first is out, the window otherwise.
+    private var limit: Int { nextOffset == 0 || isAwaitingErase ? 1 : settings.window }
+
+    private mutating func fill(rewoundTo rewind: Int?) -> Action {
+        if nextOffset >= image.count, inFlight.isEmpty { return .finished(match: lastMatch) }
+        var requests: [Outbound] = []
+        while nextOffset < image.count, inFlight.count < limit {
+            let request: Outbound
+            switch makeRequest(at: nextOffset) {
+            case .success(let made): request = made
+            case .failure(let error): return fail(error)
+            }
+            inFlight.append(InFlight(sequence: request.sequence, range: request.range))
+            nextSequence &+= 1
+            nextOffset = request.range.upperBound
+            requests.append(request)
+        }
+        guard !requests.isEmpty else { return awaitOrFinish() }
+        return .send(requests, rewoundTo: rewind)
+    }
+
+    private mutating func fail(_ error: OTAError) -> Action {
+        failed = true
+        return .fail(error)
+    }
+
+    // MARK: - Sizing
+
+    /// The request at `offset`, as long as the device's buffer takes.
+    private func makeRequest(at offset: Int) -> Result<Outbound, OTAError> {
+        let first = offset == 0
+        func request(_ data: Data) -> ImageUploadRequest {
+            first
+                ? ImageUploadRequest(image: imageNumber == 0 ? nil : imageNumber, length: image.count, offset: 0, sha: sha, data: data)
+                : ImageUploadRequest(offset: offset, data: data)
+        }
+        let length = Self.dataLength(
+            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payload.encoded.count - 1, offset: offset,
+            alignment: settings.alignment, remaining: image.count - offset
+        )
+        guard length > 0 else {
+            return .failure(
+                OTAError(
+                    .deviceRejected,
+                    "the device takes SMP frames of at most \(settings.frameLimit) bytes, too few for an upload request with data at byte \(offset)"
+                )
+            )
+        }
+        let range = offset..<(offset + length)
+        let frame = MCUmgrRequest.upload(request(image[range])).encoded(sequence: nextSequence)
+        return .success(
+            Outbound(sequence: nextSequence, range: range, frame: frame, writes: Self.writes(of: frame, carrying: range, writeLength: settings.writeLength)))
+    }
+
+    /// The most data bytes a frame of at most `limit` bytes carries when everything but the
+    /// data (and the data's byte-string head) takes `overhead`, its end aligned to `alignment`,
+    /// at most `remaining`.
+    static func dataLength(fitting limit: Int, overhead: Int, offset: Int, alignment: Int, remaining: Int) -> Int {
+        var best = 0
+        for head in [1, 2, 3, 5] {
+            let candidate = limit - overhead - head
+            if candidate > 0, CBOR.headLength(UInt64(candidate)) <= head { best = max(best, candidate) }
+        }
+        guard best < remaining else { return remaining }
+        let end = (offset + best) / alignment * alignment
+        return max(0, end - offset)
+    }
+
+    /// `frame` cut into writes of `writeLength` bytes; the image bytes are the frame's tail.
+    static func writes(of frame: Data, carrying range: Range<Int>, writeLength: Int) -> [Write] {
+        let dataStart = frame.count - range.count
+        var writes: [Write] = []
+        var position = 0
+        while position < frame.count {
+            let end = min(position + writeLength, frame.count)
+            let lower = max(position, dataStart) - dataStart
+            let upper = max(end, dataStart) - dataStart
+            writes.append(Write(bytes: frame[position..<end], covering: (range.lowerBound + lower)..<(range.lowerBound + upper)))
+            position = end
+        }
+        return writes
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// One run's SMP conversation over the characteristic: requests cut into ATT writes, responses
+/// reassembled from notifications by their header's length, sequence numbers handed out in
+/// order. Used by the driver only; the exchange logic is in the state machines.
+final class SMPChannel: Sendable {
+    private struct State {
+        var reassembler = SMPReassembler()
+        var frames: [Data] = []
+        var sequence: UInt8 = 0
+    }
+
+    let context: UpdateContext
+    let inbox: NotificationInbox
+    let characteristic: CharacteristicID
+    private let state = Mutex(State())
+
+    init(context: UpdateContext, inbox: NotificationInbox, characteristic: CharacteristicID) {
+        self.context = context
+        self.inbox = inbox
+        self.characteristic = characteristic
+    }
+
+    /// Bytes per ATT write: the engine's chunk plan.
+    var writeLength: Int { context.chunkPlan.payloadSize }
+
+    /// The next sequence number to use.
+    var sequence: UInt8 {
+        get { state.withLock { $0.sequence } }
+        set { state.withLock { $0.sequence = newValue } }
+    }
+
+    /// The next whole frame.
+    func nextFrame(timeout: Duration?, awaiting purpose: String) async throws(OTAError) -> Data {
+        while true {
+            if let frame = state.withLock({ $0.frames.isEmpty ? nil : $0.frames.removeFirst() }) { return frame }
+            let fragment = try await inbox.next(timeout: timeout, awaiting: purpose)
+            let result: Result<Void, SMPFrameError> = state.withLock { state in
+                do throws(SMPFrameError) {
+                    state.frames += try state.reassembler.append(fragment)
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            if case .failure(let error) = result { throw MCUmgrWireError.frame(error).otaError }
+        }
+    }
+
+    /// Writes a command frame, cut into ATT writes (no image progress counted).
+    func write(_ frame: Data, purpose: String) async throws(OTAError) {
+        var position = 0
+        while position < frame.count {
+            let end = min(position + writeLength, frame.count)
+            try await context.write(frame[position..<end], to: characteristic, kind: .withoutResponse, purpose: purpose)
+            position = end
+        }
+    }
+
+    /// Sends `request` and returns its response's payload, errors in either form thrown with
+    /// their meaning.
+    func exchange(_ request: MCUmgrRequest, timeout: Duration? = nil) async throws(OTAError) -> CBOR {
+        let sequence = state.withLock { state in
+            defer { state.sequence &+= 1 }
+            return state.sequence
+        }
+        try await write(request.encoded(sequence: sequence), purpose: "the \(request)")
+        let frame = try await nextFrame(timeout: timeout, awaiting: "response to the \(request)")
+        do throws(MCUmgrWireError) {
+            let message: SMPMessage
+            do {
+                message = try SMPMessage(decoding: frame)
+            } catch {
+                throw .frame(error)
+            }
+            return try message.payload(answering: request, sequence: sequence)
+        } catch {
+            throw error.otaError
+        }
+    }
+
+    /// Sends `request` and decodes its response's payload with `decode`.
+    func exchange<T>(
+        _ request: MCUmgrRequest, timeout: Duration? = nil, as decode: (CBOR) throws(MCUmgrWireError) -> T
+    ) async throws(OTAError) -> T {
+        let payload = try await exchange(request, timeout: timeout)
+        do throws(MCUmgrWireError) {
+            return try decode(payload)
+        } catch {
+            throw error.otaError
+        }
+    }
+}

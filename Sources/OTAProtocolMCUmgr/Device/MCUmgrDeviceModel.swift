@@ -1,0 +1,400 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// The device side of MCUmgr image management: an SMP server over GATT with MCUboot's slot
+/// semantics, as Zephyr's `img_mgmt` and `os_mgmt` behave.
+///
+/// - Slot 0 runs a confirmed factory image; uploads go into slot 1, which is the host's flash
+///   (``PeripheralContext/flash``, with its erase and program timing). Slot 0 and MCUboot's
+///   trailer flags are the model's own non-volatile state: they survive reboots.
+/// - Requests may be split over several ATT writes (Zephyr's Bluetooth reassembly) and several may
+///   arrive in one; each is handled in order, and its response is sent as notifications no longer
+///   than the longest write the central sent (its ATT MTU − 3).
+/// - Upload: offset 0 with `len` starts a session (erasing the slot up front or as writes reach it,
+///   ``Settings/EraseMode``); offset 0 with the `sha` of the session in progress answers its
+///   offset (resume); any other wrong offset is answered with the expected one. The upload
+///   session lives in RAM: a disconnect keeps it, a reboot loses it.
+/// - Test marks slot 1 for one boot; a reset swaps it in unconfirmed; the next reset reverts it
+///   unless it was confirmed. Confirm of slot 1 swaps it in for good. Erasing or uploading into
+///   a slot that is pending or holds the revert image fails with `NO_FREE_SLOT` (9); confirming
+///   while a test is pending fails with `IMAGE_ALREADY_PENDING` (28).
+public final class MCUmgrDeviceModel: DeviceModel {
+    /// What the device is like.
+    public struct Settings: Sendable, Hashable {
+        /// How slot 1 is erased for an upload.
+        public enum EraseMode: Sendable, Hashable {
+            /// Every sector the image needs, before answering the first request (Zephyr's default).
+            case wholeImageFirst
+            /// Each sector when a write first reaches it (`CONFIG_IMG_ERASE_PROGRESSIVELY`).
+            case progressive
+        }
+
+        /// `buf_size`: the largest SMP frame, header included, it takes.
+        public var bufferSize: Int
+        /// `buf_count`.
+        public var bufferCount: Int
+        /// Whether it answers the MCUmgr parameters command (older servers answer `rc` 8).
+        public var answersParameters = true
+        /// How slot 1 is erased.
+        public var eraseMode = EraseMode.progressive
+        /// From an os reset request to the restart.
+        public var resetDelay: Duration = .milliseconds(250)
+        /// The image slot 0 holds when the device is made.
+        public var factoryImage: Data
+
+        /// Settings.
+        public init(bufferSize: Int = 2475, bufferCount: Int = 4, factoryImage: Data = MCUmgrDeviceModel.defaultFactoryImage) {
+            self.bufferSize = bufferSize
+            self.bufferCount = bufferCount
+            self.factoryImage = factoryImage
+        }
+    }
+
+    /// A small confirmed image of version 1.0.0 that slot 0 runs when the device is made.
+    public static let defaultFactoryImage = MCUbootImageWriter.unsigned(
+        body: Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }), version: MCUbootVersion(major: 1, minor: 0, revision: 0))
+
+    private struct Upload {
+        var length: Int
+        var sha: Data?
+        var offset = 0
+        var erasedUpTo = 0
+        /// SHA-256 of the bytes received so far (they arrive in order), for `match`.
+        var digest = SHA256()
+    }
+
+    private enum Pending: Hashable {
+        case test
+        case permanent
+    }
+
+    private struct State {
+        // Non-volatile: slot 0 and MCUboot's trailer flags.
+        var primary: Data
+        var pending: Pending?
+        var primaryUnderTest = false
+        var swaps = 0
+        // RAM.
+        var upload: Upload?
+        var reassembler: SMPReassembler
+        var fragmentLength = 20
+        var busyAnswers = 0
+        var failingHashes: Set<Data> = []
+        var flash: (any FlashStorage)?
+        var secondaryCache: MCUbootImage??
+    }
+
+    /// The settings.
+    public let settings: Settings
+    /// The GATT layout.
+    public let profile: MCUmgrGATTProfile
+    private let state: Mutex<State>
+
+    /// A device.
+    public init(settings: Settings = Settings(), profile: MCUmgrGATTProfile = MCUmgrGATTProfile()) {
+        self.settings = settings
+        self.profile = profile
+        state = Mutex(State(primary: settings.factoryImage, reassembler: SMPReassembler(maximumPayload: max(0, settings.bufferSize - SMPHeader.length))))
+    }
+
+    public var services: [GATTServiceDefinition] { [profile.serviceDefinition] }
+
+    // MARK: - Inspection and faults, for tests
+
+    /// The image slot 0 holds (the one running).
+    public var primaryImage: Data { state.withLock { $0.primary } }
+
+    /// Whether slot 0 runs a test boot that the next reset reverts.
+    public var isTestBoot: Bool { state.withLock { $0.primaryUnderTest } }
+
+    /// Times MCUboot swapped the slots.
+    public var swapCount: Int { state.withLock { $0.swaps } }
+
+    /// The next `count` upload requests after the first are answered `rc` 10 (busy).
+    public func answerBusy(_ count: Int) { state.withLock { $0.busyAnswers = count } }
+
+    /// Images (by MCUboot hash) that crash when booted: MCUboot swaps them in, they reset at once,
+    /// and MCUboot reverts them.
+    public func failToBoot(hash: Data) { _ = state.withLock { $0.failingHashes.insert(hash) } }
+
+    /// The image state the device reports now.
+    public var imageState: ImageStateResponse { state.withLock { imageState(&$0) } }
+
+    // MARK: - DeviceModel
+
+    public func connected(_ peripheral: any PeripheralContext) {
+        state.withLock { state in
+            state.flash = peripheral.flash
+            state.fragmentLength = 20
+            state.reassembler.reset()
+        }
+    }
+
+    public func disconnected() {
+        state.withLock { $0.reassembler.reset() }
+    }
+
+    public func rebooted() {
+        state.withLock { state in
+            state.upload = nil
+            state.reassembler.reset()
+            state.busyAnswers = 0
+            boot(&state)
+        }
+    }
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        guard characteristic == profile.smp else { return .writeNotPermitted }
+        let (responses, reset) = state.withLock { state -> ([Data], Bool) in
+            state.flash = peripheral.flash
+            state.fragmentLength = max(state.fragmentLength, value.count)
+            let frames: [Data]
+            do {
+                frames = try state.reassembler.append(value)
+            } catch {
+                return ([], false)  // longer than the buffer: Zephyr drops it
+            }
+            var responses: [Data] = []
+            var reset = false
+            for frame in frames {
+                guard let message = try? SMPMessage(decoding: frame) else { continue }
+                let (response, resets) = handle(message, state: &state, flash: peripheral.flash)
+                responses.append(response)
+                reset = reset || resets
+            }
+            let length = state.fragmentLength
+            return (responses.flatMap { Self.fragments(of: $0, length: length) }, reset)
+        }
+        for fragment in responses { peripheral.notify(fragment, on: profile.smp) }
+        if reset { peripheral.reboot(after: settings.resetDelay) }
+        return .success
+    }
+
+    private static func fragments(of frame: Data, length: Int) -> [Data] {
+        stride(from: 0, to: frame.count, by: length).map { frame[$0..<min($0 + length, frame.count)] }
+    }
+
+    // MARK: - Requests
+
+    private enum Answer {
+        case payload(CBOR)
+        case error(SMPDeviceError)
+    }
+
+    private func handle(_ message: SMPMessage, state: inout State, flash: any FlashStorage) -> (Data, Bool) {
+        let header = message.header
+        let version = min(header.version, 1)
+        var reset = false
+        let answer: Answer
+        do {
+            let request = try MCUmgrRequest(decoding: message)
+            switch request {
+            case .echo(let text): answer = .payload(.textMap(["r": .text(text)]))
+            case .reset:
+                answer = .payload(.map([]))
+                reset = true
+            case .parameters:
+                answer =
+                    settings.answersParameters
+                    ? .payload(MCUmgrParameters(bufferSize: settings.bufferSize, bufferCount: settings.bufferCount).payload)
+                    : .error(.generic(.notSupported, reason: nil))
+            case .readImageState: answer = .payload(imageState(&state).payload)
+            case .setImageState(let hash, let confirm): answer = setState(hash: hash, confirm: confirm, state: &state)
+            case .upload(let upload): answer = self.upload(upload, state: &state, flash: flash)
+            case .erase(let slot): answer = erase(slot: slot, state: &state, flash: flash)
+            }
+        } catch {
+            answer = .error(.generic(.notSupported, reason: nil))
+        }
+        let payload: CBOR
+        switch answer {
+        case .payload(let value): payload = value
+        case .error(.group(_, let code)) where version == 0: payload = SMPDeviceError.generic(Self.legacy(code), reason: nil).payload
+        case .error(let error): payload = error.payload
+        }
+        let response = SMPMessage(
+            operation: header.operation.response, group: header.group, command: header.command, sequence: header.sequence, version: version,
+            payload: payload)
+        return (response.encoded, reset)
+    }
+
+    /// How SMP version 1 servers translate image management codes to generic ones.
+    private static func legacy(_ code: Int) -> SMPReturnCode {
+        switch ImageManagementCode(rawValue: code) {
+        case .noFreeSlot, .imageAlreadyPending, ImageManagementCode(rawValue: 27): .badState
+        case .invalidOffset, .invalidLength, .invalidHash, .hashNotFound: .invalidValue
+        case .imageTooLarge: .messageTooLarge
+        default: .unknown
+        }
+    }
+
+    private func imageError(_ code: ImageManagementCode) -> Answer { .error(.group(SMPCommand.imageGroup, code: code.rawValue)) }
+
+    // MARK: - Image state
+
+    private func imageState(_ state: inout State) -> ImageStateResponse {
+        var images: [ImageSlotState] = []
+        if let primary = try? MCUbootImage(parsing: state.primary) {
+            images.append(
+                ImageSlotState(
+                    slot: 0, version: primary.version.description, hash: primary.hash, bootable: true, confirmed: !state.primaryUnderTest, active: true
+                ))
+        }
+        if let secondary = secondary(&state) {
+            images.append(
+                ImageSlotState(
+                    slot: 1, version: secondary.version.description, hash: secondary.hash, bootable: true, pending: state.pending != nil,
+                    confirmed: state.primaryUnderTest, permanent: state.pending == .permanent
+                ))
+        }
+        return ImageStateResponse(images: images)
+    }
+
+    /// The image in slot 1, when it holds a whole valid one (not while an upload is under way).
+    private func secondary(_ state: inout State) -> MCUbootImage? {
+        if let cached = state.secondaryCache { return cached }
+        var parsed: MCUbootImage?
+        if let flash = state.flash, state.upload.map({ $0.offset == $0.length }) ?? true, let length = Self.imageLength(in: flash) {
+            parsed = try? MCUbootImage(parsing: flash.read(0..<length))
+        }
+        state.secondaryCache = .some(parsed)
+        return parsed
+    }
+
+    /// The length of the image whose header starts slot 1, from its header and TLV info.
+    private static func imageLength(in flash: any FlashStorage) -> Int? {
+        guard let header = try? MCUbootImageHeader(Array(flash.read(0..<MCUbootImageHeader.length))) else { return nil }
+        let tlvStart = Int(header.headerSize) + Int(header.imageSize) + Int(header.protectedTLVSize)
+        let info = Array(flash.read(tlvStart..<(tlvStart + 4)))
+        guard info.count == 4, UInt16(info[0]) | UInt16(info[1]) << 8 == MCUbootTLV.areaMagic else { return nil }
+        let length = tlvStart + Int(UInt16(info[2]) | UInt16(info[3]) << 8)
+        return length <= flash.capacity ? length : nil
+    }
+
+    private func setState(hash: Data?, confirm: Bool, state: inout State) -> Answer {
+        let primary = try? MCUbootImage(parsing: state.primary)
+        let secondary = secondary(&state)
+        if hash == nil || hash == primary?.hash {
+            guard confirm else { return imageError(.testingActiveDenied) }
+            state.primaryUnderTest = false
+            return .payload(imageState(&state).payload)
+        }
+        guard let secondary, secondary.hash == hash else { return imageError(.hashNotFound) }
+        guard !state.primaryUnderTest else { return imageError(.noFreeSlot) }
+        switch (state.pending, confirm) {
+        case (.test, true): return imageError(.imageAlreadyPending)
+        case (.permanent, false): return imageError(.imageAlreadyPending)
+        default: state.pending = confirm ? .permanent : .test
+        }
+        return .payload(imageState(&state).payload)
+    }
+
+    // MARK: - Upload and erase
+
+    private func upload(_ request: ImageUploadRequest, state: inout State, flash: any FlashStorage) -> Answer {
+        if request.offset == 0 {
+            guard let length = request.length, length > 0 else { return .error(.generic(.invalidValue, reason: nil)) }
+            if let upload = state.upload, upload.length == length, let sha = request.sha, sha.count == 32, upload.sha == sha, upload.offset > 0 {
+                return .payload(ImageUploadResponse(offset: upload.offset).payload)
+            }
+            guard state.pending == nil, !state.primaryUnderTest else { return imageError(.noFreeSlot) }
+            guard length <= flash.capacity else { return imageError(.imageTooLarge) }
+            if state.upload == nil, let sha = request.sha, sha.count == 32, let secondary = secondary(&state), secondary.fileSHA256 == sha,
+                Self.imageLength(in: flash) == length
+            {
+                return .payload(ImageUploadResponse(offset: length).payload)
+            }
+            var upload = Upload(length: length, sha: request.sha)
+            state.secondaryCache = nil
+            if settings.eraseMode == .wholeImageFirst {
+                do {
+                    try flash.erase(0..<length)
+                } catch {
+                    state.upload = nil
+                    return imageError(.flashEraseFailed)
+                }
+                upload.erasedUpTo = (length + flash.sectorSize - 1) / flash.sectorSize * flash.sectorSize
+            }
+            state.upload = upload
+        } else if state.busyAnswers > 0 {
+            state.busyAnswers -= 1
+            return .error(.generic(.busy, reason: nil))
+        }
+        guard var upload = state.upload else { return .payload(ImageUploadResponse(offset: 0).payload) }
+        guard request.offset == upload.offset else { return .payload(ImageUploadResponse(offset: upload.offset).payload) }
+        let end = upload.offset + request.data.count
+        guard end <= upload.length else { return imageError(.invalidLength) }
+        do {
+            while upload.erasedUpTo < end {
+                try flash.erase(upload.erasedUpTo..<(upload.erasedUpTo + flash.sectorSize))
+                upload.erasedUpTo += flash.sectorSize
+            }
+            try flash.write(request.data, at: upload.offset)
+            upload.digest.update(request.data)
+        } catch {
+            state.upload = nil
+            state.secondaryCache = nil
+            return imageError(.flashWriteFailed)
+        }
+        upload.offset = end
+        state.upload = upload
+        guard end == upload.length else { return .payload(ImageUploadResponse(offset: end).payload) }
+        state.secondaryCache = nil
+        let match = upload.sha.map { Data(upload.digest.finalize()) == $0 }
+        return .payload(ImageUploadResponse(offset: end, match: match).payload)
+    }
+
+    private func erase(slot: Int?, state: inout State, flash: any FlashStorage) -> Answer {
+        guard (slot ?? 1) == 1 else { return imageError(ImageManagementCode(rawValue: 14)) }
+        guard state.pending == nil, !state.primaryUnderTest else { return imageError(.noFreeSlot) }
+        let used = max(Self.imageLength(in: flash) ?? 0, state.upload?.offset ?? 0, 1)
+        do {
+            try flash.erase(0..<min(used, flash.capacity))
+        } catch {
+            return imageError(.flashEraseFailed)
+        }
+        state.upload = nil
+        state.secondaryCache = nil
+        return .payload(.map([]))
+    }
+
+    // MARK: - MCUboot
+
+    /// What MCUboot does at a restart: revert an unconfirmed test boot, or swap in a pending
+    /// image (and revert it at once when it fails to boot).
+    private func boot(_ state: inout State) {
+        if state.primaryUnderTest {
+            swap(&state)
+            state.primaryUnderTest = false
+            return
+        }
+        guard let pending = state.pending else { return }
+        state.pending = nil
+        guard secondary(&state) != nil, swap(&state) else { return }
+        state.primaryUnderTest = pending == .test
+        if let running = try? MCUbootImage(parsing: state.primary), state.failingHashes.contains(running.hash) {
+            // The image resets before confirming itself: MCUboot reverts it on the next boot.
+            swap(&state)
+            state.primaryUnderTest = false
+        }
+    }
+
+    /// Exchanges slot 0 and slot 1, through the flash (so the swap costs its erase and program time).
+    @discardableResult
+    private func swap(_ state: inout State) -> Bool {
+        guard let flash = state.flash, let length = Self.imageLength(in: flash) else { return false }
+        let incoming = flash.read(0..<length)
+        let outgoing = state.primary
+        do {
+            try flash.erase(0..<max(length, outgoing.count))
+            try flash.write(outgoing, at: 0)
+        } catch {
+            return false
+        }
+        state.primary = incoming
+        state.secondaryCache = nil
+        state.swaps += 1
+        return true
+    }
+}
