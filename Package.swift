@@ -58,6 +58,7 @@ let package = Package(
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "OTATrust", "CZlib"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore", "OTATrust"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolEspressif", dependencies: ["OTACore"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -70,7 +71,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTATransportSimulator",
-                blueZ,
+                "OTAProtocolEspressif", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -163,6 +164,11 @@ let package = Package(
             name: "OTAProtocolMCUmgrTests",
             dependencies: ["OTACore", "OTAProtocolMCUmgr", "OTATransportSimulator", "OTATestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolEspressifTests",
+            dependencies: ["OTAProtocolEspressif", "OTACore", "OTATestSupport", "OTATransportSimulator"],
             swiftSettings: strictSettings
         ),
         .testTarget(

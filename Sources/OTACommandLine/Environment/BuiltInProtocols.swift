@@ -1,4 +1,5 @@
 import OTACore
+import OTAProtocolEspressif
 import OTAProtocolFramed
 import OTAProtocolGeneric
 import OTAProtocolNordicDFU
@@ -10,5 +11,6 @@ enum BuiltInProtocols {
         GenericProtocol.descriptor,
         FramedProtocol.descriptor,
         NordicDFUProtocol.descriptor,
+        EspressifProtocol.descriptor,
     ])
 }
