@@ -169,6 +169,7 @@ let package = Package(
         .testTarget(
             name: "OTAProtocolEspressifTests",
             dependencies: ["OTAProtocolEspressif", "OTACore", "OTATestSupport", "OTATransportSimulator"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -21,7 +21,7 @@ import Testing
         #expect(image.appendedSHA256 == SHA256.hash(bytes.prefix(bytes.count - 32)))
         #expect(image.problems.isEmpty && image.trailingBytes == 0)
         let report = image.report(name: "app.bin", size: bytes.count)
-        #expect(report.contains("header: magic 0xE9, 1 segments, SPI DIO 4MB 40m, entry 0x40375A1C"))
+        #expect(report.contains("header: magic 0xE9, 1 segment, SPI DIO 4MB 40m, entry 0x40375A1C"))
         #expect(report.contains("SHA-256 appended: \(Hex.bytes(image.appendedSHA256!)) (matches)"))
     }
 
@@ -80,6 +80,40 @@ import Testing
         let other = directory.appendingPathComponent("other.bin")
         try Data([0x1E, 0x51, 0x80, 0xF3] + [UInt8](repeating: 0, count: 40)).write(to: other)
         #expect(try format.inspect(other) == nil)
+    }
+
+    static func fixture(_ name: String) throws -> URL {
+        try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+    }
+
+    /// An image made by the real esptool: read as `esptool image-info` reads it.
+    @Test func anEsptoolImageIsReadAsEsptoolReadsIt() throws {
+        let image = try FirmwareImage(contentsOf: try Self.fixture("app-c3.bin"))
+        let app = try EspressifAppImage(parsing: image.bytes, name: image.name)
+        #expect(image.count == 68_608)
+        #expect(app.chipName == "ESP32-C3" && app.entryPoint == 0x4200_0020 && app.spiMode == 2 && app.spiSize == 2)
+        #expect(app.segments.map(\.length) == [0x3E8, 0xFC08, 0xBB8])
+        #expect(app.segments.map(\.loadAddress) == [0x3C00_0020, 0, 0x4200_0020])
+        #expect(app.segments.map { $0.offset - 8 } == [0x18, 0x408, 0x1_0018])
+        #expect(app.hashAppended && app.problems.isEmpty && app.trailingBytes == 0)
+        #expect(app.maximumRevision == 65535)
+        try EspressifClient().check(image)
+
+        let plain = try FirmwareImage(contentsOf: try Self.fixture("app-c3-nohash.bin"))
+        let noHash = try EspressifAppImage(parsing: plain.bytes, name: plain.name)
+        #expect(!noHash.hashAppended && noHash.appendedSHA256 == nil && noHash.problems.isEmpty)
+        #expect(plain.count == image.count - 32)
+        #expect(plain.bytes == image.bytes.prefix(plain.count).enumerated().reduce(into: Data()) { data, pair in
+            data.append(pair.offset == 23 ? 0 : pair.element)
+        }, "the same image with the hash flag clear and no digest")
+    }
+
+    /// The esptool image goes through the whole update byte-identical.
+    @Test func anEsptoolImageUpdatesByteIdentical() async throws {
+        let image = try FirmwareImage(contentsOf: try Self.fixture("app-c3.bin"))
+        let harness = EspressifHarness(profile: .esp32MTU185, variant: .nimble)
+        _ = try await harness.update(image, variant: .nimble, check: .espApp).result.get()
+        #expect(harness.base.flashContents(image.count) == image.bytes)
     }
 
     @Test func rawImagePreparationWrapsBareBytesOnce() throws {

@@ -160,14 +160,15 @@ public struct EspressifAppImage: Sendable, Hashable {
         let modes = ["QIO", "QOUT", "DIO", "DOUT", "FAST_READ", "SLOW_READ"]
         let sizes = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
         let frequencies: [UInt8: String] = [0x0: "40m", 0x1: "26m", 0x2: "20m", 0xF: "80m"]
-        var lines = ["ESP-IDF app image \(MessageText.name(name)): \(size) bytes, for \(chipName) (rev \(minimumRevision)...\(maximumRevision))"]
+        var lines = ["ESP-IDF app image \(MessageText.name(name)): \(size) bytes, for \(chipName) (chip rev v\(minimumRevision / 100).\(minimumRevision % 100)...v\(maximumRevision / 100).\(maximumRevision % 100))"]
         lines.append(
-            "  header: magic 0xE9, \(segmentCount) segments, SPI \(spiMode < 6 ? modes[Int(spiMode)] : "mode \(spiMode)") "
+            "  header: magic 0xE9, \(segmentCount) segment\(segmentCount == 1 ? "" : "s"), SPI \(spiMode < 6 ? modes[Int(spiMode)] : "mode \(spiMode)") "
                 + "\(spiSize < 8 ? sizes[Int(spiSize)] : "size \(spiSize)") \(frequencies[spiFrequency] ?? "freq \(spiFrequency)"), "
                 + "entry \(Hex.number(entryPoint, digits: 8)), WP pin \(Hex.number(wpPin, digits: 2))")
         if let app = appDescription { lines.append("  app: \(app.project) \(app.version) (ESP-IDF \(app.idf))") }
         for (index, segment) in segments.enumerated() {
-            lines.append("  segment \(index): \(segment.length) bytes at file offset \(segment.offset), load address \(Hex.number(segment.loadAddress, digits: 8))")
+            lines.append(
+                "  segment \(index): \(segment.length) bytes, header at file offset \(Hex.number(segment.offset - 8, digits: 8)), load address \(Hex.number(segment.loadAddress, digits: 8))")
         }
         let checksumState = checksum == computedChecksum ? "matches" : "MISMATCH, segments give \(Hex.number(computedChecksum, digits: 2))"
         lines.append("  checksum: \(Hex.number(checksum, digits: 2)) (\(checksumState))")
