@@ -68,3 +68,22 @@ import Testing
         #expect(demo.manufacturerData.keys.sorted() == [0x02E5])
     }
 }
+
+@Suite struct EspressifWriteKindTests {
+    /// What write with response costs: the same 200 kB on the same link, `ble_ota` (a request per
+    /// packet) against `ble_ota_raw` (writes without response, one sector at a time).
+    @Test func writeWithoutResponseOnRawIsSeveralTimesFaster() async throws {
+        let image = try EspressifHarness.image(size: 200_000)
+        var times: [EspressifVariant: Duration] = [:]
+        for variant in [EspressifVariant.bluedroid, .raw] {
+            let harness = EspressifHarness(profile: .esp32S3MTU244TwoM, variant: variant)
+            let outcome = try await harness.update(image, variant: variant)
+            _ = try outcome.result.get()
+            #expect(harness.base.flashContents(image.count) == image.bytes)
+            times[variant] = outcome.virtualTime
+        }
+        let request = try #require(times[.bluedroid])
+        let command = try #require(times[.raw])
+        #expect(command * 3 < request)
+    }
+}
