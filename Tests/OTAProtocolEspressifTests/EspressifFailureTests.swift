@@ -143,7 +143,10 @@ import Testing
         var base = harness.base
         base.configuration.resume.maximumAttempts = 0
         let error = try await base.update(image, using: EspressifClient(configuration: .init(imageCheck: .none))).failure()
-        #expect(harness.model.log == ["START (\(image.count) bytes) rejected: bad length", "STOP rejected: not started", "START (\(image.count) bytes) rejected: bad length"])
+        #expect(
+            harness.model.log == [
+                "START (\(image.count) bytes) rejected: bad length", "STOP rejected: not started", "START (\(image.count) bytes) rejected: bad length",
+            ])
         #expect(error.code == .deviceRejected)
         #expect(error.message.contains("device rejected START for \(image.count) bytes, again after STOP"))
     }

@@ -25,6 +25,19 @@ import Testing
         #expect(report.contains("SHA-256 appended: \(Hex.bytes(image.appendedSHA256!)) (matches)"))
     }
 
+    @Test func theAppDescriptionIsShownWhenTheFirstSegmentStartsWithIt() throws {
+        var descriptor = [UInt8](repeating: 0, count: 256)
+        descriptor[0..<4] = [0x32, 0x54, 0xCD, 0xAB]
+        for (offset, text) in [(16, "1.2.3"), (48, "lamp"), (112, "v5.3")] {
+            descriptor.replaceSubrange(offset..<(offset + text.utf8.count), with: Array(text.utf8))
+        }
+        let bytes = EspressifAppImage.wrap(Data(descriptor))
+        let image = try EspressifAppImage(parsing: bytes, name: "lamp.bin")
+        #expect(image.appDescription?.version == "1.2.3" && image.appDescription?.project == "lamp")
+        #expect(image.report(name: "lamp.bin", size: bytes.count).contains("  app: lamp 1.2.3 (ESP-IDF v5.3)"))
+        #expect(try EspressifAppImage(parsing: try Self.app(), name: "a").appDescription == nil)
+    }
+
     @Test func theWrongMagicIsRefusedInOneLine() throws {
         var bytes = try Self.app()
         bytes[0] = 0xE8
@@ -103,9 +116,11 @@ import Testing
         let noHash = try EspressifAppImage(parsing: plain.bytes, name: plain.name)
         #expect(!noHash.hashAppended && noHash.appendedSHA256 == nil && noHash.problems.isEmpty)
         #expect(plain.count == image.count - 32)
-        #expect(plain.bytes == image.bytes.prefix(plain.count).enumerated().reduce(into: Data()) { data, pair in
-            data.append(pair.offset == 23 ? 0 : pair.element)
-        }, "the same image with the hash flag clear and no digest")
+        #expect(
+            plain.bytes
+                == image.bytes.prefix(plain.count).enumerated().reduce(into: Data()) { data, pair in
+                    data.append(pair.offset == 23 ? 0 : pair.element)
+                }, "the same image with the hash flag clear and no digest")
     }
 
     /// The esptool image goes through the whole update byte-identical.

@@ -44,7 +44,8 @@ public struct EspressifClient: UpdateProtocol {
     /// cannot address.
     public func check(_ image: FirmwareImage) throws(OTAError) {
         guard image.count <= Int(UInt16.max) * EspressifFirmwarePacket.sectorSize else {
-            throw OTAError(.imageTooLarge, "\(MessageText.name(image.name)) is \(image.count) bytes; the sector index addresses at most 65535 sectors of 4096 bytes")
+            throw OTAError(
+                .imageTooLarge, "\(MessageText.name(image.name)) is \(image.count) bytes; the sector index addresses at most 65535 sectors of 4096 bytes")
         }
         if configuration.imageCheck == .espApp { try EspressifAppImageFormat.check(image) }
     }
@@ -57,7 +58,8 @@ public struct EspressifClient: UpdateProtocol {
         guard payloadSize >= EspressifFirmwarePacket.minimumPayload else {
             throw OTAError(
                 .incompatible,
-                "packets carry \(payloadSize) bytes at this link's write length; a 4096-byte sector needs at least \(EspressifFirmwarePacket.minimumPayload) (ATT MTU 23)")
+                "packets carry \(payloadSize) bytes at this link's write length; a 4096-byte sector needs at least \(EspressifFirmwarePacket.minimumPayload) (ATT MTU 23)"
+            )
         }
         var machine = EspressifUpdateStateMachine(length: image.count, sectorRetries: configuration.sectorRetries)
         let profile = self.profile

@@ -88,7 +88,9 @@ public struct EspressifUpdateStateMachine: Sendable {
     /// The device notified `bytes` on the command characteristic.
     public mutating func receiveCommandAck(_ bytes: Data) -> Action {
         guard let ack = EspressifCommandAck(decoding: bytes) else {
-            return fail(.malformedResponse, "malformed command ACK (\(bytes.count) bytes \(Hex.bytes(bytes.prefix(20))); expected 20 with ID 0x0003 and a valid CRC-16)")
+            return fail(
+                .malformedResponse, "malformed command ACK (\(bytes.count) bytes \(Hex.bytes(bytes.prefix(20))); expected 20 with ID 0x0003 and a valid CRC-16)"
+            )
         }
         switch state {
         case .starting, .startingAgain:

@@ -56,13 +56,12 @@ public struct EspressifAppImage: Sendable, Hashable {
     public var computedSHA256: [UInt8]?
     /// Bytes after the image (flash padding, a signature block…).
     public var trailingBytes: Int
-    /// `version` and `project_name` from the `esp_app_desc_t` at the start of the first
-    /// segment, when it is there (magic 0xABCD5432).
+    /// `version`, `project_name` and `idf_ver` from the `esp_app_desc_t` at the start of the
+    /// first segment, when it is there (magic 0xABCD5432).
     public var appDescription: (version: String, project: String, idf: String)? {
-        get { description.map { ($0[0], $0[1], $0[2]) } }
-        set { description = newValue.map { [$0.version, $0.project, $0.idf] } }
+        appDescriptionFields.map { ($0[0], $0[1], $0[2]) }
     }
-    private var description: [String]?
+    private var appDescriptionFields: [String]?
 
     /// Whether `bytes` start like an app image: the magic, 1…16 segments and a known SPI mode.
     /// Used to tell an app image from other files before reading it.
@@ -124,7 +123,7 @@ public struct EspressifAppImage: Sendable, Hashable {
             func text(_ at: Int, _ count: Int) -> String {
                 String(decoding: bytes[(first.offset + at)..<(first.offset + at + count)].prefix { $0 != 0 }, as: UTF8.self)
             }
-            description = [text(16, 32), text(48, 32), text(112, 32)]
+            appDescriptionFields = [text(16, 32), text(48, 32), text(112, 32)]
         }
     }
 
@@ -160,7 +159,9 @@ public struct EspressifAppImage: Sendable, Hashable {
         let modes = ["QIO", "QOUT", "DIO", "DOUT", "FAST_READ", "SLOW_READ"]
         let sizes = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
         let frequencies: [UInt8: String] = [0x0: "40m", 0x1: "26m", 0x2: "20m", 0xF: "80m"]
-        var lines = ["ESP-IDF app image \(MessageText.name(name)): \(size) bytes, for \(chipName) (chip rev v\(minimumRevision / 100).\(minimumRevision % 100)...v\(maximumRevision / 100).\(maximumRevision % 100))"]
+        var lines = [
+            "ESP-IDF app image \(MessageText.name(name)): \(size) bytes, for \(chipName) (chip rev v\(minimumRevision / 100).\(minimumRevision % 100)...v\(maximumRevision / 100).\(maximumRevision % 100))"
+        ]
         lines.append(
             "  header: magic 0xE9, \(segmentCount) segment\(segmentCount == 1 ? "" : "s"), SPI \(spiMode < 6 ? modes[Int(spiMode)] : "mode \(spiMode)") "
                 + "\(spiSize < 8 ? sizes[Int(spiSize)] : "size \(spiSize)") \(frequencies[spiFrequency] ?? "freq \(spiFrequency)"), "
@@ -168,7 +169,8 @@ public struct EspressifAppImage: Sendable, Hashable {
         if let app = appDescription { lines.append("  app: \(app.project) \(app.version) (ESP-IDF \(app.idf))") }
         for (index, segment) in segments.enumerated() {
             lines.append(
-                "  segment \(index): \(segment.length) bytes, header at file offset \(Hex.number(segment.offset - 8, digits: 8)), load address \(Hex.number(segment.loadAddress, digits: 8))")
+                "  segment \(index): \(segment.length) bytes, header at file offset \(Hex.number(segment.offset - 8, digits: 8)), load address \(Hex.number(segment.loadAddress, digits: 8))"
+            )
         }
         let checksumState = checksum == computedChecksum ? "matches" : "MISMATCH, segments give \(Hex.number(computedChecksum, digits: 2))"
         lines.append("  checksum: \(Hex.number(checksum, digits: 2)) (\(checksumState))")

@@ -74,7 +74,10 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
             tail = (last.upperBound - 1)..<last.upperBound
         }
         var packets = ranges.enumerated().map { index, range in
-            (packet: EspressifFirmwarePacket(sector: sector, sequence: UInt8(index), payload: data[(base + range.lowerBound)..<(base + range.upperBound)]), range: range)
+            (
+                packet: EspressifFirmwarePacket(sector: sector, sequence: UInt8(index), payload: data[(base + range.lowerBound)..<(base + range.upperBound)]),
+                range: range
+            )
         }
         let crc = EspressifCRC16.checksum(data)
         var lastPayload = Data(data[(base + tail.lowerBound)..<(base + tail.upperBound)])
