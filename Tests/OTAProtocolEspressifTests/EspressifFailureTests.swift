@@ -36,6 +36,23 @@ import Testing
         #expect(outcome.notes.contains { $0.contains("sending sector") })
     }
 
+    /// A packet lost on the way to `ble_ota_raw`: the device answers the next packet at once with
+    /// a payload length error and every later packet of the sector too (it expects packet 0
+    /// again); the client lets those stale answers pass, sends the sector once more and completes.
+    @Test(arguments: [DeviceProfile.esp32MTU23, .esp32S3MTU244TwoM])
+    func aDroppedPacketOnRawIsResentOnceDespiteTheStaleAnswers(profile: DeviceProfile) async throws {
+        let harness = EspressifHarness(profile: profile, variant: .raw)
+        var faults = LinkFaults()
+        faults.dropWrites = [3]
+        harness.device.faults = faults
+        let image = try EspressifHarness.image(size: 20_000)
+        let outcome = try await harness.update(image, variant: .raw)
+        let report = try outcome.result.get()
+        #expect(harness.base.flashContents(image.count) == image.bytes)
+        #expect(report.restarts == 0)
+        #expect(outcome.notes.filter { $0.contains("sending sector 0 again") }.count == 1, "\(outcome.notes)")
+    }
+
     /// `ble_ota` (Bluedroid, NimBLE) does not check the sector CRC: the same damage is written to
     /// flash and the transfer succeeds. Only the app image's own checksum and SHA-256, checked by
     /// `esp_ota_end` on the device, can catch it — which is why the client refuses images

@@ -78,6 +78,7 @@ public struct EspressifClient: UpdateProtocol {
                     case .sendSector(let sector, let retry):
                         if let retry {
                             context.note(retry)
+                            try await Self.discardStaleAcks(acks)
                             context.rewound(to: sector.range.lowerBound)
                         } else if sector.index == 0 {
                             context.enter(.transferring)
@@ -110,6 +111,25 @@ public struct EspressifClient: UpdateProtocol {
         try await context.withStallWatchdog {
             for (packet, range) in packets {
                 try await context.writeData(packet.encoded, to: characteristic, covering: (base + range.lowerBound)..<(base + range.upperBound))
+            }
+        }
+    }
+
+    /// How long the link must stay quiet before a sector is sent again.
+    static let staleAckWindow = Duration.milliseconds(250)
+
+    /// Lets the answers to packets already sent pass before a sector goes again: `ble_ota_raw`
+    /// answers every packet after a gap (and NimBLE or Bluedroid a wrong index) with its own
+    /// error ACK, and counting each as a fresh failure would spend the sector's retries on one
+    /// fault. Reads until the firmware characteristic is quiet for ``staleAckWindow`` (on the
+    /// engine's clock); a lost link still fails.
+    private static func discardStaleAcks(_ inbox: NotificationInbox) async throws(OTAError) {
+        while true {
+            do {
+                _ = try await inbox.next(timeout: staleAckWindow, awaiting: "stale sector ACKs")
+            } catch {
+                guard error.code == .timeout else { throw error }
+                return
             }
         }
     }
