@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
         .library(name: "OTAProtocolMCUmgr", targets: ["OTAProtocolMCUmgr"]),
+        .library(name: "OTAProtocolEspressif", targets: ["OTAProtocolEspressif"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .executable(name: "ota", targets: ["ota"]),
