@@ -28,6 +28,18 @@ import Testing
         #expect(harness.model.log.isEmpty, "\(harness.model.log)")
     }
 
+    /// NimBLE and raw (raw written without response) on every profile, across a sector boundary.
+    @Test(arguments: [EspressifVariant.nimble, .raw], DeviceProfile.builtIn)
+    func theOtherVariantsArriveByteIdentical(variant: EspressifVariant, profile: DeviceProfile) async throws {
+        for size in [4097, 30_000] {
+            let harness = EspressifHarness(profile: profile, variant: variant)
+            let image = try EspressifHarness.image(size: size, seed: UInt64(size))
+            _ = try await harness.update(image, variant: variant).result.get()
+            #expect(harness.base.flashContents(size) == image.bytes)
+            #expect(harness.model.installedLength == size && harness.model.log.isEmpty)
+        }
+    }
+
     @Test(arguments: EspressifVariant.allCases, [DeviceProfile.esp32MTU23, .esp32S3MTU244TwoM])
     func everyVariantTakesAnAppImage(variant: EspressifVariant, profile: DeviceProfile) async throws {
         let harness = EspressifHarness(profile: profile, variant: variant)
