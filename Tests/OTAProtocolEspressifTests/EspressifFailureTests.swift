@@ -92,6 +92,20 @@ import Testing
         }
     }
 
+    /// The progress characteristic (unused by the client) reads the share of the image written.
+    @Test func theProgressCharacteristicReadsPercent() throws {
+        let model = EspressifDeviceModel()
+        let peripheral = RecordingPeripheral()
+        let progress = CharacteristicID(service: model.profile.service, characteristic: EspressifGATTProfile.progressCharacteristic)
+        #expect(try model.read(progress, peripheral: peripheral).get() == Data([0]))
+        _ = model.write(EspressifCommand.start(length: 8192).encoded, to: model.profile.command, kind: .withResponse, peripheral: peripheral)
+        for (packet, _) in EspressifFirmwarePacket.packets(sector: 0, data: Data(count: 4096), payloadSize: 200) {
+            _ = model.write(packet.encoded, to: model.profile.firmware, kind: .withResponse, peripheral: peripheral)
+        }
+        #expect(try model.read(progress, peripheral: peripheral).get() == Data([50]))
+        #expect(throws: ATTStatus.self) { try model.read(model.profile.command, peripheral: peripheral).get() }
+    }
+
     /// The link drops mid-transfer: the engine connects again and the update restarts from byte 0
     /// (the component cannot resume), START opening a new session; the image arrives intact.
     @Test(arguments: [DeviceProfile.esp32MTU23, .esp32S3MTU244TwoM])
