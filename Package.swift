@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "OTAProtocolFramed", targets: ["OTAProtocolFramed"]),
         .library(name: "OTAProtocolNordicDFU", targets: ["OTAProtocolNordicDFU"]),
         .library(name: "OTAProtocolMCUmgr", targets: ["OTAProtocolMCUmgr"]),
+        .library(name: "OTAProtocolEspressif", targets: ["OTAProtocolEspressif"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .executable(name: "ota", targets: ["ota"]),
@@ -58,6 +59,7 @@ let package = Package(
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "OTATrust", "CZlib"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore", "OTATrust"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolEspressif", dependencies: ["OTACore"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),
@@ -70,7 +72,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTATransportSimulator", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -171,6 +173,12 @@ let package = Package(
             dependencies: [
                 "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTAProtocolEspressifTests",
+            dependencies: ["OTAProtocolEspressif", "OTACore", "OTATestSupport", "OTATransportSimulator"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

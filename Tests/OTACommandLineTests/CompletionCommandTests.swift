@@ -112,7 +112,7 @@ import Testing
         #expect(try await Self.bashCompletions("ota com") == ["completion"])
         #expect(try await Self.bashCompletions("ota help ins") == ["inspect"])
         #expect(try await Self.bashCompletions("ota update --pro") == ["--protocol"])
-        #expect(try await Self.bashCompletions("ota update --protocol ") == ["framed", "generic", "mcumgr", "nordic-dfu"])
+        #expect(try await Self.bashCompletions("ota update --protocol ") == ["esp-ble-ota", "framed", "generic", "mcumgr", "nordic-dfu"])
         #expect(try await Self.bashCompletions("ota update --protocol=ge") == ["generic"])
         #expect(try await Self.bashCompletions("ota update --write-path w") == ["writevalue"])
         #expect(try await Self.bashCompletions("ota scan --transport ") == ToolEnvironment.standard.transports.providers.map(\.name))
@@ -152,7 +152,7 @@ import Testing
     func zshCompletesCommandsOptionsValuesAndFiles() async throws {
         #expect(try await Self.zshCompletions("ota up") == ["update"])
         #expect(try await Self.zshCompletions("ota update --pro") == ["--protocol"])
-        #expect(try await Self.zshCompletions("ota update --protocol ") == ["framed", "generic", "mcumgr", "nordic-dfu"])
+        #expect(try await Self.zshCompletions("ota update --protocol ") == ["esp-ble-ota", "framed", "generic", "mcumgr", "nordic-dfu"])
         #expect(try await Self.zshCompletions("ota update --write-path ") == ["auto", "acquire", "writevalue", "request"])
         #expect(try await Self.zshCompletions("ota update --device sim:b") == ["sim:bolt-lock"])
         #expect(try await Self.zshCompletions("ota abort --device=sim:nrf") == ["sim:nrf-tracker", "sim:nrf52840-mtu244-2m"])

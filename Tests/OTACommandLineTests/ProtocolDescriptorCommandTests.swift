@@ -77,7 +77,7 @@ import Testing
     @Test func anUnknownProtocolIsAUsageError() async {
         let (code, streams) = await runTool(["protocols", "--protocol", "zigbee"])
         #expect(code == 2)
-        #expect(streams.standardError.hasPrefix("ota: error: unknown protocol 'zigbee' (available: framed, generic, mcumgr, nordic-dfu)"))
+        #expect(streams.standardError.hasPrefix("ota: error: unknown protocol 'zigbee' (available: esp-ble-ota, framed, generic, mcumgr, nordic-dfu)"))
     }
 
     /// docs/protocols/NAME.md embeds `ota protocols --markdown --protocol NAME`; a parameter added,
@@ -103,8 +103,8 @@ import Testing
     @Test func theBuiltInCatalogAndFleetAreTheDescriptorsDefaults() async throws {
         let environment = ToolEnvironment.standard
         let catalog = try DeviceCatalog(defaultsOf: environment.registry, source: "built-in catalog")
-        #expect(catalog.families.map(\.name) == ["generic-ota", "framed-ota", "nordic-secure-dfu", "mcumgr-smp"])
-        #expect(catalog.families.map(\.protocolName) == ["generic", "framed", "nordic-dfu", "mcumgr"])
+        #expect(catalog.families.map(\.name) == ["generic-ota", "framed-ota", "nordic-secure-dfu", "mcumgr-smp", "esp-ble-ota"])
+        #expect(catalog.families.map(\.protocolName) == ["generic", "framed", "nordic-dfu", "mcumgr", "esp-ble-ota"])
         let framed = catalog.families[1]
         #expect(framed.parameters == ["batch": "16", "window": "3"])
         #expect(framed.configuration?.resume.maximumAttempts == 5)
@@ -115,24 +115,24 @@ import Testing
         #expect(nordic.match.services == [GATTUUID("FE59")!])
         #expect(catalog.families[0].configuration == nil)
 
-        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor"])
-        #expect(environment.fleet.map(\.profile.name) == ["esp32s3-mtu244-2m", "esp32s3-mtu244-1m", "nrf52840-mtu244-2m", "nrf52840-mtu244-2m"])
-        #expect(environment.fleet.map(\.firmwareProtocol) == ["generic", "framed", "nordic-dfu", "mcumgr"])
-        #expect(environment.fleet.map(\.advertisedName) == ["ACME-Sensor-01A4", "BoltLock 7F21", "DfuTarg", "Zephyr SMP"])
-        #expect(environment.fleet.map(\.manufacturerData) == [[:], [0x02E5: Data([0x42, 0x4C, 0x01])], [0x0059: Data([0x01])], [0x0059: Data([0x5A, 0x01])]])
-        #expect(environment.fleet.map(\.rssi) == [-52, -67, -58, -61])
+        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "esp-lamp"])
+        #expect(environment.fleet.map(\.profile.name) == ["esp32s3-mtu244-2m", "esp32s3-mtu244-1m", "nrf52840-mtu244-2m", "nrf52840-mtu244-2m", "esp32-mtu185-1m"])
+        #expect(environment.fleet.map(\.firmwareProtocol) == ["generic", "framed", "nordic-dfu", "mcumgr", "esp-ble-ota"])
+        #expect(environment.fleet.map(\.advertisedName) == ["ACME-Sensor-01A4", "BoltLock 7F21", "DfuTarg", "Zephyr SMP", "ESP-C919"])
+        #expect(environment.fleet.map(\.manufacturerData) == [[:], [0x02E5: Data([0x42, 0x4C, 0x01])], [0x0059: Data([0x01])], [0x0059: Data([0x5A, 0x01])], [0x02E5: Data([0x4C, 0x41])]])
+        #expect(environment.fleet.map(\.rssi) == [-52, -67, -58, -61, -61])
         // Every registered demo device resolves to a simulated profile (none is silently dropped).
         #expect(environment.fleet.count == environment.registry.all.map(\.demoDevices.count).reduce(0, +))
     }
 
     @Test func registeringADescriptorAddsItsFamilyAndDemoDevice() async throws {
         let environment = try Self.probeEnvironment()
-        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "probe-1"])
+        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "esp-lamp", "probe-1"])
 
         let scan = CapturedStreams()
         #expect(await CommandLineTool.run(["scan", "--json"], streams: scan, environment: environment) == 0)
         let objects = try scan.outputLines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor", "sim:probe-1"])
+        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor", "sim:esp-lamp", "sim:probe-1"])
         let probe = try #require(objects.last)
         #expect(probe["family"] as? String == "probe-ota")
         #expect(probe["protocol"] as? String == "probe")
@@ -161,7 +161,7 @@ import Testing
         var environment = ToolEnvironment.standard
         let demo = ProtocolDescriptor.DemoDevice(name: "spare", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "Spare", rssi: -90)
         environment.additionalFleet.append(try SimulatedFleetDevice(demo, firmwareProtocol: "generic"))
-        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "spare"])
+        #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "esp-lamp", "spare"])
         #expect(environment.fleet.last?.profile.name == "nrf52840-mtu244-2m")
         let unknown = ProtocolDescriptor.DemoDevice(name: "x", hardwareProfile: "esp8266", advertisedName: "X", rssi: -1)
         let error = try #require(throws: OTAError.self) { try SimulatedFleetDevice(unknown, firmwareProtocol: "generic") }

@@ -53,8 +53,8 @@ func temporaryPackage(size: Int, manifest: (Int, String) -> String) throws -> UR
         let (code, streams) = await runTool(["scan", "--json"])
         #expect(code == 0)
         let objects = try streams.outputLines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor"])
-        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu", "mcumgr"])
+        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor", "sim:esp-lamp"])
+        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu", "mcumgr", "esp-ble-ota"])
         #expect((objects[1]["why"] as? String)?.contains("advertises 4f544200") == true)
     }
 

@@ -150,8 +150,8 @@ import Testing
         let (code, streams) = await Self.run(["scan", "--transport", "fake", "--json"], journal)
         #expect(code == 0, "\(streams.standardError)")
         let objects = try streams.outputLines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["address"] as? String } == ["fake:acme-sensor", "fake:bolt-lock", "fake:nrf-tracker", "fake:zephyr-sensor"])
-        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu", "mcumgr"])
+        #expect(objects.map { $0["address"] as? String } == ["fake:acme-sensor", "fake:bolt-lock", "fake:nrf-tracker", "fake:zephyr-sensor", "fake:esp-lamp"])
+        #expect(objects.map { $0["protocol"] as? String } == ["generic", "framed", "nordic-dfu", "mcumgr", "esp-ble-ota"])
         #expect(journal.all == ["scanner"])
     }
 

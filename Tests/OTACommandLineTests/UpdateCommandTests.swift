@@ -62,7 +62,7 @@ import Testing
         (["update", "/nonexistent.bin", "--protocol", "generic"], Int32(3), "ota: error: /nonexistent.bin: no such file"),
         (["update", "EMPTY", "--protocol", "generic"], 3, "is empty: a firmware image needs at least one byte"),
         (["update", "IMAGE"], 2, "sim:esp32s3-mtu244-2m is a bare hardware profile that runs whatever protocol is chosen"),
-        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: framed, generic, mcumgr, nordic-dfu)"),
+        (["update", "IMAGE", "--protocol", "nordic"], 2, "unknown protocol 'nordic' (available: esp-ble-ota, framed, generic, mcumgr, nordic-dfu)"),
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
         (
             ["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2,

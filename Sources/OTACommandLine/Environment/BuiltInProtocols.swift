@@ -1,4 +1,5 @@
 import OTACore
+import OTAProtocolEspressif
 import OTAProtocolFramed
 import OTAProtocolGeneric
 import OTAProtocolMCUmgr
@@ -12,5 +13,6 @@ enum BuiltInProtocols {
         FramedProtocol.descriptor,
         NordicDFUProtocol.descriptor,
         MCUmgrProtocol.descriptor,
+        EspressifProtocol.descriptor,
     ])
 }

@@ -1,0 +1,95 @@
+import Foundation
+import OTACore
+import Testing
+
+@testable import OTAProtocolEspressif
+
+@Suite struct EspressifWireTests {
+    @Test func crc16IsXMODEM() {
+        #expect(EspressifCRC16.checksum(Array("123456789".utf8)) == 0x31C3)
+        #expect(EspressifCRC16.checksum([]) == 0)
+    }
+
+    @Test func startIsTwentyBytesWithTheLengthAndCRC() {
+        let bytes = [UInt8](EspressifCommand.start(length: 0x0003_2000).encoded)
+        #expect(bytes.count == 20)
+        #expect(Array(bytes[0..<6]) == [0x01, 0x00, 0x00, 0x20, 0x03, 0x00])
+        #expect(bytes[6..<18].allSatisfy { $0 == 0 })
+        let crc = EspressifCRC16.checksum(bytes[0..<18])
+        #expect(bytes[18] == UInt8(crc & 0xFF) && bytes[19] == UInt8(crc >> 8))
+        #expect(EspressifCommand(decoding: Data(bytes), strict: true) == .start(length: 0x0003_2000))
+    }
+
+    @Test func stopVector() {
+        // 02 00, sixteen zeros, CRC-16/XMODEM of the 18 bytes, little-endian.
+        let crc = EspressifCRC16.checksum([0x02] + [UInt8](repeating: 0, count: 17))
+        #expect(EspressifCommand.stop.encoded == Data([0x02] + [UInt8](repeating: 0, count: 17) + [UInt8(crc & 0xFF), UInt8(crc >> 8)]))
+    }
+
+    @Test func strictDecodingRefusesBadCRCAndLengthTheLaxOneDoesNot() {
+        var bytes = [UInt8](EspressifCommand.start(length: 100).encoded)
+        bytes[19] ^= 0xFF
+        #expect(EspressifCommand(decoding: Data(bytes), strict: true) == nil)
+        #expect(EspressifCommand(decoding: Data(bytes), strict: false) == .start(length: 100))
+        #expect(EspressifCommand(decoding: Data(bytes.prefix(6)), strict: false) == .start(length: 100))
+        #expect(EspressifCommand(decoding: Data(bytes.prefix(6)), strict: true) == nil)
+        #expect(EspressifCommand(decoding: Data([0x09, 0, 0, 0, 0, 0]), strict: false) == nil)
+    }
+
+    @Test func commandAckVector() throws {
+        let ack = EspressifCommandAck(commandID: 0x0001, status: 0x0000, window: 4)
+        let bytes = [UInt8](ack.encoded)
+        #expect(Array(bytes[0..<8]) == [0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x04, 0x00])
+        #expect(bytes.count == 20)
+        #expect(EspressifCommandAck(decoding: ack.encoded) == ack)
+        var broken = bytes
+        broken[4] = 1
+        #expect(EspressifCommandAck(decoding: Data(broken)) == nil, "CRC no longer matches")
+        #expect(EspressifCommandAck(decoding: Data(bytes.prefix(19))) == nil)
+        #expect(EspressifCommandAck(decoding: EspressifCommand.stop.encoded) == nil, "a command is not an ACK")
+        #expect(EspressifCommandAck(commandID: 2, status: 1).description == "ACK of 0x0002: rejected")
+    }
+
+    @Test func sectorAckVector() {
+        let ack = EspressifSectorAck(sector: 0x0102, status: .crcError, expected: 0x0102)
+        let bytes = [UInt8](ack.encoded)
+        #expect(Array(bytes[0..<6]) == [0x02, 0x01, 0x01, 0x00, 0x02, 0x01])
+        #expect(bytes[6..<18].allSatisfy { $0 == 0 })
+        #expect(EspressifSectorAck(decoding: ack.encoded) == ack)
+        #expect(EspressifSectorAck(sector: 1, status: .init(rawValue: 9), expected: 1).description == "sector 1: status 0x0009, expects sector 1")
+    }
+
+    @Test func packetHeaderIsSectorThenSequence() {
+        let packet = EspressifFirmwarePacket(sector: 0x0203, sequence: 7, payload: Data([0xAA, 0xBB]))
+        #expect(packet.encoded == Data([0x03, 0x02, 0x07, 0xAA, 0xBB]))
+        #expect(EspressifFirmwarePacket(decoding: packet.encoded) == packet)
+        #expect(EspressifFirmwarePacket(decoding: Data([1, 2])) == nil)
+    }
+
+    /// Reassembling the packets gives the sector back, the 0xFF packet ends with its CRC, and
+    /// no packet exceeds the payload size, at every size where the last packet's room changes.
+    @Test(arguments: [17, 20, 182, 244], [1, 2, 15, 16, 17, 18, 19, 4095, 4096])
+    func sectorsCutIntoPackets(payload: Int, size: Int) throws {
+        let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        let packets = EspressifFirmwarePacket.packets(sector: 5, data: data, payloadSize: payload)
+        #expect(packets.allSatisfy { $0.packet.payload.count <= payload && $0.packet.sector == 5 })
+        #expect(packets.dropLast().map(\.packet.sequence) == (0..<(packets.count - 1)).map { UInt8($0) })
+        let last = try #require(packets.last)
+        #expect(last.packet.isLast)
+        #expect(last.packet.payload.count >= 3, "the last packet carries data as well as the CRC")
+        let crc = EspressifCRC16.checksum(data)
+        #expect(Array(last.packet.payload.suffix(2)) == [UInt8(crc & 0xFF), UInt8(crc >> 8)])
+        let joined = packets.dropLast().reduce(Data()) { $0 + $1.packet.payload } + last.packet.payload.dropLast(2)
+        #expect(joined == data)
+        #expect(packets.map(\.range.count).reduce(0, +) == size)
+        #expect(packets.count <= 256)
+    }
+
+    @Test func aFullSectorAtMTU23Takes242Packets() {
+        let packets = EspressifFirmwarePacket.packets(sector: 0, data: Data(count: 4096), payloadSize: 17)
+        #expect(packets.count == 242)
+        #expect(packets[240].packet.sequence == 240)
+        #expect(packets[240].packet.payload.count == 15)
+        #expect(packets[241].packet.payload.count == 3)
+    }
+}
