@@ -50,7 +50,9 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         queue.setSpecific(key: queueKey, value: 1)
         var options: [String: Any] = [CBCentralManagerOptionShowPowerAlertKey: NSNumber(value: showPowerAlert)]
         if let restoreIdentifier { options[CBCentralManagerOptionRestoreIdentifierKey] = restoreIdentifier }
-        onQueue { manager = CBCentralManager(delegate: self, queue: queue, options: options) }
+        // Created on the caller's thread (callbacks still come on `queue`); nothing reads
+        // `manager` from a callback, which get the manager as their argument.
+        manager = CBCentralManager(delegate: self, queue: queue, options: options)
     }
 
     // MARK: - The queue
@@ -178,7 +180,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         changeWaiters.removeAll()
         if state == .poweredOn {
             // A scan does not resume by itself after Bluetooth comes back.
-            startScanning()
+            startScanning(central)
             return
         }
         // Links are gone without a didDisconnectPeripheral; attempts with them.
@@ -273,7 +275,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
     // MARK: - Scanning
 
     /// Runs the manager's scan for the union of the scans asked for (or stops it).
-    func startScanning() {
+    func startScanning(_ manager: CBCentralManager) {
         guard manager.state == .poweredOn else { return }
         guard !scans.isEmpty else {
             if manager.isScanning { manager.stopScan() }

@@ -37,10 +37,10 @@ public struct CoreBluetoothScanner: DeviceScanner {
             continuation.onTermination = { _ in
                 bridge.onQueue {
                     guard bridge.scans.removeValue(forKey: id) != nil else { return }
-                    bridge.startScanning()
+                    bridge.startScanning(bridge.manager)
                 }
             }
-            bridge.startScanning()
+            bridge.startScanning(bridge.manager)
         }
         return stream
     }

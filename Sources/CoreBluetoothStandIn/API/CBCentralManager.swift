@@ -141,10 +141,12 @@ open class CBCentralManager: CBManager {
             return peripheral.attempt
         }
         guard let attempt else { return }
-        let boxed = Unchecked((self, peripheral))
+        // (Boxed one by one: a tuple in `Unchecked` destructured in the closure is over-released
+        // by Swift 6.3 on Linux.)
+        let manager = Unchecked(self)
+        let target = Unchecked(peripheral)
         let task = Task(executorPreference: world.simulation.executor) {
-            let (manager, peripheral) = boxed.value
-            await manager.runAttempt(attempt, peripheral: peripheral)
+            await manager.value.runAttempt(attempt, peripheral: target.value)
         }
         peripheral.withLock { peripheral.connecting = task }
     }
@@ -294,11 +296,11 @@ open class CBCentralManager: CBManager {
     }
 
     private func schedule(at time: Duration, _ body: @escaping (CBCentralManager) -> Void) {
-        let boxed = Unchecked((self, body))
+        let manager = Unchecked(self)
+        let action = Unchecked(body)
         world.simulation.schedule(at: time) {
-            let (manager, body) = boxed.value
-            guard !manager.isTerminated else { return }
-            body(manager)
+            guard !manager.value.isTerminated else { return }
+            action.value(manager.value)
         }
     }
 

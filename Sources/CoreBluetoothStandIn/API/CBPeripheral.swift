@@ -195,11 +195,11 @@ open class CBPeripheral: CBPeer {
     /// still this peripheral's.
     private func after(roundTrips: Int, on link: StandInLink, _ body: @escaping (CBPeripheral) -> Void) {
         let interval = record.device.profile.link.connectionInterval
-        let boxed = Unchecked((self, body))
+        let peripheral = Unchecked(self)
+        let action = Unchecked(body)
         world.simulation.schedule(at: world.simulation.now + interval * roundTrips) {
-            let (peripheral, body) = boxed.value
-            guard peripheral.currentLink === link else { return }
-            body(peripheral)
+            guard peripheral.value.currentLink === link else { return }
+            action.value(peripheral.value)
         }
     }
 

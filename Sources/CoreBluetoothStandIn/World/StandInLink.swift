@@ -198,10 +198,11 @@ final class StandInLink: Sendable {
         } else if !already, enabled {
             do throws(TransportError) {
                 let stream = try await connection.notifications(from: id)
-                let forwarded = Unchecked((self, characteristic))
+                let forwardedLink = Unchecked(self)
+                let forwardedCharacteristic = Unchecked(characteristic)
                 let task = Task(executorPreference: world.simulation.executor) {
                     for await value in stream {
-                        let (link, characteristic) = forwarded.value
+                        let (link, characteristic) = (forwardedLink.value, forwardedCharacteristic.value)
                         link.withLock { _ in characteristic.latestValue = value }
                         link.deliver { peripheral, delegate in delegate.peripheral(peripheral, didUpdateValueFor: characteristic, error: nil) }
                     }
