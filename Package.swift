@@ -183,6 +183,8 @@ let package = Package(
                 "OTACore", "OTATransportCoreBluetooth", "OTATransportSimulator", "OTAProtocolGeneric", "OTAProtocolFramed",
                 "OTAProtocolNordicDFU", coreBluetoothStandIn,
             ],
+            // A copy of shared/protocols/corebluetooth-api.md, read by StandInSignatureTests.
+            exclude: ["corebluetooth-api.md"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -16,6 +16,15 @@ public protocol CBCentralManagerDelegate: NSObjectProtocol {
     func centralManager(
         _ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, timestamp: CFAbsoluteTime, isReconnecting: Bool,
         error: (any Error)?)
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral)
+    func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral)
+}
+
+/// A connection event `registerForConnectionEvents(options:)` matched (iOS 13; the stand-in
+/// never reports one).
+public enum CBConnectionEvent: Int, Sendable {
+    case peerDisconnected = 0
+    case peerConnected = 1
 }
 
 extension CBCentralManagerDelegate {
@@ -30,4 +39,6 @@ extension CBCentralManagerDelegate {
     ) {
         centralManager(central, didDisconnectPeripheral: peripheral, error: error)
     }
+    public func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {}
+    public func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral) {}
 }
