@@ -31,7 +31,9 @@ public enum CoreBluetoothStandInSurface {
         d("CBCentralManager", "delegate", "weak var delegate: (any CBCentralManagerDelegate)?"),
         d("CBManager", "state", "var state: CBManagerState { get }"),
         d("CBManager", "authorization", "class var authorization: CBManagerAuthorization { get }"),
-        d("CBCentralManager", "scanForPeripherals(withServices:options:)", "func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String : Any]? = nil)"),
+        d(
+            "CBCentralManager", "scanForPeripherals(withServices:options:)",
+            "func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String : Any]? = nil)"),
         d("CBCentralManager", "stopScan()", "func stopScan()"),
         d("CBCentralManager", "isScanning", "var isScanning: Bool { get }"),
         d("CBCentralManager", "connect(_:options:)", "func connect(_ peripheral: CBPeripheral, options: [String : Any]? = nil)"),
@@ -47,7 +49,8 @@ public enum CoreBluetoothStandInSurface {
             "optional func centralManager(_ central: CBCentralManager, willRestoreState dict: [String : Any])"),
         d(
             "CBCentralManagerDelegate", "centralManager(_:didDiscover:advertisementData:rssi:)",
-            "optional func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String : Any], rssi RSSI: NSNumber)"),
+            "optional func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String : Any], rssi RSSI: NSNumber)"
+        ),
         d(
             "CBCentralManagerDelegate", "centralManager(_:didConnect:)",
             "optional func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral)"),
@@ -82,7 +85,9 @@ public enum CoreBluetoothStandInSurface {
         d("CBPeripheral", "maximumWriteValueLength(for:)", "func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int"),
         // Section 4: CBPeripheralDelegate (discovery, value update, write, notification state,
         // ready to send, Service Changed, name).
-        d("CBPeripheralDelegate", "peripheral(_:didDiscoverServices:)", "optional func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)"),
+        d(
+            "CBPeripheralDelegate", "peripheral(_:didDiscoverServices:)",
+            "optional func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)"),
         d(
             "CBPeripheralDelegate", "peripheral(_:didDiscoverCharacteristicsFor:error:)",
             "optional func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?)"),
@@ -95,7 +100,9 @@ public enum CoreBluetoothStandInSurface {
         d(
             "CBPeripheralDelegate", "peripheral(_:didUpdateNotificationStateFor:error:)",
             "optional func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)"),
-        d("CBPeripheralDelegate", "peripheralIsReady(toSendWriteWithoutResponse:)", "optional func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)"),
+        d(
+            "CBPeripheralDelegate", "peripheralIsReady(toSendWriteWithoutResponse:)",
+            "optional func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)"),
         d(
             "CBPeripheralDelegate", "peripheral(_:didModifyServices:)",
             "optional func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])"),

@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// The delegate of the transport's manager and of every peripheral it uses: turns callbacks
 /// into resumed continuations. Everything here is touched only on ``queue``.
@@ -185,7 +186,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         }
         // Links are gone without a didDisconnectPeripheral; attempts with them.
         let problem = CoreBluetoothFailure.stateProblem(state) ?? "Bluetooth is not on"
-        for session in Array(sessions.values) { session.fail(DisconnectReason(problem)) }
+        for session in Array(sessions.values) { session.linkDown(DisconnectReason(problem)) }
         for (_, attempt) in attempts { attempt.continuation.resume(returning: .failure(TransportError(.connectionFailed, problem))) }
         attempts.removeAll()
         if CoreBluetoothFailure.isPermanent(state) {

@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// The transport's own Bluetooth central: one `CBCentralManager` the transport creates and owns
 /// (never the app's), whose delegate callbacks arrive on a serial queue of its own.

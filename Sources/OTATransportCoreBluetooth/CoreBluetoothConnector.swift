@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// Connects to one peripheral through a ``CoreBluetoothCentral``: waits for Bluetooth, connects
 /// with a time limit on the central's clock (CoreBluetooth's attempts never end by themselves),

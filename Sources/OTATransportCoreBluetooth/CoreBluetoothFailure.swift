@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// The one-line errors of the CoreBluetooth transport: CoreBluetooth's states, `CBError`s and
 /// `CBATTError`s translated into ``TransportError``s that name the cause and the next step.

@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// Finds peripherals through a ``CoreBluetoothCentral``: `scanForPeripherals(withServices:)`
 /// behind ``DeviceScanner/discoveries()``. Addresses are `CBPeripheral.identifier`s.

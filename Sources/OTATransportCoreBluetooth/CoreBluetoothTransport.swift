@@ -1,10 +1,11 @@
+import Foundation
+import OTACore
+
 #if canImport(CoreBluetooth)
 import CoreBluetooth
 #else
 import CoreBluetoothStandIn
 #endif
-import Foundation
-import OTACore
 
 /// One connected peripheral over CoreBluetooth: the ``Transport`` the engine uses.
 ///
@@ -84,7 +85,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                     writes[characteristic, default: []].append((id, continuation))
                     peripheral.writeValue(value, for: target, type: .withResponse)
                     return nil
-                } withdraw: { [self] id in take(id, from: &writes[characteristic]) }
+                } withdraw: { [self] id in
+                    take(id, from: &writes[characteristic])
+                }
             }
         case .withoutResponse:
             try await writeWithoutResponse(value, to: characteristic)
@@ -129,7 +132,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                     pausedWrites += 1
                     readyWaiters[id] = continuation
                     return nil
-                } withdraw: { [self] id in readyWaiters.removeValue(forKey: id) }.get()
+                } withdraw: { [self] id in
+                    readyWaiters.removeValue(forKey: id)
+                }.get()
             }
         } catch let error as TransportError {
             throw error
@@ -147,7 +152,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                 reads[characteristic, default: []].append((id, continuation))
                 peripheral.readValue(for: target)
                 return nil
-            } withdraw: { [self] id in take(id, from: &reads[characteristic]) }
+            } withdraw: { [self] id in
+                take(id, from: &reads[characteristic])
+            }
         }
     }
 
@@ -182,7 +189,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                     notifyChanges[characteristic, default: []].append((id, continuation))
                     peripheral.setNotifyValue(true, for: target)
                     return nil
-                } withdraw: { [self] id in take(id, from: &notifyChanges[characteristic]) }
+                } withdraw: { [self] id in
+                    take(id, from: &notifyChanges[characteristic])
+                }
             }
         } catch {
             continuation.finish()
@@ -221,7 +230,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                 closeWaiters[id] = continuation
                 bridge.manager.cancelPeripheralConnection(peripheral.value)
                 return nil
-            } withdraw: { [self] id in closeWaiters.removeValue(forKey: id) }
+            } withdraw: { [self] id in
+                closeWaiters.removeValue(forKey: id)
+            }
         }
         bridge.onQueue { if bridge.sessions[identifier] === self { bridge.sessions[identifier] = nil } }
     }
@@ -296,7 +307,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
             if !discovering { return .success(()) }
             discoveryWaiters[id] = continuation
             return nil
-        } withdraw: { [self] id in discoveryWaiters.removeValue(forKey: id) }.get()
+        } withdraw: { [self] id in
+            discoveryWaiters.removeValue(forKey: id)
+        }.get()
     }
 
     private func startDiscovery(_ services: [CBUUID]?) {

@@ -9,7 +9,9 @@ import Testing
 
 /// Connecting, failing to connect and losing the link, as CoreBluetooth reports them.
 @Suite struct ConnectionTests {
-    private func sinkWorld(_ profile: DeviceProfile = .esp32S3MTU244TwoM, configure: (inout StandInWorld.Configuration) -> Void = { _ in })
+    private func sinkWorld(
+        _ profile: DeviceProfile = .esp32S3MTU244TwoM, configure: (inout StandInWorld.Configuration) -> Void = { _ in }
+    )
         -> (StandInWorld, StandInPeripheral, SinkDeviceModel)
     {
         let world = StandInWorld(seed: 5)

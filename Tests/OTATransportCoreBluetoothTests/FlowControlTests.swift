@@ -40,7 +40,9 @@ private final class NaiveDelegate: NSObject, CBCentralManagerDelegate, CBPeriphe
             queue.sync { for service in peripheral.services ?? [] { peripheral.discoverCharacteristics(nil, for: service) } }
             try await world.clock.sleep(for: .milliseconds(200))
             let characteristic = try #require(
-                queue.sync { peripheral.services?.flatMap { $0.characteristics ?? [] }.first { $0.uuid == CBUUID(string: "5A1E0002-0000-1000-8000-00805F9B34FB") } })
+                queue.sync {
+                    peripheral.services?.flatMap { $0.characteristics ?? [] }.first { $0.uuid == CBUUID(string: "5A1E0002-0000-1000-8000-00805F9B34FB") }
+                })
             #expect(queue.sync { peripheral.maximumWriteValueLength(for: .withoutResponse) } == 244)
             // The naive loop: every chunk at once, never looking at canSendWriteWithoutResponse.
             queue.sync { for chunk in chunks { peripheral.writeValue(chunk, for: characteristic, type: .withoutResponse) } }
@@ -61,7 +63,10 @@ private final class NaiveDelegate: NSObject, CBCentralManagerDelegate, CBPeriphe
         spurious.spuriousReadyCallbacks = true
         var shallow = StandInWorld.Configuration()
         shallow.writeQueueDepth = 2
-        return [("default", StandInWorld.Configuration()), ("flag true at first", plain), ("no ready callback", noReady), ("spurious ready callbacks", spurious), ("queue of 2", shallow)]
+        return [
+            ("default", StandInWorld.Configuration()), ("flag true at first", plain), ("no ready callback", noReady), ("spurious ready callbacks", spurious),
+            ("queue of 2", shallow),
+        ]
     }()
 
     @Test(arguments: quirks)

@@ -105,10 +105,13 @@ import Testing
         let iOSOnly: Set = [
             "CBCentralManagerOptionDeviceAccessForMedia", "CBConnectPeripheralOptionEnableTransportBridgingKey", "CBConnectPeripheralOptionRequiresANCS",
         ]
-        let pattern = try NSRegularExpression(pattern: "\\bCB(CentralManager|ConnectPeripheral|AdvertisementData)\\w*(Key|Option\\w+|IsConnectable|EnableAutoReconnect)\\b")
+        let pattern = try NSRegularExpression(
+            pattern: "\\bCB(CentralManager|ConnectPeripheral|AdvertisementData)\\w*(Key|Option\\w+|IsConnectable|EnableAutoReconnect)\\b")
         let document = Self.document
         let names = Set(
-            pattern.matches(in: document, range: NSRange(document.startIndex..., in: document)).compactMap { Range($0.range, in: document).map { String(document[$0]) } })
+            pattern.matches(in: document, range: NSRange(document.startIndex..., in: document)).compactMap {
+                Range($0.range, in: document).map { String(document[$0]) }
+            })
         #expect(names.count >= 15)
         for name in names.subtracting(iOSOnly) {
             #expect(Self.sources.contains("public let \(name): String"), "\(name)")

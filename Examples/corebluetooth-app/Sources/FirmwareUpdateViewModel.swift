@@ -1,7 +1,7 @@
 import Foundation
-import Observation
 import OTACore
 import OTATransportCoreBluetooth
+import Observation
 
 /// The view model of an app's update screen: runs one update through the CoreBluetooth
 /// transport and publishes an ``UpdateScreen`` for the view.

@@ -106,7 +106,9 @@ open class CBCentralManager: CBManager {
 
     private func advertisingTick(generation: Int, at time: Duration) {
         schedule(at: time) { manager in
-            let (live, filter, duplicates) = manager.withLock { (manager.scanning && manager.scanGeneration == generation, manager.scanFilter, manager.scanAllowsDuplicates) }
+            let (live, filter, duplicates) = manager.withLock {
+                (manager.scanning && manager.scanGeneration == generation, manager.scanFilter, manager.scanAllowsDuplicates)
+            }
             guard live else { return }
             for record in manager.world.peripherals where record.device.isReachable && !record.isConnected {
                 if let filter, !filter.contains(where: record.advertisedServices.contains) { continue }
