@@ -132,7 +132,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
                     let state = onQueue { manager.state }
                     if state == .poweredOn { return }
                     if CoreBluetoothFailure.isPermanent(state) { throw TransportError(.connectionFailed, CoreBluetoothFailure.stateProblem(state)!) }
-                    await waitForStateChange()
+                    await waitForStateChange(from: state)
                     try Task.checkCancellation()
                 }
             }
@@ -149,12 +149,13 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
 
     private var changeWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
 
-    private func waitForStateChange() async {
+    /// Returns at the next state update, or at once when the state is no longer `observed`.
+    private func waitForStateChange(from observed: CBManagerState) async {
         let id = onQueue { makeID() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now: Bool = onQueue {
-                    if cancelledEarly.remove(id) != nil { return true }
+                    if cancelledEarly.remove(id) != nil || manager.state != observed { return true }
                     changeWaiters[id] = continuation
                     return false
                 }
