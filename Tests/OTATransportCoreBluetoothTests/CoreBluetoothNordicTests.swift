@@ -1,3 +1,6 @@
+// These tests run the transport against the stand-in, which only exists where CoreBluetooth
+// does not (Linux); on Apple platforms the transport talks to the real framework.
+#if !canImport(CoreBluetooth)
 import CoreBluetoothStandIn
 import Foundation
 import OTACore
@@ -63,3 +66,4 @@ import Testing
         #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes))
     }
 }
+#endif
