@@ -131,16 +131,20 @@ import Testing
         let (reason, writeError) = try await world.run {
             let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
             let disconnections = transport.disconnections
+            // A write with response in flight when the link drops: no callback will ever answer it.
+            async let pending: TransportError? = {
+                do throws(TransportError) {
+                    try await transport.write(Data(count: 200), to: SinkDeviceModel.data, kind: .withResponse)
+                    return nil
+                } catch {
+                    return error
+                }
+            }()
+            try await world.clock.sleep(for: .milliseconds(1))
             handle.dropLink(supervisionTimeout: true)
             var iterator = disconnections.makeAsyncIterator()
             let reason = await iterator.next()
-            var writeError: TransportError?
-            do throws(TransportError) {
-                try await transport.write(Data([1]), to: SinkDeviceModel.data, kind: .withResponse)
-            } catch {
-                writeError = error
-            }
-            return (reason, writeError)
+            return (reason, await pending)
         }
         #expect(reason?.description.contains("supervision timeout") == true)
         #expect(reason?.isLocal == false)
