@@ -13,6 +13,11 @@ let strictSettings: [SwiftSetting] = [
 /// there, so the package builds on macOS without D-Bus.
 let blueZ: Target.Dependency = .target(name: "OTATransportBlueZ", condition: .when(platforms: [.linux]))
 
+/// CoreBluetooth exists only on Apple platforms; on Linux the CoreBluetooth transport compiles
+/// against a stand-in with the same Swift surface, backed by the simulator
+/// (docs/decisions/0018-corebluetooth-transport.md). Apple builds never link the stand-in.
+let coreBluetoothStandIn: Target.Dependency = .target(name: "CoreBluetoothStandIn", condition: .when(platforms: [.linux]))
+
 let package = Package(
     name: "swift-ble-ota",
     platforms: [.macOS(.v15), .iOS(.v18)],
@@ -26,6 +31,7 @@ let package = Package(
         .library(name: "OTAProtocolEspressif", targets: ["OTAProtocolEspressif"]),
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
+        .library(name: "OTATransportCoreBluetooth", targets: ["OTATransportCoreBluetooth"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -66,6 +72,10 @@ let package = Package(
         // BlueZ over D-Bus, Linux only: libdbus (libdbus-1.so.3) is loaded when a BlueZ command runs,
         // so building needs no D-Bus headers (docs/decisions/0009-libdbus-at-run-time.md).
         .target(name: "OTATransportBlueZ", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        // CoreBluetooth for iOS and macOS apps; on Linux it builds against the stand-in below.
+        .target(name: "OTATransportCoreBluetooth", dependencies: ["OTACore", coreBluetoothStandIn], swiftSettings: strictSettings),
+        // A test double with CoreBluetooth's Swift surface, whose peripherals are simulated devices.
+        .target(name: "CoreBluetoothStandIn", dependencies: ["OTACore", "OTATransportSimulator"], swiftSettings: strictSettings),
 
         // The command-line tool: a library with everything testable, and a thin executable.
         .target(
@@ -129,6 +139,24 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // An app-shaped example: a view model driving an update over CoreBluetooth (the SwiftUI view
+        // compiles only where SwiftUI exists; the logic is tested on Linux).
+        .target(
+            name: "CoreBluetoothAppExample",
+            dependencies: ["OTACore", "OTATransportCoreBluetooth"],
+            path: "Examples/corebluetooth-app/Sources",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CoreBluetoothAppExampleTests",
+            dependencies: [
+                "CoreBluetoothAppExample", "OTACore", "OTAProtocolFramed", "OTATransportCoreBluetooth", "OTATransportSimulator",
+                coreBluetoothStandIn,
+            ],
+            path: "Examples/corebluetooth-app/Tests",
+            swiftSettings: strictSettings
+        ),
+
         // Package plugins.
         .plugin(
             name: "ScaffoldProtocol",
@@ -179,6 +207,16 @@ let package = Package(
             name: "OTAProtocolEspressifTests",
             dependencies: ["OTAProtocolEspressif", "OTACore", "OTATestSupport", "OTATransportSimulator"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTATransportCoreBluetoothTests",
+            dependencies: [
+                "OTACore", "OTATransportCoreBluetooth", "OTATransportSimulator", "OTAProtocolGeneric", "OTAProtocolFramed",
+                "OTAProtocolNordicDFU", coreBluetoothStandIn,
+            ],
+            // A copy of shared/protocols/corebluetooth-api.md, read by StandInSignatureTests.
+            exclude: ["corebluetooth-api.md"],
             swiftSettings: strictSettings
         ),
         .testTarget(

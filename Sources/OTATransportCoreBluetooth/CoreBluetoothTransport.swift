@@ -1,0 +1,449 @@
+import Foundation
+import OTACore
+
+#if canImport(CoreBluetooth)
+import CoreBluetooth
+#else
+import CoreBluetoothStandIn
+#endif
+
+/// One connected peripheral over CoreBluetooth: the ``Transport`` the engine uses.
+///
+/// - Writes without response honour `canSendWriteWithoutResponse`: while it reads false the
+///   write waits for `peripheralIsReady(toSendWriteWithoutResponse:)`, checking the flag again
+///   after ``CoreBluetoothTimeouts/readyFallback`` in case the callback never comes. The first
+///   write of a connection goes without looking (the flag often reads false before it). No
+///   chunk is ever written while the flag is false, so CoreBluetooth never drops one.
+/// - Writes with response complete on `peripheral(_:didWriteValueFor:error:)`, reads on
+///   `peripheral(_:didUpdateValueFor:error:)`, in order per characteristic.
+/// - `didModifyServices` (Service Changed) rediscovers the dead services; operations wait for it
+///   instead of using stale characteristics.
+/// - ``link`` takes its lengths from `maximumWriteValueLength(for: .withoutResponse)` after
+///   discovery (ATT MTU − 3); writes with response are held to the same length, not iOS's 512
+///   (see docs/decisions/0018-corebluetooth-transport.md).
+public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
+    // @unchecked: every mutable field is confined to the bridge's queue.
+
+    typealias Resume<T: Sendable> = CentralBridge.Resume<T>
+
+    let bridge: CentralBridge
+    let peripheral: CBPeripheral
+    let identifier: UUID
+    let timeouts: CoreBluetoothTimeouts
+
+    private var down: DisconnectReason?
+    private var closing = false
+    private var table: [CharacteristicID: CBCharacteristic] = [:]
+    private var discoveredTable: [CharacteristicID: CharacteristicProperties] = [:]
+    private var linkParameters = LinkParameters(attMTU: 23, maximumWriteWithoutResponse: 20, maximumWriteWithResponse: 20)
+    private var discoveryPending: Set<ObjectIdentifier> = []
+    private var discovering = false
+    private var discoveryWaiters: [UInt64: Resume<Void>] = [:]
+    private var rediscoveries = 0
+    private var writes: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
+    private var reads: [CharacteristicID: [(id: UInt64, continuation: Resume<Data>)]] = [:]
+    private var notifyChanges: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
+    private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
+    private var readyWaiters: [UInt64: Resume<Void>] = [:]
+    private var closeWaiters: [UInt64: Resume<Void>] = [:]
+    private var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
+    private var sentWithoutResponse = false
+    private var pausedWrites = 0
+
+    init(bridge: CentralBridge, peripheral: CBPeripheral, timeouts: CoreBluetoothTimeouts) {
+        self.bridge = bridge
+        self.peripheral = peripheral
+        self.identifier = peripheral.identifier
+        self.timeouts = timeouts
+    }
+
+    // MARK: - Transport
+
+    public var link: LinkParameters { bridge.onQueue { linkParameters } }
+
+    public var characteristics: [CharacteristicID: CharacteristicProperties] { bridge.onQueue { discoveredTable } }
+
+    /// How many times Service Changed made the transport discover services again.
+    public var rediscoveryCount: Int { bridge.onQueue { rediscoveries } }
+
+    /// How many times a write without response had to wait for the ready signal.
+    public var writerPauses: Int { bridge.onQueue { pausedWrites } }
+
+    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
+        try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
+        let maximum = link.maximumWriteLength(for: kind)
+        guard value.count <= maximum else {
+            throw TransportError(
+                .valueTooLong(length: value.count, maximum: maximum),
+                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))")
+        }
+        switch kind {
+        case .withResponse:
+            try await withCurrentCharacteristic(characteristic) { () async -> Result<Void, TransportError> in
+                await bridge.suspend { id, continuation in
+                    guard let target = usable(characteristic, continuation) else { return nil }
+                    writes[characteristic, default: []].append((id, continuation))
+                    peripheral.writeValue(value, for: target, type: .withResponse)
+                    return nil
+                } withdraw: { [self] id in
+                    take(id, from: &writes[characteristic])
+                }
+            }
+        case .withoutResponse:
+            try await writeWithoutResponse(value, to: characteristic)
+        }
+    }
+
+    private enum SendOutcome {
+        case sent
+        case mustWait
+        case rediscovering
+    }
+
+    private func writeWithoutResponse(_ value: Data, to characteristic: CharacteristicID) async throws(TransportError) {
+        while true {
+            let outcome: SendOutcome = try bridge.onQueue { () throws(TransportError) in
+                if let down { throw TransportError.disconnected(down) }
+                if discovering { return .rediscovering }
+                guard let target = table[characteristic] else {
+                    throw TransportError(.unknownCharacteristic(characteristic), "device no longer has characteristic \(characteristic)")
+                }
+                // The flag often reads false before the first write of a connection.
+                guard peripheral.canSendWriteWithoutResponse || !sentWithoutResponse else { return .mustWait }
+                sentWithoutResponse = true
+                peripheral.writeValue(value, for: target, type: .withoutResponse)
+                return .sent
+            }
+            switch outcome {
+            case .sent: return
+            case .rediscovering: try await waitForDiscovery()
+            case .mustWait: try await waitUntilReady()
+            }
+        }
+    }
+
+    /// Waits for `peripheralIsReady` — a hint to check the flag again, not a count — or for the
+    /// fallback delay when the callback does not come.
+    private func waitUntilReady() async throws(TransportError) {
+        let bridge = self.bridge
+        do {
+            _ = try await withTimeout(timeouts.readyFallback, clock: bridge.clock, timeoutError: OTAError(.timeout, "")) { [self] in
+                try await bridge.suspend { [self] id, continuation in
+                    pausedWrites += 1
+                    readyWaiters[id] = continuation
+                    return nil
+                } withdraw: { [self] id in
+                    readyWaiters.removeValue(forKey: id)
+                }.get()
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw CoreBluetoothFailure.cancelled }
+            // The fallback delay passed: check the flag again.
+        }
+    }
+
+    public func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data {
+        try requireCharacteristic(characteristic, allowing: .read)
+        return try await withCurrentCharacteristic(characteristic) { () async -> Result<Data, TransportError> in
+            await bridge.suspend { id, continuation in
+                guard let target = usable(characteristic, continuation) else { return nil }
+                reads[characteristic, default: []].append((id, continuation))
+                peripheral.readValue(for: target)
+                return nil
+            } withdraw: { [self] id in
+                take(id, from: &reads[characteristic])
+            }
+        }
+    }
+
+    public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        if characteristics[characteristic]?.contains(.indicate) != true {
+            try requireCharacteristic(characteristic, allowing: .notify)
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+        let bridge = self.bridge
+        let previous: AsyncStream<Data>.Continuation? = try bridge.onQueue { () throws(TransportError) in
+            if let down { throw TransportError.disconnected(down) }
+            let token = bridge.makeID()
+            let previous = subscriptions[characteristic]?.continuation
+            subscriptions[characteristic] = (token, continuation)
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                bridge.onQueue {
+                    guard subscriptions[characteristic]?.id == token else { return }
+                    subscriptions[characteristic] = nil
+                    if down == nil, let target = table[characteristic], target.isNotifying {
+                        peripheral.setNotifyValue(false, for: target)
+                    }
+                }
+            }
+            return previous
+        }
+        previous?.finish()
+        do throws(TransportError) {
+            try await withCurrentCharacteristic(characteristic) { () async -> Result<Void, TransportError> in
+                await bridge.suspend { id, continuation in
+                    guard let target = usable(characteristic, continuation) else { return nil }
+                    notifyChanges[characteristic, default: []].append((id, continuation))
+                    peripheral.setNotifyValue(true, for: target)
+                    return nil
+                } withdraw: { [self] id in
+                    take(id, from: &notifyChanges[characteristic])
+                }
+            }
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    public var disconnections: AsyncStream<DisconnectReason> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
+        bridge.onQueue {
+            if let down {
+                continuation.yield(down)
+                continuation.finish()
+            } else {
+                watchers.append(continuation)
+            }
+        }
+        return stream
+    }
+
+    public func disconnect() async {
+        let bridge = self.bridge
+        let cancel: Bool = bridge.onQueue {
+            guard !closing, bridge.sessions[identifier] === self else { return false }
+            closing = true
+            fail(.closedByApp)
+            return self.peripheral.state == .connected || self.peripheral.state == .connecting
+        }
+        guard cancel else { return }
+        let peripheral = Unchecked(self.peripheral)
+        // Wait for CoreBluetooth to confirm, so that a reconnection does not find the
+        // peripheral still disconnecting.
+        _ = try? await withTimeout(timeouts.disconnect, clock: bridge.clock, timeoutError: OTAError(.timeout, "")) { [self] in
+            await bridge.suspend { [self] id, continuation in
+                closeWaiters[id] = continuation
+                bridge.manager.cancelPeripheralConnection(peripheral.value)
+                return nil
+            } withdraw: { [self] id in
+                closeWaiters.removeValue(forKey: id)
+            }
+        }
+        bridge.onQueue { if bridge.sessions[identifier] === self { bridge.sessions[identifier] = nil } }
+    }
+
+    // MARK: - Helpers (on the queue unless noted)
+
+    /// The characteristic to use now, or `nil` after answering `continuation` (link down,
+    /// characteristic gone).
+    private func usable<T>(_ id: CharacteristicID, _ continuation: Resume<T>) -> CBCharacteristic? {
+        if let down {
+            continuation.resume(returning: .failure(.disconnected(down)))
+            return nil
+        }
+        guard let target = table[id] else {
+            continuation.resume(returning: .failure(TransportError(.unknownCharacteristic(id), "device no longer has characteristic \(id)")))
+            return nil
+        }
+        return target
+    }
+
+    private func take<T>(_ id: UInt64, from list: inout [(id: UInt64, continuation: Resume<T>)]?) -> Resume<T>? {
+        guard let index = list?.firstIndex(where: { $0.id == id }) else { return nil }
+        return list?.remove(at: index).continuation
+    }
+
+    /// Runs `operation` once no rediscovery is under way (not on the queue).
+    private func withCurrentCharacteristic<T: Sendable>(
+        _ id: CharacteristicID, _ operation: () async -> Result<T, TransportError>
+    ) async throws(TransportError) -> T {
+        while bridge.onQueue({ discovering && down == nil }) {
+            try await waitForDiscovery()
+        }
+        return try await operation().get()
+    }
+
+    private func key(of characteristic: CBCharacteristic) -> CharacteristicID? {
+        guard let service = characteristic.service, let serviceUUID = GATTUUID(service.uuid.uuidString),
+            let uuid = GATTUUID(characteristic.uuid.uuidString)
+        else { return nil }
+        return CharacteristicID(service: serviceUUID, characteristic: uuid)
+    }
+
+    // MARK: - Discovery
+
+    /// Discovers every service and characteristic, then reads the lengths iOS negotiated (not on
+    /// the queue).
+    func discover() async throws(TransportError) {
+        bridge.onQueue { startDiscovery(nil) }
+        do {
+            try await withTimeout(timeouts.discovery, clock: bridge.clock, timeoutError: OTAError(.timeout, "")) { [self] in
+                try await waitForDiscovery()
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw CoreBluetoothFailure.cancelled }
+            throw TransportError(.connectionFailed, "\(identifier.uuidString) did not list its services within \(timeouts.discovery.humanReadable)")
+        }
+        bridge.onQueue {
+            let withoutResponse = peripheral.maximumWriteValueLength(for: .withoutResponse)
+            linkParameters = LinkParameters(
+                attMTU: withoutResponse + 3, maximumWriteWithoutResponse: withoutResponse,
+                maximumWriteWithResponse: min(withoutResponse, peripheral.maximumWriteValueLength(for: .withResponse)),
+                summary: "CoreBluetooth, ATT MTU negotiated by the system")
+            discoveredTable = table.mapValues { CharacteristicProperties(rawValue: UInt8(truncatingIfNeeded: $0.properties.rawValue)) }
+        }
+    }
+
+    private func waitForDiscovery() async throws(TransportError) {
+        try await bridge.suspend { id, continuation in
+            if let down { return .failure(.disconnected(down)) }
+            if !discovering { return .success(()) }
+            discoveryWaiters[id] = continuation
+            return nil
+        } withdraw: { [self] id in
+            discoveryWaiters.removeValue(forKey: id)
+        }.get()
+    }
+
+    private func startDiscovery(_ services: [CBUUID]?) {
+        discovering = true
+        discoveryPending = []
+        peripheral.discoverServices(services)
+    }
+
+    private func finishDiscovery(_ result: Result<Void, TransportError>) {
+        discovering = false
+        let waiters = discoveryWaiters
+        discoveryWaiters.removeAll()
+        for (_, waiter) in waiters { waiter.resume(returning: result) }
+        // Subscriptions on rediscovered characteristics are switched on again.
+        guard case .success = result else { return }
+        for id in subscriptions.keys {
+            if let target = table[id], !target.isNotifying { peripheral.setNotifyValue(true, for: target) }
+        }
+    }
+
+    func didDiscoverServices(_ error: (any Error)?) {
+        guard discovering, down == nil else { return }
+        if let error {
+            finishDiscovery(.failure(TransportError(.connectionFailed, "service discovery failed (\(CoreBluetoothFailure.code(of: error)))")))
+            return
+        }
+        let known = Set(table.values.compactMap { $0.service.map(ObjectIdentifier.init) })
+        let fresh = (peripheral.services ?? []).filter { !known.contains(ObjectIdentifier($0)) }
+        guard !fresh.isEmpty else { return finishDiscovery(.success(())) }
+        for service in fresh {
+            discoveryPending.insert(ObjectIdentifier(service))
+            peripheral.discoverCharacteristics(nil, for: service)
+        }
+    }
+
+    func didDiscoverCharacteristics(for service: CBService, _ error: (any Error)?) {
+        guard discovering, down == nil, discoveryPending.remove(ObjectIdentifier(service)) != nil else { return }
+        if error == nil {
+            for characteristic in service.characteristics ?? [] {
+                if let id = key(of: characteristic) { table[id] = characteristic }
+            }
+        }
+        if discoveryPending.isEmpty { finishDiscovery(.success(())) }
+    }
+
+    func didModifyServices(_ invalidated: [CBService]) {
+        guard down == nil else { return }
+        let dead = Set(invalidated.map(ObjectIdentifier.init))
+        table = table.filter { entry in !(entry.value.service.map { dead.contains(ObjectIdentifier($0)) } ?? true) }
+        rediscoveries += 1
+        startDiscovery(invalidated.map(\.uuid))
+    }
+
+    // MARK: - Callbacks (on the queue)
+
+    func didUpdateValue(for characteristic: CBCharacteristic, _ error: (any Error)?) {
+        guard let id = key(of: characteristic) else { return }
+        if var pending = reads[id], !pending.isEmpty {
+            let first = pending.removeFirst()
+            reads[id] = pending
+            if let error {
+                first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "read", id)))
+            } else {
+                first.continuation.resume(returning: .success(characteristic.value ?? Data()))
+            }
+            return
+        }
+        guard error == nil, let value = characteristic.value else { return }
+        subscriptions[id]?.continuation.yield(value)
+    }
+
+    func didWriteValue(for characteristic: CBCharacteristic, _ error: (any Error)?) {
+        guard let id = key(of: characteristic), var pending = writes[id], !pending.isEmpty else { return }
+        let first = pending.removeFirst()
+        writes[id] = pending
+        if let error {
+            first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "write", id)))
+        } else {
+            first.continuation.resume(returning: .success(()))
+        }
+    }
+
+    func didUpdateNotificationState(for characteristic: CBCharacteristic, _ error: (any Error)?) {
+        guard let id = key(of: characteristic), var pending = notifyChanges[id], !pending.isEmpty else { return }
+        let first = pending.removeFirst()
+        notifyChanges[id] = pending
+        if let error {
+            first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "notification change", id)))
+        } else {
+            first.continuation.resume(returning: .success(()))
+        }
+    }
+
+    func isReadyToSend() {
+        let waiters = readyWaiters
+        readyWaiters.removeAll()
+        for (_, waiter) in waiters { waiter.resume(returning: .success(())) }
+    }
+
+    /// The link is gone (`didDisconnectPeripheral`, or Bluetooth off).
+    func linkDown(_ reason: DisconnectReason) {
+        fail(reason)
+        let waiters = closeWaiters
+        closeWaiters.removeAll()
+        for (_, waiter) in waiters { waiter.resume(returning: .success(())) }
+        if bridge.sessions[identifier] === self { bridge.sessions[identifier] = nil }
+    }
+
+    /// Fails everything outstanding with `reason`: no callback comes after a disconnect.
+    func fail(_ reason: DisconnectReason) {
+        guard down == nil else { return }
+        down = reason
+        let error = TransportError.disconnected(reason)
+        let pendingWrites = writes.values.joined().map(\.continuation)
+        let pendingReads = reads.values.joined().map(\.continuation)
+        let pendingNotify = notifyChanges.values.joined().map(\.continuation)
+        let others = Array(readyWaiters.values) + Array(discoveryWaiters.values)
+        let streams = subscriptions.values.map(\.continuation)
+        let toldWatchers = watchers
+        writes.removeAll()
+        reads.removeAll()
+        notifyChanges.removeAll()
+        readyWaiters.removeAll()
+        discoveryWaiters.removeAll()
+        subscriptions.removeAll()
+        watchers.removeAll()
+        for continuation in pendingWrites { continuation.resume(returning: .failure(error)) }
+        for continuation in pendingReads { continuation.resume(returning: .failure(error)) }
+        for continuation in pendingNotify { continuation.resume(returning: .failure(error)) }
+        for continuation in others { continuation.resume(returning: .failure(error)) }
+        for stream in streams { stream.finish() }
+        for watcher in toldWatchers {
+            watcher.yield(reason)
+            watcher.finish()
+        }
+    }
+}
