@@ -1,0 +1,24 @@
+import FuzzSupport
+import OTACore
+import OTAProtocolNordicDFU
+
+/// A Nordic DFU `.zip` as `ota update` and `ota inspect` read it: the archive, every entry
+/// extracted (under the archive's caps), the package built from it, and the inspection.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDFUZip(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    let data = fuzzInput(start, count)
+    if let archive = try? ZipArchive(data: data, name: "fuzz.zip") {
+        for entry in archive.entries {
+            consume(entry.name)
+            _ = try? archive.contents(of: entry)
+        }
+    }
+    if let package = try? DFUPackage(zipData: data, name: "fuzz.zip") { consume(package) }
+    if let inspection = try? DFUPackage.inspect(zipData: data, name: "fuzz.zip") { consume(inspection) }
+    return 0
+}
+
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzDFUZip) }
+}
