@@ -38,4 +38,14 @@ let package = Package(
                 path: "Sources/\(target.name)"
             )
         }
+        + [
+            // Writes the wire seeds of Corpus/ with the real encoders (make-corpus.sh runs it).
+            .executableTarget(
+                name: "fuzz-seeds",
+                dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr"].map {
+                    .product(name: $0, package: "swift-ble-ota")
+                },
+                path: "Sources/seeds"
+            )
+        ]
 )

@@ -18,16 +18,28 @@ public func fuzzInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> Data {
     return Data(bytes: start, count: count)
 }
 
-/// Uses a parser's result so that the optimiser keeps the work and its description code runs
-/// too (descriptions of decoded values end up in messages).
+/// Keeps a parser's result alive, so that the optimiser keeps the work.
 @inline(never)
-public func consume(_ value: some Any) {
-    blackHole(String(describing: value).utf8.count)
+public func consume<Value>(_ value: Value) {
+    withExtendedLifetime(value) {}
 }
 
+/// Renders a decoded value's own description, as messages and logs do (not a reflection
+/// dump: that is slow and not what the tool prints).
 @inline(never)
-private func blackHole(_ value: Int) {
-    if value == Int.min { print("unreachable") }
+public func describe(_ value: some CustomStringConvertible) {
+    consume(value.description.utf8.count)
+}
+
+/// The value `parse` returns, or `nil` when it throws; the error's message is rendered, as the
+/// tool would print it (messages quote what the input said).
+public func attempt<Value>(_ parse: () throws -> Value) -> Value? {
+    do {
+        return try parse()
+    } catch {
+        consume(String(describing: error).utf8.count)
+        return nil
+    }
 }
 
 /// Checks that a decoded value survives its own encoding: decoding `value.encoded` must give

@@ -7,8 +7,7 @@ import OTAProtocolMCUmgr
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCBOR(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    guard let value = try? CBORDecoder().decode(data) else { return 0 }
-    consume(value)
+    guard let value = attempt({ try CBORDecoder().decode(data) }) else { return 0 }
     let encoded = value.encoded
     do {
         _ = try CBORDecoder().decode(encoded)

@@ -16,11 +16,10 @@ let advertisement = Advertisement(
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDeviceCatalog(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    guard let catalog = try? DeviceCatalog.parse(data, source: "devices.json", registry: registry) else { return 0 }
-    consume(catalog)
-    _ = try? catalog.family(for: advertisement, device: "fuzz")
-    if let builtIn, let merged = try? builtIn.overridden(by: catalog) {
-        _ = try? merged.family(for: advertisement, device: "fuzz")
+    guard let catalog = attempt({ try DeviceCatalog.parse(data, source: "devices.json", registry: registry) }) else { return 0 }
+    consume(attempt({ try catalog.family(for: advertisement, device: "fuzz") }))
+    if let builtIn, let merged = attempt({ try builtIn.overridden(by: catalog) }) {
+        consume(attempt({ try merged.family(for: advertisement, device: "fuzz") }))
     }
     return 0
 }

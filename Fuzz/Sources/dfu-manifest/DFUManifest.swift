@@ -6,7 +6,7 @@ import OTAProtocolNordicDFU
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDFUManifest(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    if let manifest = try? DFUManifest(json: data, name: "manifest.json") { consume(manifest) }
+    consume(attempt({ try DFUManifest(json: data, name: "manifest.json") }))
     return 0
 }
 

@@ -7,14 +7,13 @@ import OTAProtocolNordicDFU
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDFUZip(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    if let archive = try? ZipArchive(data: data, name: "fuzz.zip") {
+    if let archive = attempt({ try ZipArchive(data: data, name: "fuzz.zip") }) {
         for entry in archive.entries {
-            consume(entry.name)
-            _ = try? archive.contents(of: entry)
+            consume(attempt({ try archive.contents(of: entry) }))
         }
     }
-    if let package = try? DFUPackage(zipData: data, name: "fuzz.zip") { consume(package) }
-    if let inspection = try? DFUPackage.inspect(zipData: data, name: "fuzz.zip") { consume(inspection) }
+    consume(attempt({ try DFUPackage(zipData: data, name: "fuzz.zip") }))
+    if let inspection = attempt({ try DFUPackage.inspect(zipData: data, name: "fuzz.zip") }) { describe(inspection) }
     return 0
 }
 

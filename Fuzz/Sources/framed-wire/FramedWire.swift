@@ -15,7 +15,7 @@ public func fuzzFramedWire(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
         checkRoundTrip(status, encoded: status.encoded, decode: FramedDeviceStatus.init(decoding:), "FramedDeviceStatus")
     }
     if let (command, version) = FramedCommand.decode(data) {
-        consume(command)
+        describe(command)
         consume(version)
         checkRoundTrip(command, encoded: command.encoded, decode: { FramedCommand.decode($0)?.command }, "FramedCommand")
     }

@@ -11,7 +11,7 @@ public func fuzzGenericWire(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CIn
         checkRoundTrip(reply, encoded: reply.encoded, decode: GenericReply.init(decoding:), "GenericReply")
     }
     if let command = GenericCommand(decoding: data) {
-        consume(command)
+        describe(command)
         checkRoundTrip(command, encoded: command.encoded, decode: GenericCommand.init(decoding:), "GenericCommand")
     }
     return 0

@@ -7,7 +7,7 @@ import OTAProtocolNordicDFU
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzInitPacket(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    if let packet = try? InitPacket(bytes: data, name: "fuzz.dat") { consume(packet) }
+    consume(attempt({ try InitPacket(bytes: data, name: "fuzz.dat") }))
     return 0
 }
 

@@ -12,7 +12,7 @@ public func fuzzNordicWire(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
         checkRoundTrip(response, encoded: response.encoded, decode: DFUResponse.init(decoding:), "DFUResponse")
     }
     if let request = DFURequest(decoding: data) {
-        consume(request)
+        describe(request)
         checkRoundTrip(request, encoded: request.encoded, decode: DFURequest.init(decoding:), "DFURequest")
     }
     if let request = ButtonlessRequest(decoding: data) {

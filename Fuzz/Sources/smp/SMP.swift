@@ -8,7 +8,7 @@ import OTAProtocolMCUmgr
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSMP(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
-    if let message = try? SMPMessage(decoding: data) { consume(message) }
+    consume(attempt({ try SMPMessage(decoding: data) }))
     guard let first = data.first else { return 0 }
     let fragmentLength = Int(first % 64) + 1
     var reassembler = SMPReassembler(maximumPayload: 2048)
@@ -16,12 +16,12 @@ public func fuzzSMP(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     while !rest.isEmpty {
         let fragment = Data(rest.prefix(fragmentLength))
         rest = rest.dropFirst(fragment.count)
-        guard let frames = try? reassembler.append(fragment) else {
+        guard let frames = attempt({ try reassembler.append(fragment) }) else {
             reassembler.reset()
             continue
         }
         for frame in frames {
-            if let message = try? SMPMessage(decoding: frame) { consume(message) }
+            consume(attempt({ try SMPMessage(decoding: frame) }))
         }
     }
     return 0
