@@ -8,6 +8,8 @@
 #
 # FUZZ_RUNS=N also stops a target after N executions (the long run: FUZZ_RUNS=10000000).
 # FUZZ_REPORT=FILE appends the table's rows to FILE as Markdown.
+# FUZZ_BIN=DIR runs the binaries in DIR instead of building (a long run from a copy, while the
+# tree changes).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -21,7 +23,7 @@ for target in "${targets[@]}"; do
     [[ -d Corpus/$target ]] || { echo "run.sh: no target '$target' (targets: ${all[*]})" >&2; exit 64; }
 done
 
-bin=$(bash build.sh)
+bin=${FUZZ_BIN:-$(bash build.sh)}
 
 # Swift's backtracer would take over a crashing target (and can wait for a terminal); libFuzzer
 # reports crashes itself. Leaks are checked (LeakSanitizer) after every input that looks like one;
@@ -41,6 +43,9 @@ for target in "${targets[@]}"; do
     options=(-max_total_time="$seconds" -rss_limit_mb=512 -timeout=5 -print_final_stats=1
         -artifact_prefix="$crashes/")
     [[ -n ${FUZZ_RUNS:-} ]] && options+=(-runs="$FUZZ_RUNS")
+    # What a device sends in one notification or read is at most 512 bytes (an attribute value's
+    # limit); SMP and CBOR reassemble longer messages, and files are longer still (4096, the default).
+    case $target in generic-wire | framed-wire | nordic-wire | device-information) options+=(-max_len=512) ;; esac
     start=$(date +%s)
     status=0
     timeout $((seconds + 300)) "$bin/fuzz-$target" "${options[@]}" "$work" "Corpus/$target" > "$log" 2>&1 || status=$?

@@ -10,7 +10,6 @@ public func runFuzzer(_ test: @convention(c) (UnsafePointer<UInt8>?, Int) -> CIn
     exit(LLVMFuzzerRunDriver(&argc, &argv, test))
 }
 
-
 /// The bytes libFuzzer hands a target, as the `Data` the parsers take (copied: the fuzzer owns
 /// its buffer).
 public func fuzzInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> Data {
