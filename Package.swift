@@ -147,6 +147,7 @@ let package = Package(
         .testTarget(
             name: "OTAProtocolMCUmgrTests",
             dependencies: ["OTACore", "OTAProtocolMCUmgr", "OTATransportSimulator", "OTATestSupport"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

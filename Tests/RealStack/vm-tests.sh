@@ -137,7 +137,8 @@ run_case() {
       local TIMEFORMAT='%R %U %S'
       # shellcheck disable=SC2086
       { time timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$input" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
-          --adapter $CENTRAL_ADAPTER --write-path $path ${OTA_ARGS:-} --json > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
+          --adapter $CENTRAL_ADAPTER --write-path $path ${OTA_ARGS:-} --json --trace "$dir/trace.jsonl" \
+          > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
       status=$? ;;
     python-generic)
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/generic-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \

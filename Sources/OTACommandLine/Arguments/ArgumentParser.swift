@@ -3,6 +3,7 @@
 package enum ArgumentParser {
     package static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
+        parsed.words = arguments
         var index = 0
         var optionsEnded = false
         while index < arguments.count {

@@ -6,6 +6,8 @@ package struct ParsedArguments: Sendable {
     package var flags: Set<String> = []
     /// Positional arguments in order.
     package var positionals: [String] = []
+    /// The words parsed, as given (for a trace's header).
+    package var words: [String] = []
     /// Whether `-h` or `--help` was given.
     package var wantsHelp = false
 

@@ -33,6 +33,10 @@ enum UpdateCommand: Command {
                 name: "--min-battery", valueName: "PERCENT",
                 help: "refuse before the first write when the device's battery is below this, 0...100; default off (or the catalog family's minBattery)"),
             .init(name: "--force", help: "update despite a low battery or a hardware revision the firmware does not declare, saying so"),
+            .init(
+                name: "--trace", valueName: "FILE",
+                help: "record every link operation and notification to FILE as JSON lines, for a bug report or --device replay:FILE (docs/trace.md)"),
+            .init(name: "--trace-data", help: "with --trace: keep the bytes of writes without response too (they carry the image; default length and CRC-32)"),
         ] + SimulatorOptions.specOptions,
         positionals: [
             .init(name: "FIRMWARE", help: "a firmware image (.bin), a package directory with manifest.json, or a Nordic DFU .zip (nordic-dfu)")
@@ -81,7 +85,31 @@ enum UpdateCommand: Command {
             }
             return .success
         }
-        return await execute(plan, json: arguments.flag("--json"), streams: streams)
+        let trace: TraceRecorder?
+        do throws(OTAError) {
+            trace = try arguments.value("--trace").map { path throws(OTAError) in
+                try TraceRecorder(url: URL(fileURLWithPath: path), header: traceHeader(plan, arguments: arguments))
+            }
+        } catch {
+            return fail(error, streams: streams)
+        }
+        let code = await execute(plan, json: arguments.flag("--json"), streams: streams, trace: trace)
+        do {
+            try trace?.finish()
+        } catch {
+            streams.err("ota: error: \(error.message)\n")
+            return code == .success ? ExitCode.forError(error) : code
+        }
+        return code
+    }
+
+    /// What a trace of this update says it recorded.
+    static func traceHeader(_ plan: UpdatePlan, arguments: ParsedArguments) -> TraceHeader {
+        TraceHeader(
+            command: (["ota", "update"] + arguments.words).joined(separator: " "), device: plan.device.address, protocolName: plan.selection.protocolName,
+            images: plan.images.map { TraceImage(name: $0.name, size: $0.count, crc32: Hex.number($0.crc32, digits: 8)) },
+            keepsData: arguments.flag("--trace-data")
+        )
     }
 
     static func fail(_ error: any Error, streams: any OutputStreams) -> ExitCode {
@@ -99,20 +127,22 @@ enum UpdateCommand: Command {
     }
 
     /// Sends the plan's images through a session of its device's transport.
-    static func execute(_ plan: UpdatePlan, json: Bool, streams: any OutputStreams) async -> ExitCode {
+    static func execute(_ plan: UpdatePlan, json: Bool, streams: any OutputStreams, trace: TraceRecorder? = nil) async -> ExitCode {
         let request = SessionRequest(
             protocolName: plan.selection.protocolName, imageSize: plan.images.reduce(0) { $0 + $1.count }, offeredMTU: plan.mtu
         )
         var code: ExitCode?
         do throws(OTAError) {
             try await plan.device.withSession(request) { session in
+                trace?.start(clock: session.clock)
+                let connector = trace.map { TracingConnector(session.connector, recorder: $0, executor: session.executor) } ?? session.connector
                 var part = 0
-                code = await sendParts(plan, json: json, streams: streams) { image, renderer in
+                code = await sendParts(plan, json: json, streams: streams, trace: trace) { image, renderer in
                     let engine = UpdateEngine(configuration: plan.configuration(forPart: part), clock: session.clock)
                     part += 1
                     do throws(OTAError) {
                         return try await session.run { () async throws(OTAError) in
-                            await update(image, plan: plan, engine: engine, connector: session.connector, renderer: renderer, executor: session.executor)
+                            await update(image, plan: plan, engine: engine, connector: connector, renderer: renderer, executor: session.executor)
                         }
                     } catch {
                         return (.failure(error), .zero)
@@ -124,10 +154,11 @@ enum UpdateCommand: Command {
             }
         } catch {
             // Failing to open the session is the error; failing to close it (saving a simulated
-            // device) is reported after the update's own outcome.
+            // device, a replay that differs from its recording) is reported after the update's
+            // own outcome, and an update that succeeded then exits with the closing failure's code.
             guard let code else { return fail(error, streams: streams) }
             streams.err("ota: error: \(error.message)\n")
-            return code
+            return code == .success ? ExitCode.forError(error) : code
         }
         return code ?? .internalError
     }
@@ -137,6 +168,7 @@ enum UpdateCommand: Command {
         _ plan: UpdatePlan,
         json: Bool,
         streams: any OutputStreams,
+        trace: TraceRecorder?,
         send: (FirmwareImage, any EventRenderer) async -> (Result<UpdateReport, OTAError>, Duration),
         between: () async throws -> Void
     ) async -> ExitCode {
@@ -150,6 +182,15 @@ enum UpdateCommand: Command {
                     LineRenderer(streams: streams)
                 }
             let (result, time) = await send(image, renderer)
+            trace?.record(.result) { record in
+                record.time = time.seconds
+                switch result {
+                case .success: record.status = "completed"
+                case .failure(let error):
+                    record.status = "failed"
+                    record.error = TraceError(kind: error.code.description, message: error.message)
+                }
+            }
             exitCode = report(result, time: time, image: image, plan: plan, json: json, streams: streams)
             if exitCode != .success { break }
             if index + 1 < plan.images.count {

@@ -30,9 +30,10 @@ public struct SimulatorTransportProvider: TransportProvider {
     /// with one, and the command's --help points at 'ota scan' and 'ota devices'.
     public var addressForm: String { "a simulated device (sim:NAME)" }
 
-    /// Whether `address` starts with `sim:`.
+    /// Whether `address` starts with `sim:`, or `replay:` (a recorded update, replayed in the
+    /// simulator; see ``ReplayDevice``).
     public func recognises(_ address: String) -> Bool {
-        address.hasPrefix("sim:")
+        address.hasPrefix("sim:") || address.hasPrefix(ReplayDevice.scheme)
     }
 
     /// The fleet device or profile `address` names, with this run's `--sim-*` settings.
@@ -40,6 +41,7 @@ public struct SimulatorTransportProvider: TransportProvider {
     /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a bad option; its
     ///   ``OTAError/underlying`` is the usage error with the help to point at.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
+        if address.hasPrefix(ReplayDevice.scheme) { return try ReplayDevice(address: address) }
         do throws(UsageError) {
             let settings = try SimulatorOptions.parse(options.values, command: nil, interactive: options.isInteractive)
             return try SimulatedTarget.resolve(address, fleet: fleet, registry: registry, options: settings)

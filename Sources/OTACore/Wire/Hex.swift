@@ -32,6 +32,28 @@ public enum Hex {
         bytes.isEmpty ? "(empty)" : bytes.map { number($0, digits: 2) }.joined(separator: " ")
     }
 
+    /// The bytes that pairs of ASCII hexadecimal digits spell ("e406" → `[0xE4, 0x06]`), or
+    /// `nil` for an odd count or anything but `0-9a-fA-F` (fullwidth digits included).
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let digits = Array(text.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
     private static func padded(_ value: some BinaryInteger, digits: Int, uppercase: Bool) -> String {
         let text = String(value, radix: 16, uppercase: uppercase)
         return String(repeating: "0", count: max(0, digits - text.count)) + text
