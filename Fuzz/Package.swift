@@ -21,6 +21,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("nordic-wire", ["OTAProtocolNordicDFU"]),
     ("cbor", ["OTAProtocolMCUmgr"]),
     ("smp", ["OTAProtocolMCUmgr"]),
+    ("mcuboot-image", ["OTAProtocolMCUmgr"]),
 ]
 
 let package = Package(

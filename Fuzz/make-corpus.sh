@@ -10,7 +10,7 @@ nordic=$root/Tests/OTAProtocolNordicDFUTests/Fixtures
 corpus=Corpus
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog}
+mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image}
 
 # Nordic packages: the zips whole, and what is inside them.
 cp "$nordic"/*.zip "$corpus/dfu-zip/"
@@ -26,6 +26,12 @@ for archive in sorted(fixtures.glob("*.zip")):
             elif name == "manifest.json":
                 (corpus / "dfu-manifest" / f"{archive.stem}.json").write_bytes(zip.read(name))
 PY
+
+# MCUboot images made by the real imgtool, up to 8 KB (the 200 KB and 1 MB ones only slow the
+# fuzzer down: what differs in them is the body, which the parser only hashes).
+for image in "$root"/Tests/OTAProtocolMCUmgrTests/Fixtures/*.bin; do
+    if [[ $(stat -c %s "$image") -le 8192 ]]; then cp "$image" "$corpus/mcuboot-image/"; fi
+done
 
 # docs/manifest.md's examples: catalogs have "catalog", packages "package".
 python3 - "$root/docs/manifest.md" "$corpus" <<'PY'
