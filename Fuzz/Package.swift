@@ -22,6 +22,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("cbor", ["OTAProtocolMCUmgr"]),
     ("smp", ["OTAProtocolMCUmgr"]),
     ("mcuboot-image", ["OTAProtocolMCUmgr"]),
+    ("trace", ["OTACore", "OTATransportSimulator"]),
 ]
 
 let package = Package(

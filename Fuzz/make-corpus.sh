@@ -10,7 +10,7 @@ nordic=$root/Tests/OTAProtocolNordicDFUTests/Fixtures
 corpus=Corpus
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image}
+mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image,trace}
 
 # Nordic packages: the zips whole, and what is inside them.
 cp "$nordic"/*.zip "$corpus/dfu-zip/"
@@ -31,6 +31,12 @@ PY
 # fuzzer down: what differs in them is the body, which the parser only hashes).
 for image in "$root"/Tests/OTAProtocolMCUmgrTests/Fixtures/*.bin; do
     if [[ $(stat -c %s "$image") -le 8192 ]]; then cp "$image" "$corpus/mcuboot-image/"; fi
+done
+
+# Recorded updates (one over real BlueZ, one of a failure), whole and their first 12 lines.
+for trace in "$root"/Tests/OTACommandLineTests/Fixtures/traces/*.jsonl; do
+    cp "$trace" "$corpus/trace/"
+    head -n 12 "$trace" > "$corpus/trace/$(basename "$trace" .jsonl)-head.jsonl"
 done
 
 # docs/manifest.md's examples: catalogs have "catalog", packages "package".

@@ -17,7 +17,7 @@ seconds=${1:-60}
 shift || true
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: Fuzz/run.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 
-all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp mcuboot-image)
+all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp mcuboot-image trace)
 targets=("${@:-${all[@]}}")
 for target in "${targets[@]}"; do
     [[ -d Corpus/$target ]] || { echo "run.sh: no target '$target' (targets: ${all[*]})" >&2; exit 64; }
@@ -45,7 +45,11 @@ for target in "${targets[@]}"; do
     [[ -n ${FUZZ_RUNS:-} ]] && options+=(-runs="$FUZZ_RUNS")
     # What a device sends in one notification or read is at most 512 bytes (an attribute value's
     # limit); SMP and CBOR reassemble longer messages, and files are longer still (4096, the default).
-    case $target in generic-wire | framed-wire | nordic-wire | device-information) options+=(-max_len=512) ;; esac
+    # A trace's seeds are longer, but 4096 bytes hold its header and a dozen records.
+    case $target in
+        generic-wire | framed-wire | nordic-wire | device-information) options+=(-max_len=512) ;;
+        trace) options+=(-max_len=4096) ;;
+    esac
     start=$(date +%s)
     status=0
     timeout $((seconds + 300)) "$bin/fuzz-$target" "${options[@]}" "$work" "Corpus/$target" > "$log" 2>&1 || status=$?
