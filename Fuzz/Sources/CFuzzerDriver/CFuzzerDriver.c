@@ -1,0 +1,2 @@
+// Declarations only: LLVMFuzzerRunDriver comes with -sanitize=fuzzer.
+#include "CFuzzerDriver.h"

@@ -1,0 +1,118 @@
+import Foundation
+import OTACore
+import OTAProtocolFramed
+import OTAProtocolGeneric
+import OTAProtocolMCUmgr
+import OTAProtocolNordicDFU
+
+/// Writes the wire seeds of Corpus/: real messages made by the encoders the clients and device
+/// models use (`Fuzz/make-corpus.sh` runs it; the file seeds come from the test fixtures).
+@main
+enum Seeds {
+    static func main() throws {
+        let corpus = URL(fileURLWithPath: CommandLine.arguments.dropFirst().first ?? "Corpus")
+        var seeds: [String: [(String, Data)]] = [:]
+
+        seeds["generic-wire"] = [
+            ("start", GenericCommand.start(size: 4096, crc: 0x1234_5678).encoded),
+            ("commit", GenericCommand.commit(crc: 0xDEAD_BEEF).encoded),
+            ("abort", GenericCommand.abort.encoded),
+            ("start-ok", GenericReply.start(.ok).encoded),
+            ("commit-crc", GenericReply.commit(.crcMismatch).encoded),
+        ]
+
+        // A status read as a device sends it (version 1, receiving, offset 480, running CRC 7,
+        // image size, image CRC, image version, batch 16); its identity starts the begin command.
+        var statusBytes = ByteWriter(capacity: 24)
+        statusBytes.u8(FramedCommand.protocolVersion)
+        statusBytes.u8(FramedSessionState.receiving.rawValue)
+        for value: UInt32 in [480, 7, 65_536, 0xCAFE_F00D, 3] { statusBytes.u32(value) }
+        statusBytes.u16(16)
+        guard let status = FramedDeviceStatus(decoding: statusBytes.data) else { fatalError("the status seed does not decode") }
+        let identity = status.identity
+        seeds["framed-wire"] = [
+            ("begin", FramedCommand.begin(identity, batch: 8).encoded),
+            ("commit", FramedCommand.commit.encoded),
+            ("abort", FramedCommand.abort.encoded),
+            ("chunk", FramedChunk.encode(offset: 240, payload: Data((0..<20).map { UInt8($0) }))),
+            ("begin-reply", FramedNotification.beginReply(.ok, state: .receiving, offset: 480, batch: 8).encoded),
+            ("commit-reply", FramedNotification.commitReply(.crcMismatch).encoded),
+            ("abort-reply", FramedNotification.abortReply(.ok).encoded),
+            ("ack", FramedNotification.ack(offset: 960, runningCRC: 0x0102_0304).encoded),
+            ("nak", FramedNotification.nak(.gap, offset: 960, runningCRC: 0x0102_0304).encoded),
+            ("status", status.encoded),
+        ]
+
+        seeds["nordic-wire"] = [
+            ("create-command", DFURequest.create(.command, size: 141).encoded),
+            ("create-data", DFURequest.create(.data, size: 4096).encoded),
+            ("set-prn", DFURequest.setPRN(12).encoded),
+            ("checksum", DFURequest.calculateChecksum.encoded),
+            ("execute", DFURequest.execute.encoded),
+            ("select-data", DFURequest.select(.data).encoded),
+            ("abort", DFURequest.abort.encoded),
+            ("select-reply", DFUResponse.success(.select, [4096, 0, 0]).encoded),
+            ("checksum-reply", DFUResponse.success(.calculateChecksum, [4096, 0xA1B2_C3D4]).encoded),
+            ("execute-reply", DFUResponse.success(.execute).encoded),
+            (
+                "extended-error",
+                DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .init(rawValue: 0x0B), extendedError: .initCommandInvalid).encoded
+            ),
+            ("enter-bootloader", ButtonlessRequest.enterBootloader.encoded),
+            ("set-name", ButtonlessRequest.setAdvertisingName("DfuTarg").encoded),
+        ]
+
+        let imageState: CBOR = .textMap([
+            "images": .array([
+                .textMap([
+                    "slot": .integer(0), "version": .text("1.2.3"), "hash": .bytes(Data(repeating: 0xAB, count: 32)),
+                    "bootable": .bool(true), "active": .bool(true), "confirmed": .bool(true),
+                ])
+            ]),
+            "splitStatus": .integer(0),
+        ])
+        let upload: CBOR = .textMap([
+            "off": .integer(0), "data": .bytes(Data((0..<64).map { UInt8($0) })), "len": .integer(65_536),
+            "sha": .bytes(Data(repeating: 0x5A, count: 32)), "upgrade": .bool(false),
+        ])
+        let odd: CBOR = .array([
+            .negative(41), .null, .undefined, .float(1.5), .tagged(24, .bytes(Data([0xA0]))), .unsigned(UInt64.max),
+        ])
+        var indefinite = Data([0xBF, 0x63]) + Data("off".utf8) + Data([0x19, 0x01, 0x00])
+        indefinite += Data([0x62]) + Data("rc".utf8) + Data([0x00, 0xFF])
+        seeds["cbor"] = [
+            ("image-state", imageState.encoded), ("upload", upload.encoded), ("odd", odd.encoded),
+            ("indefinite-map", indefinite), ("rc", CBOR.textMap(["rc": .integer(0), "off": .integer(4096)]).encoded),
+        ]
+
+        let stateRead = SMPMessage(operation: .read, group: 1, command: 0, sequence: 1, payload: .textMap([:]))
+        let stateReply = SMPMessage(operation: .readResponse, group: 1, command: 0, sequence: 1, payload: imageState)
+        let uploadWrite = SMPMessage(operation: .write, group: 1, command: 1, sequence: 2, payload: upload)
+        let uploadReply = SMPMessage(
+            operation: .writeResponse, group: 1, command: 1, sequence: 2, payload: .textMap(["rc": .integer(0), "off": .integer(64)])
+        )
+        // The SMP target's first byte picks the fragment size for the reassembler.
+        seeds["smp"] = [
+            ("state-read", Data([19]) + stateRead.encoded),
+            ("state-reply", Data([19]) + stateReply.encoded),
+            ("upload-write", Data([60]) + uploadWrite.encoded),
+            ("two-replies", Data([7]) + uploadReply.encoded + stateReply.encoded),
+        ]
+
+        // Manufacturer, model, hardware revision, firmware revision, battery level; 0xFF between.
+        func information(_ fields: [Data]) -> Data { Data(fields.joined(separator: [0xFF])) }
+        seeds["device-information"] = [
+            ("thermo", information([Data("Acme\0".utf8), Data("Thermo-42".utf8), Data("rev-c ".utf8), Data("1.4.2".utf8), Data([84])])),
+            ("low-battery", information([Data("Nordic Semiconductor".utf8), Data("nRF52840".utf8), Data("B2".utf8), Data("0.9".utf8), Data([12])])),
+            ("escapes", information([Data("\u{1B}[31mred".utf8), Data(repeating: 0x41, count: 100), Data(), Data([0xC3, 0x28]), Data([101])])),
+        ]
+
+        for (target, files) in seeds {
+            let folder = corpus.appendingPathComponent(target)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for (name, data) in files {
+                try data.write(to: folder.appendingPathComponent("\(name).bin"))
+            }
+        }
+    }
+}
