@@ -116,10 +116,14 @@ import Testing
         #expect(catalog.families[0].configuration == nil)
 
         #expect(environment.fleet.map(\.name) == ["acme-sensor", "bolt-lock", "nrf-tracker", "zephyr-sensor", "esp-lamp"])
-        #expect(environment.fleet.map(\.profile.name) == ["esp32s3-mtu244-2m", "esp32s3-mtu244-1m", "nrf52840-mtu244-2m", "nrf52840-mtu244-2m", "esp32-mtu185-1m"])
+        #expect(
+            environment.fleet.map(\.profile.name) == ["esp32s3-mtu244-2m", "esp32s3-mtu244-1m", "nrf52840-mtu244-2m", "nrf52840-mtu244-2m", "esp32-mtu185-1m"])
         #expect(environment.fleet.map(\.firmwareProtocol) == ["generic", "framed", "nordic-dfu", "mcumgr", "esp-ble-ota"])
         #expect(environment.fleet.map(\.advertisedName) == ["ACME-Sensor-01A4", "BoltLock 7F21", "DfuTarg", "Zephyr SMP", "ESP-C919"])
-        #expect(environment.fleet.map(\.manufacturerData) == [[:], [0x02E5: Data([0x42, 0x4C, 0x01])], [0x0059: Data([0x01])], [0x0059: Data([0x5A, 0x01])], [0x02E5: Data([0x4C, 0x41])]])
+        #expect(
+            environment.fleet.map(\.manufacturerData) == [
+                [:], [0x02E5: Data([0x42, 0x4C, 0x01])], [0x0059: Data([0x01])], [0x0059: Data([0x5A, 0x01])], [0x02E5: Data([0x4C, 0x41])],
+            ])
         #expect(environment.fleet.map(\.rssi) == [-52, -67, -58, -61, -61])
         // Every registered demo device resolves to a simulated profile (none is silently dropped).
         #expect(environment.fleet.count == environment.registry.all.map(\.demoDevices.count).reduce(0, +))
@@ -132,7 +136,10 @@ import Testing
         let scan = CapturedStreams()
         #expect(await CommandLineTool.run(["scan", "--json"], streams: scan, environment: environment) == 0)
         let objects = try scan.outputLines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(objects.map { $0["address"] as? String } == ["sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor", "sim:esp-lamp", "sim:probe-1"])
+        #expect(
+            objects.map { $0["address"] as? String } == [
+                "sim:acme-sensor", "sim:bolt-lock", "sim:nrf-tracker", "sim:zephyr-sensor", "sim:esp-lamp", "sim:probe-1",
+            ])
         let probe = try #require(objects.last)
         #expect(probe["family"] as? String == "probe-ota")
         #expect(probe["protocol"] as? String == "probe")
