@@ -213,7 +213,7 @@ let package = Package(
             name: "OTATransportCoreBluetoothTests",
             dependencies: [
                 "OTACore", "OTATransportCoreBluetooth", "OTATransportSimulator", "OTAProtocolGeneric", "OTAProtocolFramed",
-                "OTAProtocolNordicDFU", coreBluetoothStandIn,
+                "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", coreBluetoothStandIn,
             ],
             // A copy of shared/protocols/corebluetooth-api.md, read by StandInSignatureTests.
             exclude: ["corebluetooth-api.md"],
