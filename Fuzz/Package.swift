@@ -23,6 +23,9 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("smp", ["OTAProtocolMCUmgr"]),
     ("mcuboot-image", ["OTAProtocolMCUmgr"]),
     ("trace", ["OTACore", "OTATransportSimulator"]),
+    ("esp-app-image", ["OTAProtocolEspressif"]),
+    ("espressif-wire", ["OTAProtocolEspressif"]),
+    ("trusted-key", ["OTACore", "OTATrust"]),
 ]
 
 let package = Package(
@@ -44,7 +47,7 @@ let package = Package(
             // Writes the wire seeds of Corpus/ with the real encoders (make-corpus.sh runs it).
             .executableTarget(
                 name: "fuzz-seeds",
-                dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr"].map {
+                dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTAProtocolEspressif"].map {
                     .product(name: $0, package: "swift-ble-ota")
                 },
                 path: "Sources/seeds"

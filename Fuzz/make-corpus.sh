@@ -10,7 +10,7 @@ nordic=$root/Tests/OTAProtocolNordicDFUTests/Fixtures
 corpus=Corpus
 
 rm -rf "$corpus"
-mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image,trace}
+mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image,trace,esp-app-image,espressif-wire,trusted-key}
 
 # Nordic packages: the zips whole, and what is inside them.
 cp "$nordic"/*.zip "$corpus/dfu-zip/"
@@ -32,6 +32,10 @@ PY
 for image in "$root"/Tests/OTAProtocolMCUmgrTests/Fixtures/*.bin; do
     if [[ $(stat -c %s "$image") -le 8192 ]]; then cp "$image" "$corpus/mcuboot-image/"; fi
 done
+
+# ESP-IDF app images made by the real esptool, and the PEM keys of the fixtures.
+cp "$root"/Tests/OTAProtocolEspressifTests/Fixtures/*.bin "$corpus/esp-app-image/"
+cp "$root"/Tests/OTAProtocolNordicDFUTests/Fixtures/*.pem "$root"/Tests/OTAProtocolMCUmgrTests/Fixtures/*.pem "$corpus/trusted-key/"
 
 # Recorded updates (one over real BlueZ, one of a failure), whole and their first 12 lines.
 for trace in "$root"/Tests/OTACommandLineTests/Fixtures/traces/*.jsonl; do

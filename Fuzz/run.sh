@@ -17,7 +17,7 @@ seconds=${1:-60}
 shift || true
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: Fuzz/run.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 
-all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp mcuboot-image trace)
+all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp mcuboot-image trace esp-app-image espressif-wire trusted-key)
 targets=("${@:-${all[@]}}")
 for target in "${targets[@]}"; do
     [[ -d Corpus/$target ]] || { echo "run.sh: no target '$target' (targets: ${all[*]})" >&2; exit 64; }
@@ -47,7 +47,7 @@ for target in "${targets[@]}"; do
     # limit); SMP and CBOR reassemble longer messages, and files are longer still (4096, the default).
     # A trace's seeds are longer, but 4096 bytes hold its header and a dozen records.
     case $target in
-        generic-wire | framed-wire | nordic-wire | device-information) options+=(-max_len=512) ;;
+        generic-wire | framed-wire | nordic-wire | espressif-wire | device-information) options+=(-max_len=512) ;;
         trace) options+=(-max_len=4096) ;;
     esac
     start=$(date +%s)

@@ -36,8 +36,8 @@ extension TrustedKey {
     /// The key as DER SubjectPublicKeyInfo, the form `imgtool` hashes into an image's key-hash TLV.
     public var subjectPublicKeyInfo: Data {
         switch algorithm {
-        case .ecdsaP256: LibCrypto.p256SPKIPrefix + publicKey
-        case .ed25519: LibCrypto.ed25519SPKIPrefix + publicKey
+        case .ecdsaP256: Data(LibCrypto.p256SPKIPrefix) + publicKey
+        case .ed25519: Data(LibCrypto.ed25519SPKIPrefix) + publicKey
         }
     }
 

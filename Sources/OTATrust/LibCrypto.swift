@@ -10,13 +10,15 @@ import CCrypto
 /// Every call into the cryptography library, in one file: OpenSSL's libcrypto on Linux,
 /// CryptoKit on Apple platforms. Signatures are only ever verified here, never made.
 enum LibCrypto {
-    /// A P-256 SubjectPublicKeyInfo's DER before its 65-byte point.
-    static let p256SPKIPrefix = Data([
+    /// A P-256 SubjectPublicKeyInfo's DER before its 65-byte point. (Arrays, not `Data`: a
+    /// global `Data` keeps its storage behind a tagged pointer, which LeakSanitizer cannot follow
+    /// and so reports as leaked.)
+    static let p256SPKIPrefix: [UInt8] = [
         0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01,
         0x07, 0x03, 0x42, 0x00,
-    ])
+    ]
     /// An Ed25519 SubjectPublicKeyInfo's DER before its 32-byte key.
-    static let ed25519SPKIPrefix = Data([0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00])
+    static let ed25519SPKIPrefix: [UInt8] = [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]
 
     /// The public key in a PEM file: a public key, or a private key whose public half is taken.
     static func publicKey(pem: Data) -> (TrustedKey.Algorithm, Data)? {
@@ -76,7 +78,7 @@ enum LibCrypto {
         #else
         let der = signature.count == 64 ? derSignature(raw: signature) : signature
         guard let der else { return false }
-        return verify(spki: p256SPKIPrefix + publicKey, signature: der, message: message, digest: EVP_sha256())
+        return verify(spki: Data(p256SPKIPrefix) + publicKey, signature: der, message: message, digest: EVP_sha256())
         #endif
     }
 
@@ -87,7 +89,7 @@ enum LibCrypto {
         return key.isValidSignature(signature, for: message)
         #else
         guard signature.count == 64, publicKey.count == 32 else { return false }
-        return verify(spki: ed25519SPKIPrefix + publicKey, signature: signature, message: message, digest: nil)
+        return verify(spki: Data(ed25519SPKIPrefix) + publicKey, signature: signature, message: message, digest: nil)
         #endif
     }
 

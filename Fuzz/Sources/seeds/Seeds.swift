@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTAProtocolEspressif
 import OTAProtocolFramed
 import OTAProtocolGeneric
 import OTAProtocolMCUmgr
@@ -105,6 +106,14 @@ enum Seeds {
             ("thermo", information([Data("Acme\0".utf8), Data("Thermo-42".utf8), Data("rev-c ".utf8), Data("1.4.2".utf8), Data([84])])),
             ("low-battery", information([Data("Nordic Semiconductor".utf8), Data("nRF52840".utf8), Data("B2".utf8), Data("0.9".utf8), Data([12])])),
             ("escapes", information([Data("\u{1B}[31mred".utf8), Data(repeating: 0x41, count: 100), Data(), Data([0xC3, 0x28]), Data([101])])),
+        ]
+
+        seeds["espressif-wire"] = [
+            ("start", EspressifCommand.start(length: 65_536).encoded),
+            ("stop", EspressifCommand.stop.encoded),
+            ("start-ack", EspressifCommandAck(commandID: 0x0001, status: 0).encoded),
+            ("sector-ack", EspressifSectorAck(sector: 3, status: .crcError, expected: 3).encoded),
+            ("packet", EspressifFirmwarePacket(sector: 0, sequence: 0xFF, payload: Data((0..<32).map { UInt8($0) })).encoded),
         ]
 
         for (target, files) in seeds {
