@@ -30,6 +30,8 @@ public enum BlueZ {
         public static let gattService = "org.bluez.GattService1"
         /// A GATT characteristic of a connected device.
         public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+        /// A GATT descriptor of a connected device's characteristic.
+        public static let gattDescriptor = "org.bluez.GattDescriptor1"
         /// The standard properties interface (`Get`, `GetAll`, `PropertiesChanged`).
         public static let properties = "org.freedesktop.DBus.Properties"
         /// The standard object manager interface (`GetManagedObjects`, `InterfacesAdded`, `InterfacesRemoved`).

@@ -151,6 +151,7 @@ import Testing
     func fallsBackToWriteValueCommandWhenAcquireWriteIsUnavailable(behaviour: FakeBlueZ.AcquireWrite) async throws {
         var script = FakeBlueZ.Script()
         script.acquireWrite = behaviour
+        script.receiptDescriptor = .answers
         try await FakeBlueZ.with(script) { bus, fake in
             let transport = try await FakeBlueZ.connector(on: bus).connectTransport()
             let reason =
@@ -159,7 +160,8 @@ import Testing
             #expect(transport.writePaths == [FakeBlueZ.data: .writeValueCommand(reason: reason)])
             #expect(
                 transport.link.summary
-                    == "BlueZ hci0, write without response to \(FakeBlueZ.data.characteristic) via WriteValue(command): \(reason)"
+                    == "BlueZ hci0, write without response to \(FakeBlueZ.data.characteristic) via WriteValue(command): \(reason), "
+                    + "progress at most 16384 bytes ahead of the device (receipts: reads of \(FakeBlueZ.control.characteristic)'s CCC descriptor behind the writes)"
             )
             #expect(fake.calls.contains("GattCharacteristic1.AcquireWrite") == (behaviour == .notSupported))
 

@@ -20,6 +20,11 @@ enum UpdateCommand: Command {
                     help:
                         "real devices: send buffer of the AcquireWrite socket (bounds what waits in it unread by bluetoothd); default 4096 (8192 once Linux doubles it), 'system' for the kernel's"
                 ),
+                .init(
+                    name: "--in-flight", valueName: "BYTES",
+                    help:
+                        "real devices: most bytes of data writes on their way to the device before a delivery receipt shows them received (progress runs at most this far ahead), 1024...16777216; default 16384, 'off' to trust bluetoothd's queue"
+                ),
             ],
             parameterNote: " (see 'ota protocols')"
         ) + [

@@ -162,11 +162,15 @@ public struct UpdateEngine: Sendable {
                 }
                 outcome = try await step(context, continuing)
                 if outcome == .accepted {
-                    await link.disconnect()
-                    return finish(
+                    // The update ends with the device's verdict: its duration and the completed
+                    // state do not wait for the link to come down (bluetoothd's Device1.Disconnect
+                    // takes seconds).
+                    let report = finish(
                         image, link: link.link, chunkSize: context.chunkPlan.payloadSize,
                         recorder: recorder, device: device, connectDuration: connectDuration, resumes: resumes, restarts: restarts
                     )
+                    await link.disconnect()
+                    return report
                 }
             } catch {
                 if let link = transport { await link.disconnect() }

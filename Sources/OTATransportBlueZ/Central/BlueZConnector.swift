@@ -53,6 +53,16 @@ public struct BlueZConnector: Connector {
         ///   commands itself, so this bounds only the socket, not what waits below it (see
         ///   docs/transports/bluez.md).
         public var acquiredSocketSendBuffer: Int? = 4096
+        /// The most bytes of writes without response that may be on their way to the device and not
+        /// yet shown received by a *receipt* (default 16 384; `nil` turns receipts off). A receipt
+        /// is a read of a Client Characteristic Configuration descriptor, which bluetoothd sends
+        /// behind the write commands it queued, so its answer shows they reached the device
+        /// (``DeliveryReceipts``, docs/decisions/0028): a write waits while this many bytes are
+        /// unconfirmed, and progress runs at most this much plus one write ahead of the device.
+        /// Raised to twice the largest write; not used when writes go as write requests (each is
+        /// confirmed anyway) or when several ATT bearers may carry them (a receipt on another
+        /// bearer would prove nothing).
+        public var deliveryWindow: Int? = 16_384
         /// Whether writes without response go through `AcquireWrite` sockets (default); when
         /// `false`, `WriteValue(type: command)` is always used.
         public var usesAcquireWrite = true
@@ -337,12 +347,52 @@ public struct BlueZConnector: Connector {
         signals: BlueZTransport.Signals,
         baseline: UInt32
     ) async throws(TransportError) -> BlueZTransport {
-        let gatt = try await session.objectTree().gattCharacteristics(of: device.path)
+        let tree = try await session.objectTree()
+        let gatt = tree.gattCharacteristics(of: device.path)
         let bearers = await assessBearers(gatt, over: session)
-        let writes = try await settleWrites(of: gatt, adapter: adapter, bearers: bearers, over: session)
+        var writes = try await settleWrites(of: gatt, adapter: adapter, bearers: bearers, over: session)
+        writes.receipts = receiptPlan(
+            for: writes, descriptors: tree.clientConfigurationDescriptors(of: device.path), bearers: bearers)
+        if let note = writes.receipts?.summary ?? Self.receiptsOffNote(writes, configuration) {
+            writes.link.summary = [writes.link.summary, note].compactMap { $0 }.joined(separator: ", ")
+        }
         return BlueZTransport(
             session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
-            writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline)
+            writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline, clock: clock)
+    }
+
+    /// Where receipts are read and how many bytes they let run ahead, when writes without
+    /// response are write commands on one ATT bearer and the device has a Client Characteristic
+    /// Configuration descriptor (preferably in the service written to).
+    func receiptPlan(
+        for writes: BlueZTransport.Writes,
+        descriptors: [(characteristic: CharacteristicID, descriptor: BlueZObjectTree.Descriptor)],
+        bearers: BlueZBearerAssessment
+    ) -> BlueZTransport.ReceiptPlan? {
+        guard let window = configuration.deliveryWindow, !bearers.mayReorder else { return nil }
+        let commandPaths = writes.paths.filter { if case .writeRequest = $0.value { false } else { true } }
+        guard !commandPaths.isEmpty else { return nil }
+        let services = Set(commandPaths.keys.map(\.service))
+        guard
+            let chosen = descriptors.first(where: { services.contains($0.characteristic.service) })
+                ?? descriptors.first
+        else { return nil }
+        let largest = writes.link.maximumWriteLength(for: .withoutResponse)
+        return BlueZTransport.ReceiptPlan(
+            descriptorPath: chosen.descriptor.path, characteristic: chosen.characteristic,
+            limit: DeliveryReceipts(limit: window, largestWrite: largest).limit)
+    }
+
+    /// What the link summary says when receipts are off although writes without response are
+    /// write commands, so progress may run ahead of the device.
+    static func receiptsOffNote(_ writes: BlueZTransport.Writes, _ configuration: Configuration) -> String? {
+        let commandPaths = writes.paths.filter { if case .writeRequest = $0.value { false } else { true } }
+        guard !commandPaths.isEmpty else { return nil }
+        if configuration.deliveryWindow == nil {
+            return "no delivery receipts (turned off): progress counts what bluetoothd queued, not what the device received"
+        }
+        return
+            "no delivery receipts (the device has no Client Characteristic Configuration descriptor, or several ATT bearers may carry the writes): progress counts what bluetoothd queued, not what the device received"
     }
 
     /// bluetoothd's version, found once per process (it takes running `bluetoothd --version`);

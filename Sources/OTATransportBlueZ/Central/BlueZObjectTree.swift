@@ -29,6 +29,8 @@ public struct BlueZObjectTree: Sendable, Hashable {
     public var services: [Service]
     /// The GATT characteristics of connected devices, in path order.
     public var characteristics: [Characteristic]
+    /// The GATT descriptors of connected devices, in path order.
+    public var descriptors: [Descriptor]
 
     /// A remote device (`org.bluez.Device1`).
     public struct Device: Sendable, Hashable {
@@ -177,12 +179,37 @@ public struct BlueZObjectTree: Sendable, Hashable {
         }
     }
 
+    /// A GATT descriptor (`org.bluez.GattDescriptor1`).
+    public struct Descriptor: Sendable, Hashable {
+        /// The object path, such as `…/service000a/char000d/desc000f`.
+        public var path: DBusObjectPath
+        /// The path of the characteristic the descriptor belongs to.
+        public var characteristicPath: DBusObjectPath
+        /// The descriptor UUID (`00002902-…` for a Client Characteristic Configuration).
+        public var uuid: GATTUUID
+
+        /// The Client Characteristic Configuration descriptor's UUID (0x2902), which every
+        /// characteristic that notifies or indicates has, and which every server lets be read.
+        public static let clientCharacteristicConfiguration = GATTUUID("00002902-0000-1000-8000-00805f9b34fb")!
+
+        /// Parses a descriptor's properties; `nil` without a valid `UUID` and `Characteristic`.
+        init?(path: DBusObjectPath, properties: [String: DBusValue]) {
+            guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
+                let characteristic = properties["Characteristic"]?.objectPath
+            else { return nil }
+            self.path = path
+            self.uuid = uuid
+            characteristicPath = characteristic
+        }
+    }
+
     /// Parses the objects of `GetManagedObjects`.
     init(managedObjects: ManagedObjects) {
         var adapters: [BlueZAdapter] = []
         var devices: [Device] = []
         var services: [Service] = []
         var characteristics: [Characteristic] = []
+        var descriptors: [Descriptor] = []
         for (path, interfaces) in managedObjects.sorted(by: { $0.key < $1.key }) {
             if let properties = interfaces[BlueZ.Interface.adapter],
                 let adapter = BlueZAdapter(path: path, properties: properties)
@@ -204,11 +231,17 @@ public struct BlueZObjectTree: Sendable, Hashable {
             {
                 characteristics.append(characteristic)
             }
+            if let properties = interfaces[BlueZ.Interface.gattDescriptor],
+                let descriptor = Descriptor(path: path, properties: properties)
+            {
+                descriptors.append(descriptor)
+            }
         }
         self.adapters = adapters.sorted(by: BlueZAdapter.nameOrder)
         self.devices = devices
         self.services = services
         self.characteristics = characteristics
+        self.descriptors = descriptors
     }
 
     /// Parses the reply to `GetManagedObjects`.
@@ -254,6 +287,21 @@ public struct BlueZObjectTree: Sendable, Hashable {
             if table[id] == nil { table[id] = characteristic }
         }
         return table
+    }
+
+    /// The device's Client Characteristic Configuration descriptors (0x2902), by the
+    /// characteristic they belong to, in path order (the lowest handle first).
+    public func clientConfigurationDescriptors(
+        of devicePath: DBusObjectPath
+    ) -> [(characteristic: CharacteristicID, descriptor: Descriptor)] {
+        let table = gattCharacteristics(of: devicePath)
+        let ids = Dictionary(table.map { ($0.value.path, $0.key) }, uniquingKeysWith: { first, _ in first })
+        return descriptors.compactMap { descriptor in
+            guard descriptor.uuid == Descriptor.clientCharacteristicConfiguration,
+                let id = ids[descriptor.characteristicPath]
+            else { return nil }
+            return (id, descriptor)
+        }
     }
 }
 #endif

@@ -79,6 +79,19 @@ public final class BlueZTransport: Transport, Sendable {
         public var requestWrites = 0
         /// Notifications received.
         public var notifications = 0
+        /// The most bytes of writes without response a write may leave unconfirmed by a delivery
+        /// receipt (``BlueZConnector/Configuration/deliveryWindow``, raised to twice the largest
+        /// write): progress runs at most this far ahead of the device. `nil` without receipts.
+        public var deliveryWindow: Int?
+        /// Delivery receipts answered.
+        public var receipts = 0
+        /// How many times a write waited for a receipt.
+        public var receiptWaits = 0
+        /// The most bytes of writes without response unconfirmed right after a write.
+        public var largestUnconfirmed = 0
+        /// Why receipts stopped during the link (a read of the receipt descriptor failed); `nil`
+        /// while they work.
+        public var receiptsStopped: String?
 
         /// Creates empty statistics.
         public init() {}
@@ -89,8 +102,29 @@ public final class BlueZTransport: Transport, Sendable {
         var continuation: AsyncStream<Data>.Continuation
     }
 
+    /// Where delivery receipts are read, and how far writes may run ahead of them.
+    struct ReceiptPlan: Sendable, Hashable {
+        /// The Client Characteristic Configuration descriptor read as a receipt.
+        var descriptorPath: DBusObjectPath
+        /// The characteristic the descriptor belongs to.
+        var characteristic: CharacteristicID
+        /// The window, in bytes (``DeliveryReceipts/limit``).
+        var limit: Int
+
+        /// The link summary's words for it.
+        var summary: String {
+            "progress at most \(limit) bytes ahead of the device (receipts: reads of \(characteristic.characteristic)'s CCC descriptor behind the writes)"
+        }
+    }
+
     private struct State {
         var disconnectReason: DisconnectReason?
+        /// The bookkeeping of delivery receipts; `nil` without them.
+        var receipts: DeliveryReceipts?
+        /// Writes waiting for a receipt, by id.
+        var receiptWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Waits cancelled before they were registered.
+        var cancelledWaits: Set<UInt64> = []
         var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
         var subscriptions: [CharacteristicID: Subscription] = [:]
         /// Characteristics with `StartNotify` done and no `StopNotify` since.
@@ -120,6 +154,8 @@ public final class BlueZTransport: Transport, Sendable {
     private let baselineSerial: UInt32
     private let notifyGate = SerialGate()
     private let state = Mutex(State())
+    private let receiptPlan: ReceiptPlan?
+    private let clock: any Clock<Duration>
 
     /// How writes without response travel, as the connector settled it characteristic by
     /// characteristic, and the link that results (the largest MTU a socket or BlueZ reported).
@@ -130,6 +166,8 @@ public final class BlueZTransport: Transport, Sendable {
         var paths: [CharacteristicID: WritePath] = [:]
         /// The negotiated link.
         var link: LinkParameters
+        /// Where delivery receipts are read; `nil` without them.
+        var receipts: ReceiptPlan?
     }
 
     /// The signal streams a transport watches, subscribed before connecting so that nothing is missed.
@@ -151,7 +189,8 @@ public final class BlueZTransport: Transport, Sendable {
         writes: Writes,
         configuration: BlueZConnector.Configuration,
         signals: Signals,
-        baselineSerial: UInt32
+        baselineSerial: UInt32,
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.session = session
         self.address = address
@@ -165,6 +204,13 @@ public final class BlueZTransport: Transport, Sendable {
         characteristics = gatt.mapValues(\.properties)
         paths = gatt.mapValues(\.path)
         identifiers = Dictionary(gatt.map { ($0.value.path, $0.key) }, uniquingKeysWith: { first, _ in first })
+        receiptPlan = writes.receipts
+        self.clock = clock
+        if let plan = writes.receipts {
+            state.withLock {
+                $0.receipts = DeliveryReceipts(limit: plan.limit, largestWrite: writes.link.maximumWriteLength(for: .withoutResponse))
+            }
+        }
 
         let monitor = Task { [weak self] in
             await withTaskGroup(of: Void.self) { group in
@@ -202,7 +248,16 @@ public final class BlueZTransport: Transport, Sendable {
 
     /// What the link has carried so far.
     public var statistics: Statistics {
-        var statistics = state.withLock { $0.statistics }
+        var statistics = state.withLock { state in
+            var statistics = state.statistics
+            if let receipts = state.receipts {
+                statistics.deliveryWindow = receipts.limit
+                statistics.receipts = receipts.receipts
+                statistics.largestUnconfirmed = receipts.largestUnconfirmed
+                statistics.receiptsStopped = receipts.stopped
+            }
+            return statistics
+        }
         for socket in sockets.values {
             let carried = socket.statistics
             statistics.socketWrites += carried.datagrams
@@ -231,11 +286,13 @@ public final class BlueZTransport: Transport, Sendable {
         switch kind {
         case .withoutResponse:
             if let socket = sockets[characteristic] {
+                try await waitForReceipts(admitting: value.count)
                 do {
                     try await socket.write(value)
                 } catch {
                     throw linkError(error)
                 }
+                recordCommand(value.count)
             } else if case .writeRequest = writePaths[characteristic] {
                 do {
                     try await writeValue(value, to: characteristic, type: "request")
@@ -244,8 +301,10 @@ public final class BlueZTransport: Transport, Sendable {
                 }
                 state.withLock { $0.statistics.orderedWrites += 1 }
             } else {
+                try await waitForReceipts(admitting: value.count)
                 try await writeValue(value, to: characteristic, type: "command")
                 state.withLock { $0.statistics.commandWrites += 1 }
+                recordCommand(value.count)
             }
         case .withResponse:
             try await writeValue(value, to: characteristic, type: "request")
@@ -377,6 +436,102 @@ public final class BlueZTransport: Transport, Sendable {
             doing: "\(kind) to \(characteristic.characteristic)")
     }
 
+    // MARK: - Delivery receipts
+
+    /// Waits until ``DeliveryReceipts`` admits a write of `count` bytes: until a receipt shows
+    /// enough of the earlier writes reached the device, receipts stop, or the link drops.
+    private func waitForReceipts(admitting count: Int) async throws(TransportError) {
+        guard receiptPlan != nil else { return }
+        while true {
+            try checkConnected()
+            if Task.isCancelled {
+                throw TransportError(.other, "cancelled while waiting for the device to receive earlier writes")
+            }
+            let id: UInt64? = state.withLock { state in
+                guard let receipts = state.receipts, !receipts.admits(count) else { return nil }
+                state.nextID += 1
+                state.statistics.receiptWaits += 1
+                return state.nextID
+            }
+            guard let id else { return }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let now = state.withLock { state in
+                        if state.cancelledWaits.remove(id) != nil || state.disconnectReason != nil
+                            || state.receipts?.admits(count) != false
+                        {
+                            return true
+                        }
+                        state.receiptWaiters[id] = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                    if let waiter = state.receiptWaiters.removeValue(forKey: id) { return waiter }
+                    state.cancelledWaits.insert(id)
+                    return nil
+                }
+                waiter?.resume()
+            }
+        }
+    }
+
+    /// Records a write command bluetoothd took, and sends a receipt when the bookkeeping asks.
+    private func recordCommand(_ count: Int) {
+        guard receiptPlan != nil else { return }
+        let action = state.withLock { $0.receipts?.wrote(count) } ?? DeliveryReceipts.Action.none
+        perform(action)
+    }
+
+    private func perform(_ action: DeliveryReceipts.Action) {
+        switch action {
+        case .none: return
+        case .sendReceipt: Task { await self.sendReceipt(afterPause: false) }
+        case .sendReceiptAfterPause: Task { await self.sendReceipt(afterPause: true) }
+        }
+    }
+
+    /// How long to wait before a receipt that follows one which confirmed nothing new (bluetoothd
+    /// had not read the socket yet): one short connection interval.
+    static let receiptPause: Duration = .milliseconds(10)
+
+    /// Reads the receipt descriptor, then lets waiting writes re-check.
+    private func sendReceipt(afterPause: Bool) async {
+        guard let plan = receiptPlan else { return }
+        if afterPause { try? await clock.sleep(for: Self.receiptPause) }
+        // What was written before looking at the sockets: of that, what they still hold goes on
+        // the air after the receipt.
+        let written = state.withLock { $0.disconnectReason == nil ? $0.receipts?.written : nil }
+        guard let written else { return wakeReceiptWaiters() }
+        let unread = sockets.values.reduce(0) { $0 + $1.unreadBytes }
+        state.withLock { $0.receipts?.sending(upTo: written, unread: unread) }
+        var action = DeliveryReceipts.Action.none
+        do {
+            _ = try await session.call(
+                plan.descriptorPath, BlueZ.Interface.gattDescriptor, "ReadValue", [.variantDictionary([:])],
+                timeout: configuration.callTimeout,
+                session.context("reading a delivery receipt (\(plan.characteristic.characteristic)'s CCC descriptor)", address: address))
+            action = state.withLock { $0.receipts?.receiptArrived() } ?? .none
+        } catch {
+            // A lost link fails the read too; then the waiting writes see the loss.
+            state.withLock { state in
+                if state.disconnectReason == nil { state.receipts?.failed(error.message) }
+            }
+        }
+        wakeReceiptWaiters()
+        perform(action)
+    }
+
+    private func wakeReceiptWaiters() {
+        let waiters = state.withLock { state in
+            defer { state.receiptWaiters = [:] }
+            return Array(state.receiptWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     // MARK: - Notifications
 
     /// Sends `StartNotify` unless notifications are already on. Runs inside ``notifyGate``.
@@ -490,6 +645,7 @@ public final class BlueZTransport: Transport, Sendable {
             return (state.notifying, Array(state.subscriptions.values), state.watchers, state.monitor)
         }
         guard let (_, subscriptions, watchers, monitor) = taken else { return false }
+        wakeReceiptWaiters()
         for socket in sockets.values { socket.close(failing: .disconnected(reason)) }
         for subscription in subscriptions { subscription.continuation.finish() }
         for watcher in watchers {

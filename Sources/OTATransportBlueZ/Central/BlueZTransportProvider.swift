@@ -48,10 +48,12 @@ public struct BlueZTransportProvider: TransportProvider {
         BlueZ.isValidAddress(address)
     }
 
-    /// The device at `address`, through `--adapter` with `--write-path` and `--socket-buffer`.
+    /// The device at `address`, through `--adapter` with `--write-path`, `--socket-buffer` and
+    /// `--in-flight`.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `auto`,
-    ///   `acquire`, `writevalue` or `request`, or a `--socket-buffer` that is neither a size nor `system`.
+    ///   `acquire`, `writevalue` or `request`, a `--socket-buffer` that is neither a size nor `system`,
+    ///   or an `--in-flight` that is neither a size nor `off`.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
         var configuration = configuration
         switch options.value("--write-path") ?? "auto" {
@@ -74,6 +76,15 @@ public struct BlueZTransportProvider: TransportProvider {
                 throw OTAError(.invalidParameter, "--socket-buffer '\(text)' is not a size in bytes (1...16777216) or 'system'")
             }
             configuration.acquiredSocketSendBuffer = bytes
+        }
+        switch options.value("--in-flight") {
+        case nil: break
+        case "off": configuration.deliveryWindow = nil
+        case let text?:
+            guard let bytes = Int(text), (1024...16_777_216).contains(bytes) else {
+                throw OTAError(.invalidParameter, "--in-flight '\(text)' is not a size in bytes (1024...16777216) or 'off'")
+            }
+            configuration.deliveryWindow = bytes
         }
         let adapter = options.value("--adapter")
         return BlueZDevice(

@@ -101,6 +101,12 @@ final class BlueZWriteSocket: Sendable {
     /// What went through the socket so far.
     var statistics: Statistics { state.withLock { $0.statistics } }
 
+    /// What the socket holds unread by bluetoothd now (`SIOCOUTQ`, in the kernel's accounting,
+    /// which is at least the payload); 0 when it cannot be read or the socket is closed.
+    var unreadBytes: Int {
+        state.withLock { state in state.isClosed ? 0 : SocketCalls.queuedBytes(descriptor) ?? 0 }
+    }
+
     /// Sets the handler told, once, that bluetoothd closed its end.
     func onHangUp(_ handler: @escaping @Sendable (TransportError) -> Void) {
         state.withLock { $0.hangUpHandler = handler }

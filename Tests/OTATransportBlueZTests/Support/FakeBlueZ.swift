@@ -48,6 +48,20 @@ final class FakeBlueZ: Sendable {
         case absent
     }
 
+    /// Whether `CONTROL` has a Client Characteristic Configuration descriptor (`desc000f`) and how
+    /// its `ReadValue` — a delivery receipt — is answered.
+    enum ReceiptDescriptor: Sendable {
+        /// No descriptor (the default, so that other tests see no receipts).
+        case absent
+        /// Answered at once.
+        case answers
+        /// Answered once ``FakeBlueZ/releaseReceipts()`` was called, as a device whose link has
+        /// not carried the earlier writes yet.
+        case heldUntilReleased
+        /// Answered with an ATT error.
+        case fails
+    }
+
     /// What the fake publishes and how it answers.
     struct Script: Sendable {
         /// Adapters: name, address, powered.
@@ -71,6 +85,8 @@ final class FakeBlueZ: Sendable {
         /// The value of the device's Server Supported Features (0x2B3A, in a Generic Attribute
         /// service); `nil` publishes no such characteristic.
         var serverSupportedFeatures: [UInt8]?
+        /// `CONTROL`'s CCC descriptor.
+        var receiptDescriptor = ReceiptDescriptor.absent
     }
 
     /// One `WriteValue` call.
@@ -88,6 +104,9 @@ final class FakeBlueZ: Sendable {
         var readDelay: UInt32 = 0
         var serverSocket: Int32 = -1
         var isDeviceExported = false
+        var receiptsReleased = false
+        /// `ReadValue` calls on the CCC descriptor, with the bytes read from the socket by then.
+        var receiptReads: [Int] = []
     }
 
     let server: DBusConnection
@@ -175,6 +194,10 @@ final class FakeBlueZ: Sendable {
     var datagrams: [[UInt8]] { state.withLock { $0.datagrams } }
     /// The bytes read from the `AcquireWrite` socket.
     var socketBytes: Int { state.withLock { $0.datagrams.reduce(0) { $0 + $1.count } } }
+    /// The `ReadValue` calls on `CONTROL`'s CCC descriptor: the bytes read from the socket when each came.
+    var receiptReads: [Int] { state.withLock { $0.receiptReads } }
+    /// Lets held receipts (``ReceiptDescriptor/heldUntilReleased``) be answered, now and from now on.
+    func releaseReceipts() { state.withLock { $0.receiptsReleased = true } }
     /// The last `SetDiscoveryFilter` argument.
     var discoveryFilter: [String: DBusValue]? { state.withLock { $0.discoveryFilter } }
 
@@ -293,6 +316,33 @@ final class FakeBlueZ: Sendable {
         try await exportCharacteristic(Self.controlPath, Self.control, flags: ["write", "notify"])
         try await exportCharacteristic(Self.statusPath, Self.status, flags: ["read"])
         if let features = script.serverSupportedFeatures { try await exportServerSupportedFeatures(features) }
+        if script.receiptDescriptor != .absent { try await exportReceiptDescriptor() }
+    }
+
+    static let cccPath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01/service000a/char000d/desc000f"
+
+    /// `CONTROL`'s Client Characteristic Configuration descriptor, as BlueZ exports it.
+    private func exportReceiptDescriptor() async throws {
+        let properties: [String: DBusValue] = [
+            "UUID": .string("00002902-0000-1000-8000-00805f9b34fb"), "Characteristic": .objectPath(Self.controlPath),
+            "Value": .bytes([]),
+        ]
+        let behaviour = script.receiptDescriptor
+        try await server.export(
+            DBusObject(path: Self.cccPath, interfaces: [BlueZ.Interface.gattDescriptor: properties]) { [self] call in
+                record(call)
+                guard call.member == "ReadValue" else { throw Self.unknown(call) }
+                state.withLock { $0.receiptReads.append($0.datagrams.reduce(0) { $0 + $1.count }) }
+                switch behaviour {
+                case .fails:
+                    throw DBusError(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")
+                case .heldUntilReleased:
+                    while !state.withLock({ $0.receiptsReleased }) { try await Task.sleep(for: .milliseconds(2)) }
+                case .answers, .absent:
+                    break
+                }
+                return [.bytes([0x01, 0x00])]
+            })
     }
 
     static let gattServicePath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001"
