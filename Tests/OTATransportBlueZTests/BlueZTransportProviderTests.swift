@@ -107,6 +107,27 @@ import Testing
         }
     }
 
+    @Test func inFlightOptionSetsTheDeliveryWindow() async throws {
+        try await FakeBlueZ.with { bus, _ in
+            let provider = Self.provider(on: bus)
+            for bad in ["0", "1023", "lots", "16777217"] {
+                do throws(OTAError) {
+                    _ = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--in-flight": [bad]]))
+                    Issue.record("--in-flight \(bad) was accepted")
+                } catch {
+                    #expect(error.code == .invalidParameter)
+                    #expect(error.message == "--in-flight '\(bad)' is not a size in bytes (1024...16777216) or 'off'")
+                }
+            }
+            let standard = try await provider.device(at: FakeBlueZ.address, options: TransportOptions([:]))
+            #expect(try #require(standard as? BlueZDevice).connector.configuration.deliveryWindow == 16_384)
+            let wide = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--in-flight": ["65536"]]))
+            #expect(try #require(wide as? BlueZDevice).connector.configuration.deliveryWindow == 65_536)
+            let off = try await provider.device(at: FakeBlueZ.address, options: TransportOptions(["--in-flight": ["off"]]))
+            #expect(try #require(off as? BlueZDevice).connector.configuration.deliveryWindow == nil)
+        }
+    }
+
     @Test func listensForTheAdvertisementOnlyWhenTheCatalogMustDecide() async throws {
         try await FakeBlueZ.with { bus, fake in
             let device = try await Self.provider(on: bus).device(at: FakeBlueZ.address, options: TransportOptions())
