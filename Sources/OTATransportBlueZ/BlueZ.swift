@@ -19,6 +19,8 @@ public enum BlueZ {
 
     /// The path of BlueZ's object manager: `/`.
     public static let objectManagerPath: DBusObjectPath = .root
+    /// Where bluetoothd's `AgentManager1` lives.
+    public static let agentManagerPath: DBusObjectPath = "/org/bluez"
 
     /// The D-Bus interfaces BlueZ's objects implement.
     public enum Interface {
@@ -30,6 +32,10 @@ public enum BlueZ {
         public static let gattService = "org.bluez.GattService1"
         /// A GATT characteristic of a connected device.
         public static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+        /// A pairing agent, exported by an application (``BlueZPairingAgent``).
+        public static let agent = "org.bluez.Agent1"
+        /// bluetoothd's registry of pairing agents.
+        public static let agentManager = "org.bluez.AgentManager1"
         /// A GATT descriptor of a connected device's characteristic.
         public static let gattDescriptor = "org.bluez.GattDescriptor1"
         /// The standard properties interface (`Get`, `GetAll`, `PropertiesChanged`).

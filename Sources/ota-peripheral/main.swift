@@ -29,6 +29,10 @@ let spec = CommandSpec(
         .init(name: "--adapter", valueName: "NAME", help: "the BlueZ adapter that plays the peripheral (default hci1)"),
         .init(name: "--name", valueName: "TEXT", help: "the advertised local name (default OTA-Test)"),
         .init(name: "--flash-size", valueName: "BYTES", help: "the device's flash, whole 4 KiB sectors (default 1048576)"),
+        .init(
+            name: "--security", valueName: "LEVEL",
+            help: "what link the characteristics need: open (default), encrypted (the central must pair) or authenticated (pairing with a passkey)"),
+        .init(name: "--passkey", valueName: "DIGITS", help: "the six digits the pairing agent enters (default: Just Works)"),
         .init(name: "--image-out", valueName: "PATH", help: "on SIGTERM/SIGINT, write the device's flash to PATH"),
         .init(name: "--image-size", valueName: "BYTES", help: "write only the first BYTES bytes of flash to --image-out"),
         .init(
@@ -78,6 +82,8 @@ struct Options {
     var dyingLinkFor: Duration = .seconds(2)
     var softDevice: UInt16?
     var readvertise: Duration?
+    var security = BlueZPeripheral.Security.open
+    var passkey: UInt32?
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -125,6 +131,18 @@ func parseOptions(_ arguments: [String]) -> Options {
         guard let seconds = Double(text), seconds > 0 else { usageError("--readvertise needs a number of seconds, got '\(text)'") }
         options.readvertise = .milliseconds(Int((seconds * 1000).rounded()))
     }
+    if let text = parsed.value("--security") {
+        guard let security = BlueZPeripheral.Security(rawValue: text) else {
+            usageError("--security needs open, encrypted or authenticated, got '\(text)'")
+        }
+        options.security = security
+    }
+    if let text = parsed.value("--passkey") {
+        guard text.count == 6, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let passkey = UInt32(text) else {
+            usageError("--passkey needs six digits, got '\(text)'")
+        }
+        options.passkey = passkey
+    }
     guard options.flashSize > 0, options.flashSize % NORFlash.defaultSectorSize == 0 else {
         usageError("--flash-size must be a positive multiple of \(NORFlash.defaultSectorSize)")
     }
@@ -159,6 +177,8 @@ let configuration = {
         log: { printError("ota-peripheral: \($0)\n") }
     )
     configuration.dyingLinkAfterDataBytes = options.dyingLinkAfter
+    configuration.security = options.security
+    configuration.passkey = options.passkey
     configuration.dyingLinkDuration = options.dyingLinkFor
     return configuration
 }()

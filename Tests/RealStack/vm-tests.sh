@@ -113,12 +113,26 @@ if result:
 EOF
 }
 
+# Removes the central's and the peripheral's bonds with each other (Adapter1.RemoveDevice on both).
+forget_bonds() {
+  local peripheral_path=/org/bluez/$CENTRAL_ADAPTER/dev_${PERIPHERAL_ADDRESS//:/_}
+  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$CENTRAL_ADAPTER" org.bluez.Adapter1.RemoveDevice \
+    "objpath:$peripheral_path" >/dev/null 2>&1 || true
+  # The central as the peripheral saw it (its log names the path); $dir is run_case's.
+  local central_path
+  central_path=$(grep -m1 -o 'central connected: /org/bluez/hci1/dev_[0-9A-F_]*' "$dir/peripheral.err" | awk '{print $3}')
+  [ -n "$central_path" ] && dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci1 org.bluez.Adapter1.RemoveDevice \
+    "objpath:$central_path" >/dev/null 2>&1
+  return 0
+}
+
 # run_case NAME PROTOCOL CENTRAL MIN_RESUMES [PERIPHERAL ARGS...]
 # Set for one case (as VAR=value before run_case): INPUT, the file ota sends (default image.bin);
 # EXPECT, what the flash must hold from byte 0 (default image.bin); OTA_ARGS, more `ota update`
 # arguments; MIN_RESTARTS, the restarts from byte 0 ota must report; WRITE_PATH, ota's
 # --write-path (default auto); EATT=1, bluetoothd with its defaults (EATT on) and ota must send
-# write requests; MAX_RESEND_PERCENT, the most ota may re-send, in % of the image.
+# write requests; MAX_RESEND_PERCENT, the most ota may re-send, in % of the image; EXPECT_ERROR,
+# text ota's error must contain (the case passes only if ota fails with it and no data arrived).
 run_case() {
   local name=$1 protocol=$2 central=$3 min_resumes=$4; shift 4
   local input=${INPUT:-$IMAGE} expect=${EXPECT:-$IMAGE} min_restarts=${MIN_RESTARTS:-0}
@@ -188,8 +202,31 @@ run_case() {
   local stats
   stats=$(grep -m1 'ota-peripheral: stats' "$dir/peripheral.err" | sed 's/^ota-peripheral: stats //')
 
+  # Pairing cases leave bonds on both adapters: forget them, so the next case pairs afresh.
+  case " $* " in *" --security "*) forget_bonds ;; esac
+
   # The verdict.
   local why="" detail=""
+  if [ -n "${EXPECT_ERROR:-}" ]; then
+    # A case that must fail: a non-zero exit, the expected advice in ota's error line, and no
+    # data written to the device.
+    local line
+    line=$(grep -m1 "$EXPECT_ERROR" "$dir/central.err")
+    if [ $status = 0 ] || [ $status = 124 ]; then
+      why="ota exited $status, expected a failure saying '$EXPECT_ERROR'"
+    elif [ -z "$line" ]; then
+      why="ota's error did not say '$EXPECT_ERROR': $(tail -n1 "$dir/central.err")"
+    elif ! grep -q 'dataBytes=0 ' <<< "$stats "; then
+      why="data reached the device although the update was refused ($stats)"
+    fi
+    if [ -z "$why" ]; then
+      record PASS "$name" "${seconds} s; exit $status: ${line:0:300}; peripheral: $stats"
+    else
+      record FAIL "$name" "$why; peripheral: $stats; logs: $dir"
+      tail -n 8 "$dir/central.err"
+    fi
+    return
+  fi
   if [ "$central" = ota ] || [ "$central" = ota-writevalue ]; then
     local result
     result=$(ota_result "$dir/central.out")
@@ -267,6 +304,14 @@ for test in $TESTS; do
     # bluetoothd's defaults: EATT on. ota must notice and keep the data in order (write requests).
     ota-generic-eatt)         EATT=1 run_case "$test" generic ota 0 ;;
     ota-framed-eatt)          EATT=1 MAX_RESEND_PERCENT=5 run_case "$test" framed ota 0 ;;
+    # Characteristics that need an encrypted link (issue 16, item 4): ota pairs with its own agent,
+    # by Passkey Entry (both sides enter 123456) or Just Works; without pairing, one actionable line.
+    # NOT in ALL_TESTS: in this VM (kernel 6.1, btvirt) pairing succeeds, then the encrypted link
+    # stalls after ~4 KB and closing its L2CAP socket hits a kernel BUG (list corruption in
+    # hci_chan_del) that kills bluetoothd; see docs/decisions/0029. Run them by name.
+    ota-paired-passkey)       OTA_ARGS="--passkey 123456" run_case "$test" generic ota 0 --security authenticated --passkey 123456 ;;
+    ota-paired-justworks)     OTA_ARGS="--pairing once" run_case "$test" framed ota 0 --security encrypted ;;
+    ota-unpaired-refused)     EXPECT_ERROR="pass --pairing first" run_case "$test" generic ota 0 --security authenticated --passkey 123456 ;;
     *) record FAIL "$test" "unknown test (known: $ALL_TESTS)" ;;
   esac
 done

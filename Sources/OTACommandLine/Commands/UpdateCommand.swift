@@ -25,6 +25,15 @@ enum UpdateCommand: Command {
                     help:
                         "real devices: most bytes of data writes on their way to the device before a delivery receipt shows them received (progress runs at most this far ahead), 1024...16777216; default 16384, 'off' to trust bluetoothd's queue"
                 ),
+                .init(
+                    name: "--pairing", valueName: "WHEN",
+                    help:
+                        "real devices: 'auto' (default: bluetoothd pairs through the system's agent if the device asks), 'first' (pair with ota's own agent before the update; Just Works unless --passkey) or 'once' (pair first, remove the bond afterwards)"
+                ),
+                .init(
+                    name: "--passkey", valueName: "DIGITS",
+                    help: "real devices: the six-digit passkey to enter when pairing (Passkey Entry); implies --pairing first"
+                ),
             ],
             parameterNote: " (see 'ota protocols')"
         ) + [

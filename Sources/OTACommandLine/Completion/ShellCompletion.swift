@@ -47,6 +47,7 @@ package struct ShellCompletion: Sendable {
         case "--profile": return .words(DeviceProfile.builtIn.map(\.name))
         case "--transport": return .words(environment.transports.providers.map(\.name))
         case "--write-path": return .words(["auto", "acquire", "writevalue", "request"])
+        case "--pairing": return .words(["auto", "first", "once"])
         case "--sim-speed": return .words(["1", "max"])
         case "--param":
             var names: [String] = []

@@ -90,6 +90,31 @@ public struct BlueZConnector: Connector {
             /// Always write requests.
             case requests
         }
+        /// Whether and how to pair (issue 16, item 4; docs/decisions/0029).
+        public var pairing = Pairing()
+
+        /// Pairing with devices whose characteristics need an encrypted link.
+        ///
+        /// By default nothing is paired by the connector: a device that answers "insufficient
+        /// encryption" makes bluetoothd pair through the system's default agent, if there is one,
+        /// and otherwise the call fails with an error that says to pass `--pair` or `--passkey`.
+        public struct Pairing: Sendable, Hashable {
+            /// Pair with `Device1.Pair` after connecting, when the device is not paired yet, through
+            /// this connection's own ``BlueZPairingAgent``.
+            public var pairsFirst = false
+            /// The passkey for Passkey Entry (0…999 999): the agent registers as `KeyboardOnly` and
+            /// enters it; `nil` allows only Just Works (`NoInputNoOutput`).
+            public var passkey: UInt32?
+            /// Remove the bond (`Adapter1.RemoveDevice`) when the app closes the link, so the device
+            /// is not left paired to this computer.
+            public var removesBondAfterwards = false
+            /// How long `Device1.Pair` may take (the person may be typing a passkey on the device).
+            public var timeout: Duration = .seconds(60)
+
+            /// No pairing by the connector.
+            public init() {}
+        }
+
         /// How long to scan for a device the adapter does not know yet.
         public var discoveryTimeout: Duration = .seconds(10)
         /// How long `Device1.Connect` may take.
@@ -184,6 +209,7 @@ public struct BlueZConnector: Connector {
         do {
             try await connectDevice(device, over: session)
             baseline = try await waitForServices(device, over: session, signals: deviceSignals)
+            try await pairIfAsked(device, adapter: adapter, over: session)
         } catch {
             if !wasConnected {
                 await session.callDetached(
@@ -202,6 +228,32 @@ public struct BlueZConnector: Connector {
             throw error
         }
     }
+
+    /// Pairs with `Device1.Pair` through this session's own agent when the configuration asks and
+    /// BlueZ does not have the device paired yet.
+    private func pairIfAsked(
+        _ device: BlueZObjectTree.Device, adapter: BlueZAdapter, over session: BlueZSession
+    ) async throws(TransportError) {
+        let pairing = configuration.pairing
+        guard pairing.pairsFirst || pairing.passkey != nil else { return }
+        let context = session.context("pairing with \(address)", address: address, connecting: true, timeout: pairing.timeout)
+        let properties = try await session.properties(of: BlueZ.Interface.device, at: device.path, context)
+        guard properties["Paired"]?.bool != true else { return }
+        let agent = BlueZPairingAgent(path: Self.agentPath, adapterPath: adapter.path, passkey: pairing.passkey)
+        do {
+            try await agent.register(on: session.connection, asDefault: false)
+        } catch {
+            throw BlueZFailure.translate(error, session.context("registering a pairing agent with bluetoothd", address: address, connecting: true))
+        }
+        // AlreadyExists: paired meanwhile (by the system's agent, say).
+        _ = try await session.call(
+            device.path, BlueZ.Interface.device, "Pair", timeout: pairing.timeout,
+            tolerating: ["org.bluez.Error.AlreadyExists"], context)
+    }
+
+    /// Where a connection's pairing agent is exported (bluetoothd tells agents apart by their
+    /// connection, so one path serves every connection).
+    static let agentPath: DBusObjectPath = "/org/swiftbleota/agent"
 
     /// Finds a device the adapter does not know: `ConnectDevice` when possible, else discovery.
     private func find(

@@ -11,7 +11,8 @@ import OTACore
 /// | `…DBus.Error.NoReply` | `.other` (`.connectionFailed` while connecting) | check range, power |
 /// | `…DBus.Error.Disconnected`, `org.bluez.Error.NotConnected` | `.disconnected` | (resume) |
 /// | `…DBus.Error.UnknownObject`, `…UnknownMethod`, `org.bluez.Error.DoesNotExist` | `.connectionFailed` | scan again |
-/// | `org.bluez.Error.NotPermitted` | `.notPermitted` | close other clients holding it |
+/// | `org.bluez.Error.NotPermitted` "Not paired" (ATT insufficient authentication/encryption) | `.notPermitted` | `--pair`, `--passkey`, or bluetoothctl |
+/// | `org.bluez.Error.NotPermitted` otherwise | `.notPermitted` | close other clients holding it |
 /// | `org.bluez.Error.NotAuthorized`, `…AuthenticationFailed`/`Rejected`/`Canceled`/`Timeout` | `.notPermitted` / `.connectionFailed` | pair, or remove and pair again |
 /// | `org.bluez.Error.InProgress` | `.other` | wait, or disconnect other clients |
 /// | `org.bluez.Error.NotSupported` | `.notPermitted` | — |
@@ -126,7 +127,8 @@ enum BlueZFailure {
         }
         let operation = context.operation
         let detail = error.message.isEmpty ? error.name.rawValue : error.message
-        let pairHint = "pair it first with 'bluetoothctl pair \(context.address ?? "<address>")'"
+        let pairHint =
+            "pass --pairing first (or --passkey NNNNNN if the device expects one), or pair it first with 'bluetoothctl pair \(context.address ?? "<address>")'"
         let failedKind: TransportError.Kind = context.isConnecting ? .connectionFailed : .other
         switch error.name.rawValue {
         case DBusError.Name.serviceUnknown.rawValue, DBusError.Name.nameHasNoOwner.rawValue:
@@ -155,6 +157,11 @@ enum BlueZFailure {
                 .connectionFailed,
                 "\(operation): BlueZ has no such object or method (\(detail)): the device was removed or disconnected, or this BlueZ is too old for the call; scan and connect again"
             )
+        case "org.bluez.Error.NotPermitted" where detail == "Not paired":
+            // gatt-client.c's answer to ATT Insufficient Authentication/Encryption/Key Size.
+            return TransportError(
+                .notPermitted,
+                "\(operation): the device requires a paired, encrypted link and pairing did not happen or failed; \(pairHint)")
         case "org.bluez.Error.NotPermitted":
             return TransportError(
                 .notPermitted,
@@ -168,7 +175,7 @@ enum BlueZFailure {
             "org.bluez.Error.AuthenticationCanceled", "org.bluez.Error.AuthenticationTimeout":
             return TransportError(
                 .connectionFailed,
-                "\(operation): pairing failed (\(detail)): remove the device with 'bluetoothctl remove \(context.address ?? "<address>")' and pair again"
+                "\(operation): pairing failed (\(detail)): check the passkey (--passkey), or remove the device with 'bluetoothctl remove \(context.address ?? "<address>")' and pair again"
             )
         case "org.bluez.Error.InProgress":
             return TransportError(

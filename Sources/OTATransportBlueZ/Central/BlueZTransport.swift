@@ -367,6 +367,13 @@ public final class BlueZTransport: Transport, Sendable {
         guard drop(.closedByApp, closeSession: false) else { return }
         await session.callDetached(
             devicePath, BlueZ.Interface.device, "Disconnect", timeout: configuration.disconnectTimeout)
+        if configuration.pairing.removesBondAfterwards {
+            // Forgets the device and its keys (BlueZ removes its object too); a later connect finds it again.
+            let adapterPath = DBusObjectPath("/org/bluez/\(adapter)") ?? BlueZ.agentManagerPath
+            await session.callDetached(
+                adapterPath, BlueZ.Interface.adapter, "RemoveDevice", [.objectPath(devicePath)],
+                timeout: configuration.disconnectTimeout)
+        }
         await session.close()
     }
 

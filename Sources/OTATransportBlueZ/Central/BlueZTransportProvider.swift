@@ -48,12 +48,13 @@ public struct BlueZTransportProvider: TransportProvider {
         BlueZ.isValidAddress(address)
     }
 
-    /// The device at `address`, through `--adapter` with `--write-path`, `--socket-buffer` and
-    /// `--in-flight`.
+    /// The device at `address`, through `--adapter` with `--write-path`, `--socket-buffer`,
+    /// `--in-flight`, `--pairing` and `--passkey`.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a `--write-path` other than `auto`,
     ///   `acquire`, `writevalue` or `request`, a `--socket-buffer` that is neither a size nor `system`,
-    ///   or an `--in-flight` that is neither a size nor `off`.
+    ///   an `--in-flight` that is neither a size nor `off`, a `--pairing` other than `auto`, `first`
+    ///   or `once`, or a `--passkey` that is not six digits.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
         var configuration = configuration
         switch options.value("--write-path") ?? "auto" {
@@ -85,6 +86,21 @@ public struct BlueZTransportProvider: TransportProvider {
                 throw OTAError(.invalidParameter, "--in-flight '\(text)' is not a size in bytes (1024...16777216) or 'off'")
             }
             configuration.deliveryWindow = bytes
+        }
+        switch options.value("--pairing") {
+        case nil, "auto": break
+        case "first": configuration.pairing.pairsFirst = true
+        case "once":
+            configuration.pairing.pairsFirst = true
+            configuration.pairing.removesBondAfterwards = true
+        case let other?:
+            throw OTAError(.invalidParameter, "--pairing '\(other)' is not 'auto', 'first' or 'once'")
+        }
+        if let text = options.value("--passkey") {
+            guard text.count == 6, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let passkey = UInt32(text) else {
+                throw OTAError(.invalidParameter, "--passkey '\(text)' is not six digits (000000...999999)")
+            }
+            configuration.pairing.passkey = passkey
         }
         let adapter = options.value("--adapter")
         return BlueZDevice(

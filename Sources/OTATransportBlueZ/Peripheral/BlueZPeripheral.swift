@@ -108,7 +108,7 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
         self.bus = bus
         self.adapterPath = adapterPath
         self.address = address
-        application = GATTApplication(root: configuration.objectRoot, definitions: model.services)
+        application = GATTApplication(root: configuration.objectRoot, definitions: model.services, security: configuration.security)
         advertisementPath = configuration.objectRoot.appending("advertisement0")!
         (outgoingStream, outgoing) = AsyncStream.makeStream(of: OutgoingNotification.self, bufferingPolicy: .unbounded)
     }
@@ -252,7 +252,8 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
             }
             for characteristic in application.characteristics {
                 try await bus.export(
-                    DBusObject(path: characteristic.path, interfaces: GATTApplication.characteristicProperties(characteristic)) {
+                    DBusObject(path: characteristic.path, interfaces: GATTApplication.characteristicProperties(characteristic, security: application.security))
+                    {
                         [self] call in
                         try await self.handle(call, for: characteristic)
                     })
@@ -277,6 +278,18 @@ public final class BlueZPeripheral: PeripheralContext, Sendable {
                     arguments: [.objectPath(application.root), .variantDictionary([:])]))
         }
         configuration.log("registered the GATT application \(application.root) on \(adapterPath)")
+        if configuration.security != .open {
+            // The default agent: bluetoothd asks it about pairings a central starts.
+            let agent = BlueZPairingAgent(
+                path: DBusObjectPath(configuration.objectRoot.rawValue + "_agent") ?? "/org/swiftbleota/agent",
+                adapterPath: adapterPath, passkey: configuration.passkey)
+            let log = configuration.log
+            try await BlueZPeripheralError.step("registering the pairing agent failed") {
+                try await agent.register(on: bus, asDefault: true, log: log)
+            }
+            configuration.log(
+                "characteristics need an \(configuration.security == .authenticated ? "authenticated, " : "")encrypted link; pairing agent \(agent.capability)")
+        }
         var candidates = [advertisement] + advertisement.fallbacks
         while true {
             let candidate = candidates.removeFirst()

@@ -2,6 +2,17 @@
 import OTACore
 
 extension BlueZPeripheral {
+    /// What link a peripheral's characteristics need.
+    public enum Security: String, Sendable, Hashable, CaseIterable {
+        /// Any link.
+        case open
+        /// An encrypted link: the central must pair (Just Works will do).
+        case encrypted
+        /// An encrypted link with an authenticated key (MITM protection): Passkey Entry or
+        /// numeric comparison, not Just Works.
+        case authenticated
+    }
+
     /// How a ``BlueZPeripheral`` serves its model.
     public struct Configuration: Sendable {
         /// The adapter that plays the peripheral, such as `hci1`. It is powered on if it is off.
@@ -33,6 +44,13 @@ extension BlueZPeripheral {
         /// that starts scanning can then miss the peripheral for tens of seconds. Advertising
         /// again every few seconds gives it a fresh report each time.
         public var readvertiseInterval: Duration?
+        /// What link the characteristics need: `open` (default), or encrypted, which makes a
+        /// central pair first (issue 16, item 4).
+        public var security = Security.open
+        /// The passkey the peripheral's pairing agent enters (Passkey Entry, both sides typing the
+        /// same six digits); `nil` pairs with Just Works. The agent is registered only when
+        /// ``security`` is not `open`.
+        public var passkey: UInt32?
         /// The clock every wait of the peripheral runs on: the model's reboot delays and the
         /// readvertising interval. A real peripheral uses the continuous clock; tests pass one
         /// they advance themselves.

@@ -37,9 +37,12 @@ struct GATTApplication: Sendable {
     let root: DBusObjectPath
     let services: [Service]
     let characteristics: [Characteristic]
+    /// What link the characteristics' reads and writes need.
+    let security: BlueZPeripheral.Security
 
     /// Lays out `definitions` below `root`, in order.
-    init(root: DBusObjectPath, definitions: [GATTServiceDefinition]) {
+    init(root: DBusObjectPath, definitions: [GATTServiceDefinition], security: BlueZPeripheral.Security = .open) {
+        self.security = security
         self.root = root
         var services: [Service] = []
         var characteristics: [Characteristic] = []
@@ -66,12 +69,29 @@ struct GATTApplication: Sendable {
     }
 
     /// BlueZ's `Flags` for `properties`, in a fixed order.
-    static func flags(for properties: CharacteristicProperties) -> [String] {
-        let names: [(CharacteristicProperties, String)] = [
-            (.read, "read"), (.writeWithoutResponse, "write-without-response"), (.write, "write"),
-            (.notify, "notify"), (.indicate, "indicate"),
-        ]
-        return names.filter { properties.contains($0.0) }.map(\.1)
+    ///
+    /// With a ``BlueZPeripheral/Security`` other than `open`, reads and writes (with or without
+    /// response) need an encrypted link: `encrypt-read` and `encrypt-write` (or their
+    /// `encrypt-authenticated-` forms) replace `read` and `write`. BlueZ has no flag for write
+    /// commands alone, so a characteristic that takes only those gets `encrypt-write` as well, and
+    /// takes writes with response from then on; bluetoothd drops a write command on an
+    /// unencrypted link without a word, and answers a request with Insufficient Encryption.
+    static func flags(for properties: CharacteristicProperties, security: BlueZPeripheral.Security = .open) -> [String] {
+        let prefix: String? =
+            switch security {
+            case .open: nil
+            case .encrypted: "encrypt-"
+            case .authenticated: "encrypt-authenticated-"
+            }
+        var flags: [String] = []
+        if properties.contains(.read) { flags.append((prefix ?? "") + "read") }
+        if properties.contains(.writeWithoutResponse) { flags.append("write-without-response") }
+        if properties.contains(.write) || (prefix != nil && properties.contains(.writeWithoutResponse)) {
+            flags.append((prefix ?? "") + "write")
+        }
+        if properties.contains(.notify) { flags.append("notify") }
+        if properties.contains(.indicate) { flags.append("indicate") }
+        return flags
     }
 
     /// The properties of a service object.
@@ -80,12 +100,14 @@ struct GATTApplication: Sendable {
     }
 
     /// The properties of a characteristic object.
-    static func characteristicProperties(_ characteristic: Characteristic) -> [String: [String: DBusValue]] {
+    static func characteristicProperties(
+        _ characteristic: Characteristic, security: BlueZPeripheral.Security = .open
+    ) -> [String: [String: DBusValue]] {
         [
             characteristicInterface: [
                 "UUID": .string(characteristic.id.characteristic.description),
                 "Service": .objectPath(characteristic.servicePath),
-                "Flags": .strings(flags(for: characteristic.properties)),
+                "Flags": .strings(flags(for: characteristic.properties, security: security)),
             ]
         ]
     }
