@@ -609,15 +609,25 @@ private func perform(
 ) throws -> [NordicDFUStateMachine.Action] {
     var trace: [NordicDFUStateMachine.Action] = []
     var action = first
+    var queuedAnswers: [DFUResponse] = []
     for _ in 0..<10_000 {
         trace.append(action)
         if action == stop { return trace }
         switch action {
         case .send(let request, _):
             action = machine.received(bootloader.answer(request))
+        case .sendQueued(let requests):
+            // Processed FIFO, as the SDK's scheduler does; answered in that order or, as an
+            // Execute re-queued behind the Create while flash is busy, the other way round.
+            queuedAnswers = requests.map { bootloader.answer($0) }
+            if bootloader.answersQueuedRequestsInReverse { queuedAnswers.reverse() }
+            action = machine.received(queuedAnswers.removeFirst())
         case .listen:
-            Issue.record("unexpected listen")
-            return trace
+            guard !queuedAnswers.isEmpty else {
+                Issue.record("unexpected listen")
+                return trace
+            }
+            action = machine.received(queuedAnswers.removeFirst())
         case .writeInitPacket(let range):
             bootloader.write(NordicDFUStateMachineTests.initPacket[range], packetSize: 244)
             action = machine.streamed()
@@ -649,6 +659,8 @@ struct IdealBootloader {
     var objectSize: Int?
     var packetsSeen = 0
     var dropPacketsOnce: Set<Int> = []
+    /// Whether the answers to queued requests come last first (an Execute that waited for flash).
+    var answersQueuedRequestsInReverse = false
     /// Requests and packets on the command object: Select or Create of it, and Calculate
     /// Checksum, Execute and init packet bytes while it is current.
     var commandObjectRequests = 0

@@ -50,6 +50,12 @@ public struct NordicDFUStateMachine: Sendable {
         /// Write the request to the Control Point with response, wait (as `wait` says) for a
         /// notification and pass it to ``received(_:)-(Data)``.
         case send(DFURequest, wait: Wait = .response)
+        /// Write these requests to the Control Point with response, one after another, without
+        /// waiting for a notification between them (the bootloader queues requests FIFO), then
+        /// wait for a notification and pass it to ``received(_:)-(Data)``. Their answers are
+        /// matched by op code, in whichever order they come; the machine asks (with
+        /// ``listen(purpose:wait:)``) for each further one.
+        case sendQueued([DFURequest])
         /// The last notification was a stray packet receipt: wait (as `wait` says) for the next
         /// one and pass it to ``received(_:)-(Data)``. `purpose` names what is awaited.
         case listen(purpose: String, wait: Wait)
@@ -78,6 +84,7 @@ public struct NordicDFUStateMachine: Sendable {
         public static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
             case (.send(let a, let x), .send(let b, let y)): a == b && x == y
+            case (.sendQueued(let a), .sendQueued(let b)): a == b
             case (.listen(let a, let x), .listen(let b, let y)): a == b && x == y
             case (.writeInitPacket(let a), .writeInitPacket(let b)): a == b
             case (.stream(let a, let x), .stream(let b, let y)): a == b && x == y
@@ -100,6 +107,10 @@ public struct NordicDFUStateMachine: Sendable {
         case probeLink
         /// Calculate Checksum in place of a packet receipt that did not come.
         case checkMissingReceipt
+        /// Set PRN before a Create, when the adaptive interval changed (`prn=auto`).
+        case adjustReceipts
+        /// Select(data) after a surprise in the pipelined flow: where the bootloader stands.
+        case resynchronize
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -137,6 +148,8 @@ public struct NordicDFUStateMachine: Sendable {
     private enum Phase: Sendable, Hashable {
         case idle
         case awaiting(Step, DFURequest, Wait)
+        /// Queued requests whose answers have not come yet (``Action/sendQueued(_:)``).
+        case awaitingQueued([DFURequest])
         case writingInitPacket
         case streaming(Range<Int>, receipt: Bool)
         case delaying(then: AfterDelay)
@@ -148,7 +161,13 @@ public struct NordicDFUStateMachine: Sendable {
     private let image: FirmwareImage
     private let initPacket: Data
     private let payloadSize: Int
-    private let receiptInterval: Int
+    /// The receipt interval in force for the next object (adapts with `prn=auto`).
+    private var receiptInterval: Int
+    /// The interval the bootloader was last told (Set PRN), or `nil` before the data stage's.
+    private var announcedInterval: Int?
+    private let adaptsReceipts: Bool
+    /// Whether Execute and the next Create are queued together; cleared for good at a surprise.
+    private var pipelines: Bool
     private let firstObjectDelay: Duration
     private let objectAttempts: Int
     private let checkpoint: NordicDFUCheckpoint?
@@ -176,6 +195,21 @@ public struct NordicDFUStateMachine: Sendable {
     private var attempt = 1
     private var firstObject = true
     private var lastReportedOffset = 0
+    /// Objects in a row that arrived whole at their first attempt (`prn=auto` raises after
+    /// ``adaptiveRaiseAfter``).
+    private var cleanObjects = 0
+    /// Why the pipelined flow is being left, once a queued answer surprised; the rest of the
+    /// queue is drained first.
+    private var surprise: String?
+    /// The Create of the queue was answered (its object may be streamed once the Execute is too).
+    private var queuedCreateAnswered = false
+
+    /// The clean objects in a row after which `prn=auto` doubles its interval.
+    public static let adaptiveRaiseAfter = 4
+
+    /// Receipt intervals the machine went through with `prn=auto`, first to last (for the log
+    /// and tests).
+    public private(set) var receiptIntervals: [Int] = []
 
     /// Objects sent again because their bytes did not all arrive.
     public private(set) var objectsResent = 0
@@ -203,7 +237,14 @@ public struct NordicDFUStateMachine: Sendable {
         self.image = image
         self.initPacket = initPacket
         self.payloadSize = payloadSize
+        adaptsReceipts = configuration.adaptsReceiptInterval
+        pipelines = configuration.pipelinesObjects
         receiptInterval = max(0, configuration.packetReceiptInterval)
+        if adaptsReceipts {
+            // One receipt per object, at its end, where it stands for Calculate Checksum: the
+            // object size is known for sure only after Select(data); 4096 is the SDK's.
+            receiptInterval = Self.packets(in: checkpoint?.data.maximumSize ?? 4096, payloadSize: payloadSize)
+        }
         firstObjectDelay = configuration.dataObjectDelay
         objectAttempts = max(1, configuration.objectAttempts)
         self.checkpoint = checkpoint
@@ -233,7 +274,7 @@ public struct NordicDFUStateMachine: Sendable {
                         "the bootloader holds this init packet, executed, and \(checkpoint.data.offset) bytes of this image; continuing without sending it again"
                     )
                 ]
-                    + ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+                    + announceReceipts()
             )
         }
         let command = checkpoint.command
@@ -259,6 +300,12 @@ public struct NordicDFUStateMachine: Sendable {
             case .lateReceipt: return .listen(purpose: "response to \(request)", wait: wait)
             case .response(let response): return emit(answer(response, to: step, request: request))
             }
+        case .awaitingQueued(let remaining):
+            guard let response = DFUResponse(decoding: notification) else {
+                return fail(
+                    OTAError(.malformedResponse, "malformed notification on the DFU Control Point while waiting for the answers to \(remaining): \(notification.count) bytes"))
+            }
+            return emit(queuedAnswer(response, remaining: remaining))
         case .streaming(let segment, receipt: true):
             guard let response = DFUResponse(decoding: notification) else {
                 return fail(OTAError(.malformedResponse, "malformed notification on the DFU Control Point: \(notification.count) bytes"))
@@ -359,7 +406,7 @@ public struct NordicDFUStateMachine: Sendable {
             guard response.result == .success else {
                 return failing(.deviceRejected, "bootloader rejected the init packet: \(response.failureDescription(for: "Execute"))")
             }
-            return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+            return announceReceipts()
         case .enableReceipts:
             // Creating the command object discarded the bootloader's data: the checkpoint's data
             // selection is stale, select again. Otherwise it still holds, and what it leads to
@@ -368,6 +415,11 @@ public struct NordicDFUStateMachine: Sendable {
             return ask(.selectData, .select(.data))
         case .probeLink:
             return droppingPackets(probe: response)
+        case .adjustReceipts:
+            return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
+        case .resynchronize:
+            guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
+            return dataStage(selection)
         case .selectData:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
             return dataStage(selection)
@@ -396,7 +448,9 @@ public struct NordicDFUStateMachine: Sendable {
             // The answer stands for the receipt: the same checks, the same next step.
             let (offset, crc) = (Int(response.values[0]), response.values[1])
             guard offset == position, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
-            return position < objectEnd ? nextSegment() : executeObject()
+            // The bytes are there, but the bootloader's count of packets was not the machine's.
+            let adapted = packetsLost()
+            return adapted + (position < objectEnd ? nextSegment() : executeObject())
         case .executeObject:
             let isLast = objectEnd == image.count
             guard response.result == .success else {
@@ -448,6 +502,7 @@ public struct NordicDFUStateMachine: Sendable {
             return failing(.malformedResponse, "bootloader reported a data object size of \(selection.maximumSize) bytes")
         }
         objectSize = selection.maximumSize
+        if adaptsReceipts { receiptInterval = min(max(1, receiptInterval), packetsPerObject) }
         let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: objectSize, offset: selection.offset, crc: selection.crc)
         let durable = start.offset - (start.continuePartialObject ? start.offset % objectSize : 0)
         var actions: [Action] = [.acknowledged(durable)]
@@ -481,6 +536,10 @@ public struct NordicDFUStateMachine: Sendable {
         objectEnd = min(objectStart + objectSize, image.count)
         position = objectStart
         crcAtPosition = crcAtObjectStart
+        if adaptsReceipts, announcedInterval != receiptInterval {
+            announcedInterval = receiptInterval
+            return ask(.adjustReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+        }
         return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
     }
 
@@ -488,10 +547,12 @@ public struct NordicDFUStateMachine: Sendable {
     private mutating func nextSegment() -> [Action] {
         let end: Int
         let receipt: Bool
-        if receiptInterval > 0 {
-            end = min(position + receiptInterval * payloadSize, objectEnd)
+        // What the bootloader counts: the interval it was told.
+        let interval = announcedInterval ?? receiptInterval
+        if interval > 0 {
+            end = min(position + interval * payloadSize, objectEnd)
             // A receipt follows every n-th packet, the last one short or not.
-            receipt = objectEnd > position + (receiptInterval - 1) * payloadSize
+            receipt = objectEnd > position + (interval - 1) * payloadSize
         } else {
             end = objectEnd
             receipt = false
@@ -500,9 +561,125 @@ public struct NordicDFUStateMachine: Sendable {
         return [.stream(position..<end, receipt: receipt)]
     }
 
+    /// The current object arrived whole: execute it (with the next Create, when pipelining).
     private mutating func executeObject() -> [Action] {
-        guard objectEnd == image.count else { return ask(.executeObject, .execute) }
-        return [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
+        let adapted = objectVerified()
+        guard objectEnd == image.count else {
+            return adapted + (pipelines ? executeAndCreateNext() : ask(.executeObject, .execute))
+        }
+        return adapted + [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
+    }
+
+    /// The pipelined step between two objects: Execute of the verified object, Set PRN when the
+    /// adaptive interval changed, and Create of the next, written back to back. The SDK queues
+    /// requests FIFO: Execute moves `offset_last` to the object's end at once (its answer waits
+    /// until flash is idle, re-queued behind the Create), so the Create that follows rewinds to
+    /// the right place. Nothing is sent that could lose data: the object's bytes were verified
+    /// first, and a bootloader that took the Create first would refuse the Execute (0x08, the
+    /// object no longer complete), which is a surprise that ends pipelining.
+    private mutating func executeAndCreateNext() -> [Action] {
+        var requests: [DFURequest] = [.execute]
+        if adaptsReceipts, announcedInterval != receiptInterval {
+            announcedInterval = receiptInterval
+            requests.append(.setPRN(UInt16(clamping: receiptInterval)))
+        }
+        let nextEnd = min(objectEnd + objectSize, image.count)
+        requests.append(.create(.data, size: UInt32(nextEnd - objectEnd)))
+        surprise = nil
+        queuedCreateAnswered = false
+        phase = .awaitingQueued(requests)
+        return [.sendQueued(requests)]
+    }
+
+    /// One answer to the queued requests, matched by op code.
+    private mutating func queuedAnswer(_ response: DFUResponse, remaining: [DFURequest]) -> [Action] {
+        guard let index = remaining.firstIndex(where: { $0.opCode.rawValue == response.opCode }) else {
+            // A packet receipt that arrived late is a Calculate Checksum response: skip it.
+            if response.opCode != DFUOpCode.calculateChecksum.rawValue {
+                surprise = surprise ?? "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)), which was not asked"
+            }
+            return [.listen(purpose: "answers to \(Self.list(remaining))", wait: .response)]
+        }
+        var remaining = remaining
+        let request = remaining.remove(at: index)
+        switch request {
+        case .execute:
+            if response.result == .operationNotPermitted {
+                surprise = surprise ?? "the bootloader refused to execute the object at byte \(objectStart) (0x08) although its checksum matched"
+            } else if response.result != .success {
+                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: "Execute of the object at byte \(objectStart)"))")
+            }
+        case .create:
+            guard response.result == .success else {
+                let erase = response.result == .invalidObject ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
+            }
+            queuedCreateAnswered = true
+        default:
+            guard response.result == .success else {
+                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
+            }
+        }
+        guard remaining.isEmpty else {
+            phase = .awaitingQueued(remaining)
+            return [.listen(purpose: "answers to \(Self.list(remaining))", wait: .response)]
+        }
+        if let surprise {
+            // Back to one request at a time, from where the bootloader stands.
+            pipelines = false
+            return [.note("\(surprise); leaving the pipelined flow and asking the bootloader where it stands")] + ask(.resynchronize, .select(.data))
+        }
+        objectStart = objectEnd
+        crcAtObjectStart = crcAtPosition
+        attempt = 1
+        objectEnd = min(objectStart + objectSize, image.count)
+        position = objectStart
+        return [.acknowledged(objectStart)] + nextSegment()
+    }
+
+    /// The current object's bytes were verified: `prn=auto` counts a clean object, and after
+    /// ``adaptiveRaiseAfter`` in a row doubles its interval (at most one receipt per object).
+    private mutating func objectVerified() -> [Action] {
+        guard adaptsReceipts else { return [] }
+        guard attempt == 1 else {
+            cleanObjects = 0
+            return []
+        }
+        cleanObjects += 1
+        guard cleanObjects >= Self.adaptiveRaiseAfter, receiptInterval < packetsPerObject else { return [] }
+        cleanObjects = 0
+        let raised = min(packetsPerObject, receiptInterval * 2)
+        receiptInterval = raised
+        receiptIntervals.append(raised)
+        return [.note("prn=auto: \(Self.adaptiveRaiseAfter) objects arrived whole; a receipt every \(raised) packets from the next object")]
+    }
+
+    /// The link lost packets (a receipt or checksum differs, or a receipt did not come):
+    /// `prn=auto` halves its interval, from the next Create.
+    private mutating func packetsLost() -> [Action] {
+        cleanObjects = 0
+        guard adaptsReceipts, receiptInterval > 1 else { return [] }
+        receiptInterval = max(1, receiptInterval / 2)
+        receiptIntervals.append(receiptInterval)
+        return [.note("prn=auto: packets were lost; a receipt every \(receiptInterval) packets from the next Create")]
+    }
+
+    /// Set PRN for the data objects (the first, or after the init packet).
+    private mutating func announceReceipts() -> [Action] {
+        announcedInterval = receiptInterval
+        if adaptsReceipts, receiptIntervals.isEmpty { receiptIntervals.append(receiptInterval) }
+        return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+    }
+
+    /// Packets in a full data object.
+    private var packetsPerObject: Int { Self.packets(in: objectSize, payloadSize: payloadSize) }
+
+    private static func packets(in objectSize: Int, payloadSize: Int) -> Int {
+        max(1, (objectSize + payloadSize - 1) / payloadSize)
+    }
+
+    private static func list(_ requests: [DFURequest]) -> String {
+        requests.map(\.description).joined(separator: ", ")
     }
 
     /// The bootloader holds other bytes than were sent for the current object: send it again,
@@ -517,12 +694,13 @@ public struct NordicDFUStateMachine: Sendable {
     /// Select. Only a bootloader that answers it, on a link that stayed up, is reported as
     /// dropping packets, with advice for the settings in force.
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
+        let adapted = packetsLost()
         let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
             let wait = max(delay, Self.linkVerdictDelay)
             lastReportedOffset = offset
             phase = .delaying(then: .probeLink)
-            return [
+            return adapted + [
                 .note(
                     "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC, \(attempt) times; waiting \(wait.humanReadable) for the link before giving up"
                 ),
@@ -532,7 +710,7 @@ public struct NordicDFUStateMachine: Sendable {
         attempt += 1
         objectsResent += 1
         phase = .delaying(then: .resendObject)
-        return [
+        return adapted + [
             .note(
                 "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) (attempt \(attempt))"
             ),
@@ -575,7 +753,8 @@ public struct NordicDFUStateMachine: Sendable {
         let held = (response.result == .success ? DFUObjectSelection(response)?.offset : nil) ?? lastReportedOffset
         let smaller = max(20, payloadSize / 2 / 4 * 4)
         let advice: String
-        switch receiptInterval {
+        switch adaptsReceipts ? -1 : receiptInterval {
+        case -1: advice = "prn=auto is set (a receipt every \(receiptInterval) packets now); try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         case 0: advice = "packet receipts are off; try --param prn=12, or a lower --max-chunk (such as \(smaller))"
         case 1: advice = "prn=1 is already set; try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         default:
@@ -641,6 +820,7 @@ public struct NordicDFUStateMachine: Sendable {
         switch phase {
         case .idle: "idle"
         case .awaiting(_, let request, _): "waiting for the response to \(request)"
+        case .awaitingQueued(let requests): "waiting for the answers to \(Self.list(requests))"
         case .writingInitPacket: "writing the init packet"
         case .streaming: "streaming data"
         case .delaying: "waiting"
