@@ -137,13 +137,22 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
             case .send(let request, let wait):
                 try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: "response to \(request)"))
-            case .sendQueued(let requests):
-                // Each write waits for its ATT response only (the bootloader acknowledges at
+            case .streamThenQueue(let range, let requests):
+                context.rewound(to: range.lowerBound)
+                try await context.withStallWatchdog { () async throws -> Void in
+                    var offset = range.lowerBound
+                    while offset < range.upperBound {
+                        let chunk = plan.chunk(at: offset, in: range.upperBound)
+                        try await context.writeData(image[chunk], to: DFUGATTProfile.packet, covering: chunk)
+                        offset = chunk.upperBound
+                    }
+                }
+                // Each write waits for its ATT response only (the SoftDevice acknowledges at
                 // once and queues the request); the answers come as notifications.
                 for request in requests {
                     try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 }
-                let awaited = requests.map(\.description).joined(separator: ", ")
+                let awaited = requests.map { $0.description }.joined(separator: ", ")
                 action = machine.received(try await inbox.next(timeout: timeout(.response, context), awaiting: "answers to \(awaited)"))
             case .listen(let purpose, let wait):
                 guard wait == .receipt else {

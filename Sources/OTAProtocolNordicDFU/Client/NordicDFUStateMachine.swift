@@ -50,12 +50,13 @@ public struct NordicDFUStateMachine: Sendable {
         /// Write the request to the Control Point with response, wait (as `wait` says) for a
         /// notification and pass it to ``received(_:)-(Data)``.
         case send(DFURequest, wait: Wait = .response)
-        /// Write these requests to the Control Point with response, one after another, without
-        /// waiting for a notification between them (the bootloader queues requests FIFO), then
-        /// wait for a notification and pass it to ``received(_:)-(Data)``. Their answers are
-        /// matched by op code, in whichever order they come; the machine asks (with
-        /// ``listen(purpose:wait:)``) for each further one.
-        case sendQueued([DFURequest])
+        /// Write these bytes of the image to DFU Packet as data, then these requests to the
+        /// Control Point with response, one after another, without waiting for a notification
+        /// between them (the bootloader queues packets and requests FIFO); then wait for a
+        /// notification and pass it to ``received(_:)-(Data)``. The answers (and the packet
+        /// receipt that ends the object, when one is due) are matched by op code, in whichever
+        /// order they come; the machine asks (``listen(purpose:wait:)``) for each further one.
+        case streamThenQueue(Range<Int>, [DFURequest])
         /// The last notification was a stray packet receipt: wait (as `wait` says) for the next
         /// one and pass it to ``received(_:)-(Data)``. `purpose` names what is awaited.
         case listen(purpose: String, wait: Wait)
@@ -84,7 +85,7 @@ public struct NordicDFUStateMachine: Sendable {
         public static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
             case (.send(let a, let x), .send(let b, let y)): a == b && x == y
-            case (.sendQueued(let a), .sendQueued(let b)): a == b
+            case (.streamThenQueue(let a, let x), .streamThenQueue(let b, let y)): a == b && x == y
             case (.listen(let a, let x), .listen(let b, let y)): a == b && x == y
             case (.writeInitPacket(let a), .writeInitPacket(let b)): a == b
             case (.stream(let a, let x), .stream(let b, let y)): a == b && x == y
@@ -111,6 +112,8 @@ public struct NordicDFUStateMachine: Sendable {
         case adjustReceipts
         /// Select(data) after a surprise in the pipelined flow: where the bootloader stands.
         case resynchronize
+        /// Calculate Checksum in place of the receipt that was to end a pipelined object.
+        case checkQueuedObject
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -148,7 +151,7 @@ public struct NordicDFUStateMachine: Sendable {
     private enum Phase: Sendable, Hashable {
         case idle
         case awaiting(Step, DFURequest, Wait)
-        /// Queued requests whose answers have not come yet (``Action/sendQueued(_:)``).
+        /// The answers to ``Action/streamThenQueue(_:_:)`` that have not come yet.
         case awaitingQueued([DFURequest])
         case writingInitPacket
         case streaming(Range<Int>, receipt: Bool)
@@ -198,11 +201,23 @@ public struct NordicDFUStateMachine: Sendable {
     /// Objects in a row that arrived whole at their first attempt (`prn=auto` raises after
     /// ``adaptiveRaiseAfter``).
     private var cleanObjects = 0
-    /// Why the pipelined flow is being left, once a queued answer surprised; the rest of the
-    /// queue is drained first.
-    private var surprise: String?
-    /// The Create of the queue was answered (its object may be streamed once the Execute is too).
-    private var queuedCreateAnswered = false
+    /// What the answers to the queue behind an object said so far.
+    private var queue = QueueOutcome()
+
+    /// The answers to ``Action/streamThenQueue(_:_:)``.
+    private struct QueueOutcome: Sendable, Hashable {
+        /// Offset and CRC from the receipt (or Calculate Checksum) that ended the object.
+        var reported: Reported?
+        /// The Execute answered 0x08: the object was not complete.
+        var executeRefused = false
+        /// Why the pipelined flow is being left; the rest of the queue is drained first.
+        var surprise: String?
+
+        struct Reported: Sendable, Hashable {
+            var offset: Int
+            var crc: UInt32
+        }
+    }
 
     /// The clean objects in a row after which `prn=auto` doubles its interval.
     public static let adaptiveRaiseAfter = 4
@@ -347,6 +362,12 @@ public struct NordicDFUStateMachine: Sendable {
     /// differs, as after a wrong receipt.
     public mutating func receiptMissing() -> Action {
         precondition(pending.isEmpty, "receiptMissing() while actions are pending; call proceed()")
+        if case .awaitingQueued = phase {
+            // The answers are in, the receipt is not: ask for what it would have said.
+            return emit(
+                [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(objectEnd); asking the bootloader for its offset")]
+                    + ask(.checkQueuedObject, .calculateChecksum))
+        }
         guard case .streaming(let segment, receipt: true) = phase else { preconditionFailure("receiptMissing() while \(activity)") }
         advance(to: segment.upperBound)
         return emit(
@@ -417,6 +438,10 @@ public struct NordicDFUStateMachine: Sendable {
             return droppingPackets(probe: response)
         case .adjustReceipts:
             return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
+        case .checkQueuedObject:
+            queue.reported = .init(offset: Int(response.values[0]), crc: response.values[1])
+            if queue.executeRefused { _ = packetsLost() }
+            return queueAnswered()
         case .resynchronize:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
             return dataStage(selection)
@@ -557,55 +582,62 @@ public struct NordicDFUStateMachine: Sendable {
             end = objectEnd
             receipt = false
         }
+        if pipelines, end == objectEnd, objectEnd < image.count { return streamAndQueue(position..<end, receipt: receipt) }
         phase = .streaming(position..<end, receipt: receipt)
         return [.stream(position..<end, receipt: receipt)]
     }
 
-    /// The current object arrived whole: execute it (with the next Create, when pipelining).
+    /// The current object arrived whole: execute it.
     private mutating func executeObject() -> [Action] {
         let adapted = objectVerified()
-        guard objectEnd == image.count else {
-            return adapted + (pipelines ? executeAndCreateNext() : ask(.executeObject, .execute))
-        }
+        guard objectEnd == image.count else { return adapted + ask(.executeObject, .execute) }
         return adapted + [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
     }
 
-    /// The pipelined step between two objects: Execute of the verified object, Set PRN when the
-    /// adaptive interval changed, and Create of the next, written back to back. The SDK queues
-    /// requests FIFO: Execute moves `offset_last` to the object's end at once (its answer waits
-    /// until flash is idle, re-queued behind the Create), so the Create that follows rewinds to
-    /// the right place. Nothing is sent that could lose data: the object's bytes were verified
-    /// first, and a bootloader that took the Create first would refuse the Execute (0x08, the
-    /// object no longer complete), which is a surprise that ends pipelining.
-    private mutating func executeAndCreateNext() -> [Action] {
-        var requests: [DFURequest] = [.execute]
+    /// The end of an object that is not the last, pipelined: its last packets, then Execute of
+    /// it, Set PRN when the adaptive interval changed, and Create of the next, back to back.
+    ///
+    /// The SDK handles packets and requests FIFO: Execute checks that the object is complete
+    /// (0x08 when a packet was lost), moves `offset_last` to its end at once, and answers when
+    /// flash is idle (it re-queues itself behind the Create meanwhile, so its answer may come
+    /// second); the Create that follows rewinds to `offset_last` and erases. The receipt at the
+    /// object's end (or Calculate Checksum, queued first when no receipt falls there) reports
+    /// the bytes; nothing of the next object is sent before every answer is in.
+    private mutating func streamAndQueue(_ segment: Range<Int>, receipt: Bool) -> [Action] {
+        var requests: [DFURequest] = receipt ? [] : [.calculateChecksum]
+        requests.append(.execute)
         if adaptsReceipts, announcedInterval != receiptInterval {
             announcedInterval = receiptInterval
             requests.append(.setPRN(UInt16(clamping: receiptInterval)))
         }
         let nextEnd = min(objectEnd + objectSize, image.count)
         requests.append(.create(.data, size: UInt32(nextEnd - objectEnd)))
-        surprise = nil
-        queuedCreateAnswered = false
-        phase = .awaitingQueued(requests)
-        return [.sendQueued(requests)]
+        queue = QueueOutcome()
+        advance(to: segment.upperBound)
+        phase = .awaitingQueued(receipt ? [.calculateChecksum] + requests : requests)
+        return [.streamThenQueue(segment, requests)]
     }
 
-    /// One answer to the queued requests, matched by op code.
+    /// One answer to the queue behind an object, matched by op code.
     private mutating func queuedAnswer(_ response: DFUResponse, remaining: [DFURequest]) -> [Action] {
         guard let index = remaining.firstIndex(where: { $0.opCode.rawValue == response.opCode }) else {
-            // A packet receipt that arrived late is a Calculate Checksum response: skip it.
+            // A receipt for a refused packet, or one that came late, is a Calculate Checksum
+            // response: skip it.
             if response.opCode != DFUOpCode.calculateChecksum.rawValue {
-                surprise = surprise ?? "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)), which was not asked"
+                queue.surprise = queue.surprise ?? "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)), which was not asked"
             }
-            return [.listen(purpose: "answers to \(Self.list(remaining))", wait: .response)]
+            return awaitQueue(remaining)
         }
         var remaining = remaining
-        let request = remaining.remove(at: index)
+        let request = remaining[index]
         switch request {
+        case .calculateChecksum:
+            // A receipt for a packet the bootloader refused carries no offset: not this one.
+            guard response.result == .success else { return awaitQueue(remaining) }
+            queue.reported = .init(offset: Int(response.values[0]), crc: response.values[1])
         case .execute:
             if response.result == .operationNotPermitted {
-                surprise = surprise ?? "the bootloader refused to execute the object at byte \(objectStart) (0x08) although its checksum matched"
+                queue.executeRefused = true
             } else if response.result != .success {
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: "Execute of the object at byte \(objectStart)"))")
             }
@@ -614,27 +646,64 @@ public struct NordicDFUStateMachine: Sendable {
                 let erase = response.result == .invalidObject ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
             }
-            queuedCreateAnswered = true
         default:
             guard response.result == .success else {
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
             }
         }
-        guard remaining.isEmpty else {
-            phase = .awaitingQueued(remaining)
-            return [.listen(purpose: "answers to \(Self.list(remaining))", wait: .response)]
+        remaining.remove(at: index)
+        guard remaining.isEmpty else { return awaitQueue(remaining) }
+        return queueAnswered()
+    }
+
+    /// Waits for the next answer to the queue: the receipt alone (no request asked for it) is
+    /// waited for as a receipt, which may never come when a packet was lost.
+    private mutating func awaitQueue(_ remaining: [DFURequest]) -> [Action] {
+        phase = .awaitingQueued(remaining)
+        let receiptOnly = remaining == [.calculateChecksum] && !queueAskedChecksum
+        return [.listen(purpose: receiptOnly ? "packet receipt notification" : "answers to \(Self.list(remaining))", wait: receiptOnly ? .receipt : .response)]
+    }
+
+    /// Whether the queue behind the current object asked Calculate Checksum (no receipt due).
+    private var queueAskedChecksum: Bool {
+        let interval = announcedInterval ?? receiptInterval
+        guard interval > 0 else { return true }
+        let packets = (objectEnd - objectStart + payloadSize - 1) / payloadSize
+        return packets % interval != 0
+    }
+
+    /// Every answer to the queue is in: go on, resend, or leave the pipelined flow.
+    private mutating func queueAnswered() -> [Action] {
+        if let surprise = queue.surprise { return leavePipeline(surprise) }
+        guard let reported = queue.reported else { return leavePipeline("no receipt ended the object at byte \(objectStart)") }
+        let arrived = reported.offset == objectEnd && reported.crc == crcAtPosition.value
+        switch (arrived, queue.executeRefused) {
+        case (false, true):
+            // A packet was lost: the object was not executed, and the Create that followed
+            // rewound the bootloader to its start. Send it again.
+            return objectArrivedWrong(reportedOffset: reported.offset)
+        case (false, false):
+            return failing(
+                .verificationFailed,
+                "the bootloader executed the object at byte \(objectStart) although it reports \(reported.offset) bytes with CRC-32 \(Hex.number(reported.crc)) (expected \(objectEnd) bytes, \(Hex.number(crcAtPosition.value))); it will refuse the image at the end, run the update again"
+            )
+        case (true, true):
+            return leavePipeline("the bootloader refused to execute the object at byte \(objectStart) (0x08) although all its bytes arrived")
+        case (true, false):
+            let adapted = objectVerified()
+            objectStart = objectEnd
+            crcAtObjectStart = crcAtPosition
+            attempt = 1
+            objectEnd = min(objectStart + objectSize, image.count)
+            position = objectStart
+            return adapted + [.acknowledged(objectStart)] + nextSegment()
         }
-        if let surprise {
-            // Back to one request at a time, from where the bootloader stands.
-            pipelines = false
-            return [.note("\(surprise); leaving the pipelined flow and asking the bootloader where it stands")] + ask(.resynchronize, .select(.data))
-        }
-        objectStart = objectEnd
-        crcAtObjectStart = crcAtPosition
-        attempt = 1
-        objectEnd = min(objectStart + objectSize, image.count)
-        position = objectStart
-        return [.acknowledged(objectStart)] + nextSegment()
+    }
+
+    /// Back to one request at a time, from where the bootloader stands (as after a resume).
+    private mutating func leavePipeline(_ reason: String) -> [Action] {
+        pipelines = false
+        return [.note("\(reason); leaving the pipelined flow and asking the bootloader where it stands")] + ask(.resynchronize, .select(.data))
     }
 
     /// The current object's bytes were verified: `prn=auto` counts a clean object, and after
