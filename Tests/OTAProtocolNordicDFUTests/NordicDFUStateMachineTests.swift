@@ -600,12 +600,12 @@ func run(
     return try perform(&machine, start, image: image, &bootloader, until: nil)
 }
 
-private func perform(
+func perform(
     _ machine: inout NordicDFUStateMachine,
     _ first: NordicDFUStateMachine.Action,
     image: FirmwareImage?,
     _ bootloader: inout IdealBootloader,
-    until stop: NordicDFUStateMachine.Action?
+    until stop: NordicDFUStateMachine.Action? = nil
 ) throws -> [NordicDFUStateMachine.Action] {
     var trace: [NordicDFUStateMachine.Action] = []
     var action = first

@@ -212,6 +212,8 @@ public struct NordicDFUStateMachine: Sendable {
         var executeRefused = false
         /// Why the pipelined flow is being left; the rest of the queue is drained first.
         var surprise: String?
+        /// The receipt did not come; Calculate Checksum was asked instead.
+        var receiptMissing = false
 
         struct Reported: Sendable, Hashable {
             var offset: Int
@@ -440,7 +442,7 @@ public struct NordicDFUStateMachine: Sendable {
             return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
         case .checkQueuedObject:
             queue.reported = .init(offset: Int(response.values[0]), crc: response.values[1])
-            if queue.executeRefused { _ = packetsLost() }
+            queue.receiptMissing = true
             return queueAnswered()
         case .resynchronize:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
@@ -690,7 +692,8 @@ public struct NordicDFUStateMachine: Sendable {
         case (true, true):
             return leavePipeline("the bootloader refused to execute the object at byte \(objectStart) (0x08) although all its bytes arrived")
         case (true, false):
-            let adapted = objectVerified()
+            // All there, but the bootloader's count of packets was not the machine's.
+            let adapted = (queue.receiptMissing ? packetsLost() : []) + objectVerified()
             objectStart = objectEnd
             crcAtObjectStart = crcAtPosition
             attempt = 1
@@ -720,7 +723,7 @@ public struct NordicDFUStateMachine: Sendable {
         let raised = min(packetsPerObject, receiptInterval * 2)
         receiptInterval = raised
         receiptIntervals.append(raised)
-        return [.note("prn=auto: \(Self.adaptiveRaiseAfter) objects arrived whole; a receipt every \(raised) packets from the next object")]
+        return [.note("prn=auto: \(Self.adaptiveRaiseAfter) objects arrived whole; raising the receipt interval to \(raised) packets")]
     }
 
     /// The link lost packets (a receipt or checksum differs, or a receipt did not come):
@@ -730,7 +733,7 @@ public struct NordicDFUStateMachine: Sendable {
         guard adaptsReceipts, receiptInterval > 1 else { return [] }
         receiptInterval = max(1, receiptInterval / 2)
         receiptIntervals.append(receiptInterval)
-        return [.note("prn=auto: packets were lost; a receipt every \(receiptInterval) packets from the next Create")]
+        return [.note("prn=auto: packets were lost; lowering the receipt interval to \(receiptInterval) packets")]
     }
 
     /// Set PRN for the data objects (the first, or after the init packet).
