@@ -156,6 +156,18 @@ public final class NordicBootloaderModel: DeviceModel {
 
         /// The defaults documented on each property.
         public init() {}
+
+        /// A bootloader a fast central outruns: four receive buffers and flash that programs
+        /// 40 kB/s (a SoftDevice that grants few flash timeslots while the radio is busy), so
+        /// packets sent without waiting for receipts find no buffer and are dropped, the field
+        /// failure of SDK 15 bootloaders on fast phones ("bytes lost", CRC mismatch). A stress
+        /// case for flow control, not a measured part.
+        public static var droppingPackets: Configuration {
+            var configuration = Configuration()
+            configuration.receiveBufferCount = 4
+            configuration.flashWriteBytesPerSecond = 40_000
+            return configuration
+        }
     }
 
     /// Transfer state, for inspection.
