@@ -221,6 +221,10 @@ public struct NordicDFUStateMachine: Sendable {
         }
     }
 
+    /// The highest interval `prn=auto` may raise to again: one below each interval at which
+    /// packets were lost (`nil` before any loss).
+    private var receiptCeiling: Int?
+
     /// The clean objects in a row after which `prn=auto` doubles its interval.
     public static let adaptiveRaiseAfter = 4
 
@@ -654,6 +658,11 @@ public struct NordicDFUStateMachine: Sendable {
             }
         }
         remaining.remove(at: index)
+        if remaining == [.calculateChecksum], queue.executeRefused, !queueAskedChecksum {
+            // The object is short: the receipt counted over its packets will not come. Ask.
+            return [.note("the bootloader refused to execute the object at byte \(objectStart) (0x08): it is short; asking for its offset")]
+                + ask(.checkQueuedObject, .calculateChecksum)
+        }
         guard remaining.isEmpty else { return awaitQueue(remaining) }
         return queueAnswered()
     }
@@ -718,9 +727,10 @@ public struct NordicDFUStateMachine: Sendable {
             return []
         }
         cleanObjects += 1
-        guard cleanObjects >= Self.adaptiveRaiseAfter, receiptInterval < packetsPerObject else { return [] }
+        let top = min(packetsPerObject, receiptCeiling ?? packetsPerObject)
+        guard cleanObjects >= Self.adaptiveRaiseAfter, receiptInterval < top else { return [] }
         cleanObjects = 0
-        let raised = min(packetsPerObject, receiptInterval * 2)
+        let raised = min(top, receiptInterval * 2)
         receiptInterval = raised
         receiptIntervals.append(raised)
         return [.note("prn=auto: \(Self.adaptiveRaiseAfter) objects arrived whole; raising the receipt interval to \(raised) packets")]
@@ -730,8 +740,13 @@ public struct NordicDFUStateMachine: Sendable {
     /// `prn=auto` halves its interval, from the next Create.
     private mutating func packetsLost() -> [Action] {
         cleanObjects = 0
-        guard adaptsReceipts, receiptInterval > 1 else { return [] }
-        receiptInterval = max(1, receiptInterval / 2)
+        guard adaptsReceipts else { return [] }
+        // Packets were lost at the interval the bootloader counted: never go back up to it.
+        let lostAt = announcedInterval ?? receiptInterval
+        receiptCeiling = max(1, min(receiptCeiling ?? lostAt, lostAt - 1))
+        let lowered = max(1, min(receiptInterval, lostAt) / 2)
+        guard lowered < receiptInterval || lowered < lostAt else { return [] }
+        receiptInterval = lowered
         receiptIntervals.append(receiptInterval)
         return [.note("prn=auto: packets were lost; lowering the receipt interval to \(receiptInterval) packets")]
     }
@@ -767,6 +782,18 @@ public struct NordicDFUStateMachine: Sendable {
     /// dropping packets, with advice for the settings in force.
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
         let adapted = packetsLost()
+        if !adapted.isEmpty {
+            // prn=auto lowered the interval: this object gets its attempts at the new one.
+            objectsResent += 1
+            phase = .delaying(then: .resendObject)
+            let delay = Self.resendDelay(afterFailures: 1)
+            return adapted + [
+                .note(
+                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) with a receipt every \(receiptInterval) packets"
+                ),
+                .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
+            ]
+        }
         let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
             let wait = max(delay, Self.linkVerdictDelay)
