@@ -15,23 +15,32 @@ enum NordicBenchmark {
     /// Execute and the next Create queued behind each object, the receipt interval adapting.
     static let pipelined: ProtocolParameters = ["prn": "auto", "pipeline": "on"]
 
-    /// The time the flow's rules take on `profile`'s link at best: the image at link capacity,
-    /// plus one connection interval for every answer the flow must wait for before its next
-    /// write, plus the page erase of every object, plus the first-object delay.
+    /// The least time the flow's rules allow on `profile`'s link: every object at link capacity
+    /// or at the flash's pace (page erase plus programming), whichever is slower, plus one
+    /// connection interval for every answer the flow must have before its next write (an answer
+    /// comes in the event after its request at the earliest), plus the first-object delay.
     ///
     /// - init packet: Select, Create, Set PRN, Calculate Checksum, Execute, Set PRN, Select (7);
     /// - strict, per object: Create, Calculate Checksum, Execute (3), and each receipt inside
     ///   the object (with PRN 12 and 17 packets, one);
-    /// - pipelined, per object: the receipt that ends it with the Execute's answer (1), the
-    ///   Create's answer (1).
+    /// - pipelined, per object: the Execute's (the Create queued behind it may leave only then),
+    ///   the Create's (the next object's packets wait for it): 2. The receipt that ends the
+    ///   object comes with the Execute's answer.
     static func bound(imageSize: Int, capacity: Double, profile: DeviceProfile, pipelined: Bool, writeLength: Int) -> Duration {
         let objectSize = NordicBootloaderModel.Configuration().maximumDataObjectSize
-        let objects = (imageSize + objectSize - 1) / objectSize
-        let packets = (objectSize + writeLength - 1) / writeLength
-        let perObject = pipelined ? 2 : 3 + max(0, (packets - 1) / 12)
         let interval = profile.link.connectionInterval
-        let stream = Duration.seconds(Double(imageSize) / capacity)
-        return stream + NordicDFUConfiguration().dataObjectDelay + interval * (7 + objects * perObject) + profile.flash.sectorEraseTime * objects
+        var total = NordicDFUConfiguration().dataObjectDelay + interval * 7
+        var offset = 0
+        while offset < imageSize {
+            let size = min(objectSize, imageSize - offset)
+            let packets = (size + writeLength - 1) / writeLength
+            let answers = pipelined ? 2 : 3 + max(0, (packets - 1) / 12)
+            let stream = Duration.seconds(Double(size) / capacity)
+            let flash = profile.flash.sectorEraseTime + .seconds(Double(size) / profile.flash.writeBytesPerSecond)
+            total += max(stream, flash) + interval * answers
+            offset += size
+        }
+        return total
     }
 
     static func report(
@@ -40,8 +49,8 @@ enum NordicBenchmark {
     ) async {
         streams.out(
             "\nnordic-dfu: baseline = a client as Nordic's libraries (prn=12, strict Create → data → checksum → execute, 400 ms before the first object);\n"
-                + "pipelined = pipeline=on prn=auto; bound = image at capacity + one interval per awaited answer + a page erase per object + 400 ms\n\n")
-        streams.out(BenchmarkCommand.row(["profile", "capacity", "baseline", "of bound", "pipelined", "of bound", "speed-up"]) + "\n")
+                + "pipelined = pipeline=on prn=auto; bound = each object at capacity (or at the flash's pace, if slower) + one interval per answer awaited + 400 ms\n\n")
+        streams.out(row(["profile", "capacity", "baseline", "of bound", "pipelined", "of bound", "speed-up"], widths: comparison) + "\n")
         for profile in profiles where image.count <= profile.slotSize {
             do {
                 let base = try await measurement(descriptor, baseline, profile, image, seed, measured)
@@ -50,17 +59,17 @@ enum NordicBenchmark {
                 let strictBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: false, writeLength: write)
                 let pipelinedBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: true, writeLength: write)
                 streams.out(
-                    BenchmarkCommand.row([
+                    row([
                         profile.name, Wording.rate(fast.capacity), Wording.rate(base.report.goodput), percent(strictBound / base.report.protocolDuration),
                         Wording.rate(fast.report.goodput), percent(pipelinedBound / fast.report.protocolDuration),
                         String(format: "%.2f×", base.report.protocolDuration / fast.report.protocolDuration),
-                    ]) + "\n")
+                    ], widths: comparison) + "\n")
             } catch {
-                streams.out(BenchmarkCommand.row([profile.name, "failed: \(error)"]) + "\n")
+                streams.out(row([profile.name, "failed: \(error)"], widths: comparison) + "\n")
             }
         }
         streams.out("\nnordic-dfu on a bootloader that drops packets (4 receive buffers, flash programming 40 kB/s: NordicBootloaderModel.Configuration.droppingPackets)\n\n")
-        streams.out(BenchmarkCommand.row(["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"]) + "\n")
+        streams.out(row(["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"], widths: dropping) + "\n")
         let variants: [ProtocolParameters] = [["prn": "0", "pipeline": "on"], baseline, pipelined]
         for variant in variants {
             for profile in profiles where image.count <= profile.slotSize {
@@ -75,14 +84,14 @@ enum NordicBenchmark {
                     let m = try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed, model: make)
                     let counters = model?.counters
                     streams.out(
-                        BenchmarkCommand.row([
+                        row([
                             label, profile.name, BenchmarkCommand.virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput),
                             "\(counters?.packetsDropped ?? 0)", "\(max(0, m.report.bytesSent - m.report.imageSize)) B", "completed",
-                        ]) + "\n")
+                        ], widths: dropping) + "\n")
                 } catch {
                     let message = (error as? OTAError)?.message ?? "\(error)"
                     streams.out(
-                        BenchmarkCommand.row([label, profile.name, "-", "-", "\(model?.counters.packetsDropped ?? 0)", "-", "failed: \(message)"]) + "\n")
+                        row([label, profile.name, "-", "-", "\(model?.counters.packetsDropped ?? 0)", "-", "failed: \(message)"], widths: dropping) + "\n")
                 }
             }
         }
@@ -95,6 +104,16 @@ enum NordicBenchmark {
     ) async throws -> BenchmarkCommand.Measurement {
         if let found = measured.first(where: { $0.variant == variant && $0.profile.name == profile.name }) { return found }
         return try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
+    }
+
+    private static let comparison = [20, 11, 11, 9, 11, 9, 8]
+    private static let dropping = [32, 20, 9, 11, 8, 9, 9]
+
+    private static func row(_ cells: [String], widths: [Int]) -> String {
+        zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
+            .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
+            .joined()
+            .trimmingCharacters(in: .whitespaces)
     }
 
     private static func percent(_ ratio: Double) -> String { String(oneDecimal: ratio * 100) + "%" }

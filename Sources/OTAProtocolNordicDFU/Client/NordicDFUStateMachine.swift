@@ -41,7 +41,7 @@ public struct NordicDFUStateMachine: Sendable {
         case response
         /// The engine's verify timeout: the bootloader validates the whole image before it answers.
         case verification
-        /// A packet receipt: ``NordicDFUStateMachine/receiptTimeout``, then ``receiptMissing()``.
+        /// A packet receipt: ``NordicDFUStateMachine/receiptWait``, then ``receiptMissing()``.
         case receipt
     }
 
@@ -147,6 +147,16 @@ public struct NordicDFUStateMachine: Sendable {
     /// bluetoothd's ~2 s disconnect timer, so a dying link drops first; shorter than the engine's
     /// default stall timeout (5 s), so the watchdog does not take the link down for a lost packet.
     public static let receiptTimeout: Duration = .seconds(3)
+
+    /// With `prn=auto`, how long the driver waits for a receipt before ``receiptMissing()``:
+    /// the interval is low where packets get lost, so a receipt is due within a few connection
+    /// events, and a lost one costs this instead of ``receiptTimeout`` each time. A dying link is
+    /// still judged only after ``linkVerdictDelay``.
+    public static let adaptiveReceiptTimeout: Duration = .milliseconds(500)
+
+    /// How long the driver waits for a packet receipt: ``adaptiveReceiptTimeout`` with
+    /// `prn=auto`, else ``receiptTimeout``.
+    public var receiptWait: Duration { adaptsReceipts ? Self.adaptiveReceiptTimeout : Self.receiptTimeout }
 
     private enum Phase: Sendable, Hashable {
         case idle
@@ -363,7 +373,7 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// The packet receipt the last ``Action/stream(_:receipt:)`` asked for did not come within
-    /// ``receiptTimeout``: the bootloader counted fewer packets than were sent. Asks Calculate
+    /// ``receiptWait``: the bootloader counted fewer packets than were sent. Asks Calculate
     /// Checksum, whose answer says what the receipt would have: the object is sent again when it
     /// differs, as after a wrong receipt.
     public mutating func receiptMissing() -> Action {
@@ -371,13 +381,13 @@ public struct NordicDFUStateMachine: Sendable {
         if case .awaitingQueued = phase {
             // The answers are in, the receipt is not: ask for what it would have said.
             return emit(
-                [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(objectEnd); asking the bootloader for its offset")]
+                [.note("no packet receipt \(receiptWait.humanReadable) after byte \(objectEnd); asking the bootloader for its offset")]
                     + ask(.checkQueuedObject, .calculateChecksum))
         }
         guard case .streaming(let segment, receipt: true) = phase else { preconditionFailure("receiptMissing() while \(activity)") }
         advance(to: segment.upperBound)
         return emit(
-            [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
+            [.note("no packet receipt \(receiptWait.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
                 + ask(.checkMissingReceipt, .calculateChecksum))
     }
 
@@ -783,16 +793,15 @@ public struct NordicDFUStateMachine: Sendable {
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
         let adapted = packetsLost()
         if !adapted.isEmpty {
-            // prn=auto lowered the interval: this object gets its attempts at the new one.
+            // prn=auto lowered the interval: the object gets its attempts at the new one, sent
+            // at once (the bootloader just answered, and a dying link fails the lower intervals
+            // too, down to 1, where the paced attempts and the link's verdict come).
             objectsResent += 1
-            phase = .delaying(then: .resendObject)
-            let delay = Self.resendDelay(afterFailures: 1)
             return adapted + [
                 .note(
-                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) with a receipt every \(receiptInterval) packets"
-                ),
-                .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
-            ]
+                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again with a receipt every \(receiptInterval) packets"
+                )
+            ] + createObject()
         }
         let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
