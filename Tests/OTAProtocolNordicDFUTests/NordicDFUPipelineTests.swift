@@ -157,7 +157,9 @@ import Testing
         _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
         _ = machine.received(.success(.create))
         _ = machine.delayElapsed()
-        #expect(machine.received(.success(.select, [4096, 0, 0])) == .listen(purpose: "answers to Calculate Checksum, Execute, Create data object of 4096 bytes", wait: .response))
+        #expect(
+            machine.received(.success(.select, [4096, 0, 0]))
+                == .listen(purpose: "answers to Calculate Checksum, Execute, Create data object of 4096 bytes", wait: .response))
         _ = machine.received(Kit.receipt(image, 4096))
         _ = machine.received(.success(.execute))
         #expect(

@@ -49,7 +49,8 @@ enum NordicBenchmark {
     ) async {
         streams.out(
             "\nnordic-dfu: baseline = a client as Nordic's libraries (prn=12, strict Create → data → checksum → execute, 400 ms before the first object);\n"
-                + "pipelined = pipeline=on prn=auto; bound = each object at capacity (or at the flash's pace, if slower) + one interval per answer awaited + 400 ms\n\n")
+                + "pipelined = pipeline=on prn=auto; bound = each object at capacity (or at the flash's pace, if slower) + one interval per answer awaited + 400 ms\n\n"
+        )
         streams.out(row(["profile", "capacity", "baseline", "of bound", "pipelined", "of bound", "speed-up"], widths: comparison) + "\n")
         for profile in profiles where image.count <= profile.slotSize {
             do {
@@ -59,16 +60,19 @@ enum NordicBenchmark {
                 let strictBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: false, writeLength: write)
                 let pipelinedBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: true, writeLength: write)
                 streams.out(
-                    row([
-                        profile.name, Wording.rate(fast.capacity), Wording.rate(base.report.goodput), percent(strictBound / base.report.protocolDuration),
-                        Wording.rate(fast.report.goodput), percent(pipelinedBound / fast.report.protocolDuration),
-                        String(format: "%.2f×", base.report.protocolDuration / fast.report.protocolDuration),
-                    ], widths: comparison) + "\n")
+                    row(
+                        [
+                            profile.name, Wording.rate(fast.capacity), Wording.rate(base.report.goodput), percent(strictBound / base.report.protocolDuration),
+                            Wording.rate(fast.report.goodput), percent(pipelinedBound / fast.report.protocolDuration),
+                            String(format: "%.2f×", base.report.protocolDuration / fast.report.protocolDuration),
+                        ], widths: comparison) + "\n")
             } catch {
                 streams.out(row([profile.name, "failed: \(error)"], widths: comparison) + "\n")
             }
         }
-        streams.out("\nnordic-dfu on a bootloader that drops packets (4 receive buffers, flash programming 40 kB/s: NordicBootloaderModel.Configuration.droppingPackets)\n\n")
+        streams.out(
+            "\nnordic-dfu on a bootloader that drops packets (4 receive buffers, flash programming 40 kB/s: NordicBootloaderModel.Configuration.droppingPackets)\n\n"
+        )
         streams.out(row(["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"], widths: dropping) + "\n")
         let variants: [ProtocolParameters] = [["prn": "0", "pipeline": "on"], baseline, pipelined]
         for variant in variants {
@@ -84,10 +88,11 @@ enum NordicBenchmark {
                     let m = try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed, model: make)
                     let counters = model?.counters
                     streams.out(
-                        row([
-                            label, profile.name, BenchmarkCommand.virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput),
-                            "\(counters?.packetsDropped ?? 0)", "\(max(0, m.report.bytesSent - m.report.imageSize)) B", "completed",
-                        ], widths: dropping) + "\n")
+                        row(
+                            [
+                                label, profile.name, BenchmarkCommand.virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput),
+                                "\(counters?.packetsDropped ?? 0)", "\(max(0, m.report.bytesSent - m.report.imageSize)) B", "completed",
+                            ], widths: dropping) + "\n")
                 } catch {
                     let message = (error as? OTAError)?.message ?? "\(error)"
                     streams.out(

@@ -27,13 +27,28 @@ import OTACore
 ///                                                    (a dying link fails the request: the engine resumes)
 /// ```
 ///
+/// With `pipeline=on` (decision 0024) every object but the last ends differently:
+///
+/// ```
+/// stream its last packets ─▶ Execute, [Set PRN], Create(next) written back to back
+///   ─▶ answers (and the receipt that ends the object, else a queued Checksum) in any order
+///        ├─ all well ──────────────────────────────▶ stream the next object
+///        ├─ bytes differ, Execute refused (0x08) ──▶ send the object again (as above)
+///        ├─ Execute refused, bytes all there, or an answer not asked ─▶ Select(data), strict from then on
+///        └─ bytes differ, Execute accepted ──────────▶ fail (the bootloader will refuse the image)
+/// ```
+///
+/// With `prn=auto` the interval starts at one receipt per object, halves after a loss (never
+/// back to an interval that lost packets) and doubles after ``adaptiveRaiseAfter`` clean objects.
+///
 /// A receipt that lands on the object's end stands for the Checksum. (*) After a Create(command)
 /// the data is always selected again: creating the command object discards the bootloader's data,
 /// so a checkpoint's data selection no longer holds.
 ///
 /// Inputs: ``start()``, ``received(_:)-(Data)`` (every Control Point notification), ``streamed()``
 /// (the bytes of a ``Action/writeInitPacket(_:)`` or ``Action/stream(_:receipt:)`` without receipt
-/// are written), ``delayElapsed()`` and ``proceed()`` (after an action that expects no answer).
+/// are written), ``receiptMissing()``, ``delayElapsed()`` and ``proceed()`` (after an action that
+/// expects no answer).
 public struct NordicDFUStateMachine: Sendable {
     /// How long the driver waits for an answer.
     public enum Wait: Sendable, Hashable {
@@ -334,7 +349,9 @@ public struct NordicDFUStateMachine: Sendable {
         case .awaitingQueued(let remaining):
             guard let response = DFUResponse(decoding: notification) else {
                 return fail(
-                    OTAError(.malformedResponse, "malformed notification on the DFU Control Point while waiting for the answers to \(remaining): \(notification.count) bytes"))
+                    OTAError(
+                        .malformedResponse,
+                        "malformed notification on the DFU Control Point while waiting for the answers to \(remaining): \(notification.count) bytes"))
             }
             return emit(queuedAnswer(response, remaining: remaining))
         case .streaming(let segment, receipt: true):
@@ -659,7 +676,9 @@ public struct NordicDFUStateMachine: Sendable {
             }
         case .create:
             guard response.result == .success else {
-                let erase = response.result == .invalidObject ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+                let erase =
+                    response.result == .invalidObject
+                    ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
             }
         default:
@@ -862,7 +881,9 @@ public struct NordicDFUStateMachine: Sendable {
         let smaller = max(20, payloadSize / 2 / 4 * 4)
         let advice: String
         switch adaptsReceipts ? -1 : receiptInterval {
-        case -1: advice = "prn=auto is set (a receipt every \(receiptInterval) packets now); try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
+        case -1:
+            advice =
+                "prn=auto is set (a receipt every \(receiptInterval) packets now); try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         case 0: advice = "packet receipts are off; try --param prn=12, or a lower --max-chunk (such as \(smaller))"
         case 1: advice = "prn=1 is already set; try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         default:
