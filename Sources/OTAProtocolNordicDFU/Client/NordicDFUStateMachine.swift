@@ -239,12 +239,22 @@ public struct NordicDFUStateMachine: Sendable {
         var surprise: String?
         /// The receipt did not come; Calculate Checksum was asked instead.
         var receiptMissing = false
+        /// The queued Create failed. Behind a refused Execute that is expected (it rewound to
+        /// the object's start, where the next object's size may not fit); otherwise it fails
+        /// the update, as in the strict flow.
+        var createFailure: DFUResponse?
 
         struct Reported: Sendable, Hashable {
             var offset: Int
             var crc: UInt32
         }
     }
+
+    /// Objects that arrived wrong in a row (the pauses between resends grow with it).
+    private var failuresInARow = 0
+
+    /// Restarts from the init packet after an object was executed with other bytes.
+    private var restartsAfterDamage = 0
 
     /// The highest interval `prn=auto` may raise to again: one below each interval at which
     /// packets were lost (`nil` before any loss).
@@ -675,12 +685,7 @@ public struct NordicDFUStateMachine: Sendable {
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: "Execute of the object at byte \(objectStart)"))")
             }
         case .create:
-            guard response.result == .success else {
-                let erase =
-                    response.result == .invalidObject
-                    ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
-                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))\(erase)")
-            }
+            if response.result != .success { queue.createFailure = response }
         default:
             guard response.result == .success else {
                 return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
@@ -714,6 +719,12 @@ public struct NordicDFUStateMachine: Sendable {
 
     /// Every answer to the queue is in: go on, resend, or leave the pipelined flow.
     private mutating func queueAnswered() -> [Action] {
+        if let failure = queue.createFailure, !queue.executeRefused {
+            let create = DFURequest.create(.data, size: UInt32(min(objectEnd + objectSize, image.count) - objectEnd))
+            let erase =
+                failure.result == .invalidObject ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+            return failing(.deviceRejected, "bootloader rejected \(failure.failureDescription(for: create.description))\(erase)")
+        }
         if let surprise = queue.surprise { return leavePipeline(surprise) }
         guard let reported = queue.reported else { return leavePipeline("no receipt ended the object at byte \(objectStart)") }
         let arrived = reported.offset == objectEnd && reported.crc == crcAtPosition.value
@@ -723,10 +734,21 @@ public struct NordicDFUStateMachine: Sendable {
             // rewound the bootloader to its start. Send it again.
             return objectArrivedWrong(reportedOffset: reported.offset)
         case (false, false):
-            return failing(
-                .verificationFailed,
-                "the bootloader executed the object at byte \(objectStart) although it reports \(reported.offset) bytes with CRC-32 \(Hex.number(reported.crc)) (expected \(objectEnd) bytes, \(Hex.number(crcAtPosition.value))); it will refuse the image at the end, run the update again"
-            )
+            // The right number of bytes, not the right bytes (a write duplicated or reordered on
+            // the way): executed, and no Create rewinds past an executed object. Start over from
+            // the init packet (its Create resets all progress), one request at a time.
+            let damage =
+                "the bootloader executed the object at byte \(objectStart) although it reports \(reported.offset) bytes with CRC-32 \(Hex.number(reported.crc)) (expected \(objectEnd) bytes, \(Hex.number(crcAtPosition.value)))"
+            guard restartsAfterDamage < objectAttempts - 1 else {
+                return failing(.verificationFailed, "\(damage), \(restartsAfterDamage + 1) times; run the update again")
+            }
+            restartsAfterDamage += 1
+            pipelines = false
+            initPacketFrom = 0
+            createdCommandObject = true
+            skippedInitPacket = false
+            return [.note("\(damage); starting over from the init packet, one request at a time")]
+                + ask(.createCommand, .create(.command, size: UInt32(initPacket.count)))
         case (true, true):
             return leavePipeline("the bootloader refused to execute the object at byte \(objectStart) (0x08) although all its bytes arrived")
         case (true, false):
@@ -750,6 +772,7 @@ public struct NordicDFUStateMachine: Sendable {
     /// The current object's bytes were verified: `prn=auto` counts a clean object, and after
     /// ``adaptiveRaiseAfter`` in a row doubles its interval (at most one receipt per object).
     private mutating func objectVerified() -> [Action] {
+        failuresInARow = 0
         guard adaptsReceipts else { return [] }
         guard attempt == 1 else {
             cleanObjects = 0
@@ -811,16 +834,19 @@ public struct NordicDFUStateMachine: Sendable {
     /// dropping packets, with advice for the settings in force.
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
         let adapted = packetsLost()
+        failuresInARow += 1
         if !adapted.isEmpty {
-            // prn=auto lowered the interval: the object gets its attempts at the new one, sent
-            // at once (the bootloader just answered, and a dying link fails the lower intervals
-            // too, down to 1, where the paced attempts and the link's verdict come).
+            // prn=auto lowered the interval: the object gets its attempts at the new one, after
+            // the same pauses (a dying link fails the lower intervals too, and must drop first).
             objectsResent += 1
+            phase = .delaying(then: .resendObject)
+            let delay = Self.resendDelay(afterFailures: failuresInARow)
             return adapted + [
                 .note(
-                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again with a receipt every \(receiptInterval) packets"
-                )
-            ] + createObject()
+                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) with a receipt every \(receiptInterval) packets"
+                ),
+                .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
+            ]
         }
         let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
