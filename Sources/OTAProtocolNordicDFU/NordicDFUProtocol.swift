@@ -21,7 +21,7 @@ public enum NordicDFUProtocol {
         },
         containerFormat: DFUPackageFormat(),
         rawImagePreparation: UnsignedInitPacketPreparation(),
-        parameterVariants: [[prn: "0"], [prn: "12"]],
+        parameterVariants: [[prn: "0"], [prn: "12"], [prn: "auto", pipeline: "on"], [prn: "0", pipeline: "on"]],
         defaultFamily: .init(
             name: "nordic-secure-dfu",
             summary: "nRF5 SDK secure bootloader (or an application with buttonless DFU)",
@@ -36,6 +36,7 @@ public enum NordicDFUProtocol {
     )
 
     private static let prn = NordicDFUConfiguration.packetReceiptParameter.spec.name
+    private static let pipeline = NordicDFUConfiguration.pipelineParameter.spec.name
 
     /// The default family's engine settings: a minute for the bootloader to verify and activate.
     private static var verifyingForAMinute: UpdateConfiguration {

@@ -56,7 +56,9 @@ import Testing
         let parameterLines = streams.outputLines.filter { $0.hasPrefix("  --param ") }
         #expect(parameterLines.count == registry.all.map(\.parameters.count).reduce(0, +))
         #expect(streams.outputLines.contains("  --param batch=…  chunks per acknowledgement the app asks for, 1...1024 (default 16)"))
-        #expect(streams.outputLines.contains("  --param prn=…  packet receipt notification interval; 0 disables, 0...65535 (default 12)"))
+        #expect(
+            streams.outputLines.contains(
+                "  --param prn=…  packet receipt notification interval: 0...65535 (0 disables), or auto (adapts to the link) (default 12)"))
     }
 
     @Test func protocolsAsJSONGivesEachParametersKindRangeAndDefault() async throws {

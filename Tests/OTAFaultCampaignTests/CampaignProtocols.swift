@@ -90,7 +90,7 @@ struct CampaignProtocol: Sendable {
     }
 
     /// Every protocol the campaign covers.
-    static let all: [CampaignProtocol] = [generic, framed, nordic]
+    static let all: [CampaignProtocol] = [generic, framed, nordic, nordicPipelined]
 
     // MARK: - Generic
 
@@ -204,5 +204,30 @@ struct CampaignProtocol: Sendable {
             }
         },
         resend: .object(size: NordicBootloaderModel.Configuration().maximumDataObjectSize)
+    )
+
+    /// `pipeline=on prn=auto` (decision 0024): the same guarantees, and one more documented
+    /// failure: a write corrupted at the right size is only seen in the receipt, after the
+    /// queued Execute took the object, so the update fails rather than go on.
+    static let nordicPipelined = CampaignProtocol(
+        name: "nordic-dfu-pipelined",
+        links: nordic.links,
+        alignment: 4,
+        prefixBytes: nordicInitPacketLength,
+        makeModel: nordic.makeModel,
+        makeClient: {
+            var configuration = NordicDFUConfiguration()
+            configuration.pipelinesObjects = true
+            configuration.adaptsReceiptInterval = true
+            return NordicDFUClient(configuration: configuration)
+        },
+        prepare: nordic.prepare,
+        installed: nordic.installed,
+        documentedErrors: { fault, plan, fired in
+            var errors = nordic.documentedErrors(fault, plan, fired)
+            if fault.kind == .corruptWrite { errors.append(DocumentedError(.verificationFailed, "although it reports")) }
+            return errors
+        },
+        resend: nordic.resend
     )
 }

@@ -271,13 +271,18 @@ enum CampaignRun {
         case .object(let object):
             let resends = notes.filter { $0.contains("sending the object again in") }.count
             let reboots = result.fired.filter { $0.kind == .reboot }.count
+            // Nordic's pipelined flow: an object executed with other bytes (a duplicated or
+            // reordered write) starts the image over, sending again what preceded it.
+            let restarted = notes.filter { $0.contains("starting over from the init packet") }.compactMap { note in
+                note.split(separator: " ").drop { $0 != "byte" }.dropFirst().first.flatMap { Int($0) }
+            }.reduce(0) { $0 + $1 + object }
             // An object goes again only after a damaged write, or on a dying link: its checksum
             // fails while the Control Point still answers, and the paced resends (0.5 s, 1 s)
             // fit at most twice in the 2 s before the link drops.
             if !kinds.contains(where: \.isIndexed), resends > (kinds.contains(.dyingLink) ? 2 : 0) {
                 result.violations.append("\(resends) objects sent again with no damaged write (a dying link allows 2)")
             }
-            let allowed = object * (report.resumes + resends) + size * reboots
+            let allowed = object * (report.resumes + resends) + size * reboots + restarted
             (result.allowed, result.unit) = (allowed, object)
             if resent > allowed {
                 result.violations.append(

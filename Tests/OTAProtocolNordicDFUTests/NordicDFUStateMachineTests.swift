@@ -600,24 +600,46 @@ func run(
     return try perform(&machine, start, image: image, &bootloader, until: nil)
 }
 
-private func perform(
+func perform(
     _ machine: inout NordicDFUStateMachine,
     _ first: NordicDFUStateMachine.Action,
     image: FirmwareImage?,
     _ bootloader: inout IdealBootloader,
-    until stop: NordicDFUStateMachine.Action?
+    until stop: NordicDFUStateMachine.Action? = nil
 ) throws -> [NordicDFUStateMachine.Action] {
     var trace: [NordicDFUStateMachine.Action] = []
     var action = first
+    var queuedAnswers: [DFUResponse] = []
     for _ in 0..<10_000 {
         trace.append(action)
         if action == stop { return trace }
         switch action {
         case .send(let request, _):
             action = machine.received(bootloader.answer(request))
-        case .listen:
-            Issue.record("unexpected listen")
-            return trace
+        case .streamThenQueue(let range, let requests):
+            // Packets and requests processed FIFO, as the SDK's scheduler does; answered in that
+            // order or, as an Execute re-queued behind the Create while flash is busy, the other
+            // way round.
+            let bytes = try #require(image, "streaming in a script without an image")[range]
+            bootloader.receipts = []
+            bootloader.write(bytes, packetSize: 244)
+            queuedAnswers = bootloader.receipts + requests.map { bootloader.answer($0) }
+            if bootloader.answersQueuedRequestsInReverse { queuedAnswers.reverse() }
+            guard !queuedAnswers.isEmpty else {
+                action = machine.receiptMissing()
+                continue
+            }
+            action = machine.received(queuedAnswers.removeFirst())
+        case .listen(_, let wait):
+            guard !queuedAnswers.isEmpty else {
+                guard wait == .receipt else {
+                    Issue.record("unexpected listen")
+                    return trace
+                }
+                action = machine.receiptMissing()
+                continue
+            }
+            action = machine.received(queuedAnswers.removeFirst())
         case .writeInitPacket(let range):
             bootloader.write(NordicDFUStateMachineTests.initPacket[range], packetSize: 244)
             action = machine.streamed()
@@ -649,6 +671,13 @@ struct IdealBootloader {
     var objectSize: Int?
     var packetsSeen = 0
     var dropPacketsOnce: Set<Int> = []
+    /// Whether the answers to queued requests come last first (an Execute that waited for flash).
+    var answersQueuedRequestsInReverse = false
+    /// The packet receipt interval (Set PRN), counted from the last Create, Set PRN or receipt.
+    var prn = 0
+    var prnCountdown = 0
+    /// Receipts the last writes produced (only the pipelined script reads them).
+    var receipts: [DFUResponse] = []
     /// Requests and packets on the command object: Select or Create of it, and Calculate
     /// Checksum, Execute and init packet bytes while it is current.
     var commandObjectRequests = 0
@@ -684,10 +713,12 @@ struct IdealBootloader {
             return .success(.create)
         case .create(.data, size: let size):
             current = .data
+            prnCountdown = prn
             data = data.prefix(executed)
             objectSize = Int(size)
             return .success(.create)
-        case .setPRN:
+        case .setPRN(let interval):
+            (prn, prnCountdown) = (Int(interval), Int(interval))
             return .success(.setPRN)
         case .calculateChecksum:
             let bytes = current == .command ? command : data
@@ -722,6 +753,11 @@ struct IdealBootloader {
             packetsSeen += 1
             if dropPacketsOnce.remove(packetsSeen) != nil { continue }
             data += packet
+            prnCountdown -= 1
+            if prn > 0, prnCountdown == 0 {
+                prnCountdown = prn
+                receipts.append(.success(.calculateChecksum, [UInt32(data.count), CRC32.checksum(data)]))
+            }
         }
     }
 }

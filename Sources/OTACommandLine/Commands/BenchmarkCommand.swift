@@ -79,6 +79,7 @@ enum BenchmarkCommand: Command {
             )
         }
         var failed = false
+        var measured: [Measurement] = []
         for descriptor in descriptors {
             for variant in descriptor.parameterVariants {
                 for profile in profiles {
@@ -88,6 +89,7 @@ enum BenchmarkCommand: Command {
                     }
                     do {
                         let measurement = try await measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
+                        measured.append(measurement)
                         streams.out((json ? jsonLine(measurement) : textRow(measurement)) + "\n")
                     } catch {
                         failed = true
@@ -96,11 +98,14 @@ enum BenchmarkCommand: Command {
                 }
             }
         }
+        if !json, let nordic = descriptors.first(where: { $0.name == NordicBenchmark.protocolName }) {
+            await NordicBenchmark.report(nordic, measured: measured, profiles: profiles, image: image, seed: seed, streams: streams)
+        }
         return failed ? .updateFailed : .success
     }
 
     /// "nordic-dfu prn=0".
-    private static func label(_ name: String, _ variant: ProtocolParameters) -> String {
+    static func label(_ name: String, _ variant: ProtocolParameters) -> String {
         ([name] + variant.values.keys.sorted().map { "\($0)=\(variant.values[$0]!)" }).joined(separator: " ")
     }
 
@@ -109,10 +114,12 @@ enum BenchmarkCommand: Command {
         variant: ProtocolParameters,
         profile: DeviceProfile,
         image raw: FirmwareImage,
-        seed: UInt64
+        seed: UInt64,
+        model makeModel: ((Simulation) -> any DeviceModel)? = nil
     ) async throws -> Measurement {
         let simulation = Simulation(seed: seed)
-        let device = SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel(variant), simulation: simulation)
+        let model = try makeModel?(simulation) ?? descriptor.makeDeviceModel(variant)
+        let device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
         let client = try descriptor.makeClient(variant)
         let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)

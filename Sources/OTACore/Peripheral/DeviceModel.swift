@@ -29,12 +29,21 @@ public protocol DeviceModel: AnyObject, Sendable {
 
     /// A central read a characteristic.
     func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus>
+
+    /// Whether the device's stack answers a write with response as soon as it arrives, before
+    /// the work the write starts (flash erases and writes) is done: a Nordic SoftDevice that
+    /// authorizes Control Point writes and queues the request for the application does. The
+    /// notifications the write produces still leave after that work. Default `false`: the
+    /// response leaves once the device's queued work is done, as from firmware that answers at
+    /// the end of its write handler.
+    var acknowledgesWritesOnArrival: Bool { get }
 }
 
 extension DeviceModel {
     public func connected(_ peripheral: any PeripheralContext) {}
     public func disconnected() {}
     public func rebooted() {}
+    public var acknowledgesWritesOnArrival: Bool { false }
     public func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
         .failure(.readNotPermitted)
     }

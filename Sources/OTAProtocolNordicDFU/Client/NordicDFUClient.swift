@@ -137,12 +137,29 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
             case .send(let request, let wait):
                 try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: "response to \(request)"))
+            case .streamThenQueue(let range, let requests):
+                context.rewound(to: range.lowerBound)
+                try await context.withStallWatchdog { () async throws -> Void in
+                    var offset = range.lowerBound
+                    while offset < range.upperBound {
+                        let chunk = plan.chunk(at: offset, in: range.upperBound)
+                        try await context.writeData(image[chunk], to: DFUGATTProfile.packet, covering: chunk)
+                        offset = chunk.upperBound
+                    }
+                }
+                // Each write waits for its ATT response only (the SoftDevice acknowledges at
+                // once and queues the request); the answers come as notifications.
+                for request in requests {
+                    try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
+                }
+                let awaited = requests.map { $0.description }.joined(separator: ", ")
+                action = machine.received(try await inbox.next(timeout: timeout(.response, context), awaiting: "answers to \(awaited)"))
             case .listen(let purpose, let wait):
                 guard wait == .receipt else {
                     action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
                     continue
                 }
-                switch try await awaitReceipt(inbox) {
+                switch try await awaitReceipt(inbox, wait: machine.receiptWait) {
                 case .receipt(let notification): action = machine.received(notification)
                 default: action = machine.receiptMissing()
                 }
@@ -155,6 +172,7 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 }
                 action = machine.streamed()
             case .stream(let range, let receipt):
+                let receiptWait = machine.receiptWait
                 context.rewound(to: range.lowerBound)
                 let end = try await context.withStallWatchdog { () async throws -> StreamEnd in
                     var offset = range.lowerBound
@@ -163,7 +181,7 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                         try await context.writeData(image[chunk], to: DFUGATTProfile.packet, covering: chunk)
                         offset = chunk.upperBound
                     }
-                    return receipt ? try await awaitReceipt(inbox) : .streamed
+                    return receipt ? try await awaitReceipt(inbox, wait: receiptWait) : .streamed
                 }
                 switch end {
                 case .streamed: action = machine.streamed()
@@ -196,15 +214,15 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         case streamed
         /// The packet receipt that follows them.
         case receipt(Data)
-        /// No receipt within ``NordicDFUStateMachine/receiptTimeout``.
+        /// No receipt within ``NordicDFUStateMachine/receiptWait``.
         case receiptMissing
     }
 
     /// The packet receipt after a run of packets, or ``StreamEnd/receiptMissing`` when none
     /// comes in time: a packet was lost, and the bootloader's count never reaches the receipt.
-    private static func awaitReceipt(_ inbox: NotificationInbox) async throws(OTAError) -> StreamEnd {
+    private static func awaitReceipt(_ inbox: NotificationInbox, wait: Duration) async throws(OTAError) -> StreamEnd {
         do {
-            return .receipt(try await inbox.next(timeout: NordicDFUStateMachine.receiptTimeout, awaiting: "packet receipt notification"))
+            return .receipt(try await inbox.next(timeout: wait, awaiting: "packet receipt notification"))
         } catch {
             guard error.code == .timeout else { throw error }
             return .receiptMissing

@@ -27,13 +27,28 @@ import OTACore
 ///                                                    (a dying link fails the request: the engine resumes)
 /// ```
 ///
+/// With `pipeline=on` (decision 0024) every object but the last ends differently:
+///
+/// ```
+/// stream its last packets ─▶ Execute, [Set PRN], Create(next) written back to back
+///   ─▶ answers (and the receipt that ends the object, else a queued Checksum) in any order
+///        ├─ all well ──────────────────────────────▶ stream the next object
+///        ├─ bytes differ, Execute refused (0x08) ──▶ send the object again (as above)
+///        ├─ Execute refused, bytes all there, or an answer not asked ─▶ Select(data), strict from then on
+///        └─ bytes differ, Execute accepted ──────────▶ fail (the bootloader will refuse the image)
+/// ```
+///
+/// With `prn=auto` the interval starts at one receipt per object, halves after a loss (never
+/// back to an interval that lost packets) and doubles after ``adaptiveRaiseAfter`` clean objects.
+///
 /// A receipt that lands on the object's end stands for the Checksum. (*) After a Create(command)
 /// the data is always selected again: creating the command object discards the bootloader's data,
 /// so a checkpoint's data selection no longer holds.
 ///
 /// Inputs: ``start()``, ``received(_:)-(Data)`` (every Control Point notification), ``streamed()``
 /// (the bytes of a ``Action/writeInitPacket(_:)`` or ``Action/stream(_:receipt:)`` without receipt
-/// are written), ``delayElapsed()`` and ``proceed()`` (after an action that expects no answer).
+/// are written), ``receiptMissing()``, ``delayElapsed()`` and ``proceed()`` (after an action that
+/// expects no answer).
 public struct NordicDFUStateMachine: Sendable {
     /// How long the driver waits for an answer.
     public enum Wait: Sendable, Hashable {
@@ -41,7 +56,7 @@ public struct NordicDFUStateMachine: Sendable {
         case response
         /// The engine's verify timeout: the bootloader validates the whole image before it answers.
         case verification
-        /// A packet receipt: ``NordicDFUStateMachine/receiptTimeout``, then ``receiptMissing()``.
+        /// A packet receipt: ``NordicDFUStateMachine/receiptWait``, then ``receiptMissing()``.
         case receipt
     }
 
@@ -50,6 +65,13 @@ public struct NordicDFUStateMachine: Sendable {
         /// Write the request to the Control Point with response, wait (as `wait` says) for a
         /// notification and pass it to ``received(_:)-(Data)``.
         case send(DFURequest, wait: Wait = .response)
+        /// Write these bytes of the image to DFU Packet as data, then these requests to the
+        /// Control Point with response, one after another, without waiting for a notification
+        /// between them (the bootloader queues packets and requests FIFO); then wait for a
+        /// notification and pass it to ``received(_:)-(Data)``. The answers (and the packet
+        /// receipt that ends the object, when one is due) are matched by op code, in whichever
+        /// order they come; the machine asks (``listen(purpose:wait:)``) for each further one.
+        case streamThenQueue(Range<Int>, [DFURequest])
         /// The last notification was a stray packet receipt: wait (as `wait` says) for the next
         /// one and pass it to ``received(_:)-(Data)``. `purpose` names what is awaited.
         case listen(purpose: String, wait: Wait)
@@ -78,6 +100,7 @@ public struct NordicDFUStateMachine: Sendable {
         public static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
             case (.send(let a, let x), .send(let b, let y)): a == b && x == y
+            case (.streamThenQueue(let a, let x), .streamThenQueue(let b, let y)): a == b && x == y
             case (.listen(let a, let x), .listen(let b, let y)): a == b && x == y
             case (.writeInitPacket(let a), .writeInitPacket(let b)): a == b
             case (.stream(let a, let x), .stream(let b, let y)): a == b && x == y
@@ -100,6 +123,12 @@ public struct NordicDFUStateMachine: Sendable {
         case probeLink
         /// Calculate Checksum in place of a packet receipt that did not come.
         case checkMissingReceipt
+        /// Set PRN before a Create, when the adaptive interval changed (`prn=auto`).
+        case adjustReceipts
+        /// Select(data) after a surprise in the pipelined flow: where the bootloader stands.
+        case resynchronize
+        /// Calculate Checksum in place of the receipt that was to end a pipelined object.
+        case checkQueuedObject
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -134,9 +163,21 @@ public struct NordicDFUStateMachine: Sendable {
     /// default stall timeout (5 s), so the watchdog does not take the link down for a lost packet.
     public static let receiptTimeout: Duration = .seconds(3)
 
+    /// With `prn=auto`, how long the driver waits for a receipt before ``receiptMissing()``:
+    /// the interval is low where packets get lost, so a receipt is due within a few connection
+    /// events, and a lost one costs this instead of ``receiptTimeout`` each time. A dying link is
+    /// still judged only after ``linkVerdictDelay``.
+    public static let adaptiveReceiptTimeout: Duration = .milliseconds(500)
+
+    /// How long the driver waits for a packet receipt: ``adaptiveReceiptTimeout`` with
+    /// `prn=auto`, else ``receiptTimeout``.
+    public var receiptWait: Duration { adaptsReceipts ? Self.adaptiveReceiptTimeout : Self.receiptTimeout }
+
     private enum Phase: Sendable, Hashable {
         case idle
         case awaiting(Step, DFURequest, Wait)
+        /// The answers to ``Action/streamThenQueue(_:_:)`` that have not come yet.
+        case awaitingQueued([DFURequest])
         case writingInitPacket
         case streaming(Range<Int>, receipt: Bool)
         case delaying(then: AfterDelay)
@@ -148,7 +189,13 @@ public struct NordicDFUStateMachine: Sendable {
     private let image: FirmwareImage
     private let initPacket: Data
     private let payloadSize: Int
-    private let receiptInterval: Int
+    /// The receipt interval in force for the next object (adapts with `prn=auto`).
+    private var receiptInterval: Int
+    /// The interval the bootloader was last told (Set PRN), or `nil` before the data stage's.
+    private var announcedInterval: Int?
+    private let adaptsReceipts: Bool
+    /// Whether Execute and the next Create are queued together; cleared for good at a surprise.
+    private var pipelines: Bool
     private let firstObjectDelay: Duration
     private let objectAttempts: Int
     private let checkpoint: NordicDFUCheckpoint?
@@ -176,6 +223,49 @@ public struct NordicDFUStateMachine: Sendable {
     private var attempt = 1
     private var firstObject = true
     private var lastReportedOffset = 0
+    /// Objects in a row that arrived whole at their first attempt (`prn=auto` raises after
+    /// ``adaptiveRaiseAfter``).
+    private var cleanObjects = 0
+    /// What the answers to the queue behind an object said so far.
+    private var queue = QueueOutcome()
+
+    /// The answers to ``Action/streamThenQueue(_:_:)``.
+    private struct QueueOutcome: Sendable, Hashable {
+        /// Offset and CRC from the receipt (or Calculate Checksum) that ended the object.
+        var reported: Reported?
+        /// The Execute answered 0x08: the object was not complete.
+        var executeRefused = false
+        /// Why the pipelined flow is being left; the rest of the queue is drained first.
+        var surprise: String?
+        /// The receipt did not come; Calculate Checksum was asked instead.
+        var receiptMissing = false
+        /// The queued Create failed. Behind a refused Execute that is expected (it rewound to
+        /// the object's start, where the next object's size may not fit); otherwise it fails
+        /// the update, as in the strict flow.
+        var createFailure: DFUResponse?
+
+        struct Reported: Sendable, Hashable {
+            var offset: Int
+            var crc: UInt32
+        }
+    }
+
+    /// Objects that arrived wrong in a row (the pauses between resends grow with it).
+    private var failuresInARow = 0
+
+    /// Restarts from the init packet after an object was executed with other bytes.
+    private var restartsAfterDamage = 0
+
+    /// The highest interval `prn=auto` may raise to again: one below each interval at which
+    /// packets were lost (`nil` before any loss).
+    private var receiptCeiling: Int?
+
+    /// The clean objects in a row after which `prn=auto` doubles its interval.
+    public static let adaptiveRaiseAfter = 4
+
+    /// Receipt intervals the machine went through with `prn=auto`, first to last (for the log
+    /// and tests).
+    public private(set) var receiptIntervals: [Int] = []
 
     /// Objects sent again because their bytes did not all arrive.
     public private(set) var objectsResent = 0
@@ -203,7 +293,14 @@ public struct NordicDFUStateMachine: Sendable {
         self.image = image
         self.initPacket = initPacket
         self.payloadSize = payloadSize
+        adaptsReceipts = configuration.adaptsReceiptInterval
+        pipelines = configuration.pipelinesObjects
         receiptInterval = max(0, configuration.packetReceiptInterval)
+        if adaptsReceipts {
+            // One receipt per object, at its end, where it stands for Calculate Checksum: the
+            // object size is known for sure only after Select(data); 4096 is the SDK's.
+            receiptInterval = Self.packets(in: checkpoint?.data.maximumSize ?? 4096, payloadSize: payloadSize)
+        }
         firstObjectDelay = configuration.dataObjectDelay
         objectAttempts = max(1, configuration.objectAttempts)
         self.checkpoint = checkpoint
@@ -233,7 +330,7 @@ public struct NordicDFUStateMachine: Sendable {
                         "the bootloader holds this init packet, executed, and \(checkpoint.data.offset) bytes of this image; continuing without sending it again"
                     )
                 ]
-                    + ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+                    + announceReceipts()
             )
         }
         let command = checkpoint.command
@@ -259,6 +356,14 @@ public struct NordicDFUStateMachine: Sendable {
             case .lateReceipt: return .listen(purpose: "response to \(request)", wait: wait)
             case .response(let response): return emit(answer(response, to: step, request: request))
             }
+        case .awaitingQueued(let remaining):
+            guard let response = DFUResponse(decoding: notification) else {
+                return fail(
+                    OTAError(
+                        .malformedResponse,
+                        "malformed notification on the DFU Control Point while waiting for the answers to \(remaining): \(notification.count) bytes"))
+            }
+            return emit(queuedAnswer(response, remaining: remaining))
         case .streaming(let segment, receipt: true):
             guard let response = DFUResponse(decoding: notification) else {
                 return fail(OTAError(.malformedResponse, "malformed notification on the DFU Control Point: \(notification.count) bytes"))
@@ -295,15 +400,21 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// The packet receipt the last ``Action/stream(_:receipt:)`` asked for did not come within
-    /// ``receiptTimeout``: the bootloader counted fewer packets than were sent. Asks Calculate
+    /// ``receiptWait``: the bootloader counted fewer packets than were sent. Asks Calculate
     /// Checksum, whose answer says what the receipt would have: the object is sent again when it
     /// differs, as after a wrong receipt.
     public mutating func receiptMissing() -> Action {
         precondition(pending.isEmpty, "receiptMissing() while actions are pending; call proceed()")
+        if case .awaitingQueued = phase {
+            // The answers are in, the receipt is not: ask for what it would have said.
+            return emit(
+                [.note("no packet receipt \(receiptWait.humanReadable) after byte \(objectEnd); asking the bootloader for its offset")]
+                    + ask(.checkQueuedObject, .calculateChecksum))
+        }
         guard case .streaming(let segment, receipt: true) = phase else { preconditionFailure("receiptMissing() while \(activity)") }
         advance(to: segment.upperBound)
         return emit(
-            [.note("no packet receipt \(Self.receiptTimeout.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
+            [.note("no packet receipt \(receiptWait.humanReadable) after byte \(segment.upperBound); asking the bootloader for its offset")]
                 + ask(.checkMissingReceipt, .calculateChecksum))
     }
 
@@ -359,7 +470,7 @@ public struct NordicDFUStateMachine: Sendable {
             guard response.result == .success else {
                 return failing(.deviceRejected, "bootloader rejected the init packet: \(response.failureDescription(for: "Execute"))")
             }
-            return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+            return announceReceipts()
         case .enableReceipts:
             // Creating the command object discarded the bootloader's data: the checkpoint's data
             // selection is stale, select again. Otherwise it still holds, and what it leads to
@@ -368,6 +479,15 @@ public struct NordicDFUStateMachine: Sendable {
             return ask(.selectData, .select(.data))
         case .probeLink:
             return droppingPackets(probe: response)
+        case .adjustReceipts:
+            return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
+        case .checkQueuedObject:
+            queue.reported = .init(offset: Int(response.values[0]), crc: response.values[1])
+            queue.receiptMissing = true
+            return queueAnswered()
+        case .resynchronize:
+            guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
+            return dataStage(selection)
         case .selectData:
             guard let selection = DFUObjectSelection(response) else { return failing(.malformedResponse, "malformed Select response") }
             return dataStage(selection)
@@ -396,7 +516,9 @@ public struct NordicDFUStateMachine: Sendable {
             // The answer stands for the receipt: the same checks, the same next step.
             let (offset, crc) = (Int(response.values[0]), response.values[1])
             guard offset == position, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
-            return position < objectEnd ? nextSegment() : executeObject()
+            // The bytes are there, but the bootloader's count of packets was not the machine's.
+            let adapted = packetsLost()
+            return adapted + (position < objectEnd ? nextSegment() : executeObject())
         case .executeObject:
             let isLast = objectEnd == image.count
             guard response.result == .success else {
@@ -448,6 +570,7 @@ public struct NordicDFUStateMachine: Sendable {
             return failing(.malformedResponse, "bootloader reported a data object size of \(selection.maximumSize) bytes")
         }
         objectSize = selection.maximumSize
+        if adaptsReceipts { receiptInterval = min(max(1, receiptInterval), packetsPerObject) }
         let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: objectSize, offset: selection.offset, crc: selection.crc)
         let durable = start.offset - (start.continuePartialObject ? start.offset % objectSize : 0)
         var actions: [Action] = [.acknowledged(durable)]
@@ -481,6 +604,10 @@ public struct NordicDFUStateMachine: Sendable {
         objectEnd = min(objectStart + objectSize, image.count)
         position = objectStart
         crcAtPosition = crcAtObjectStart
+        if adaptsReceipts, announcedInterval != receiptInterval {
+            announcedInterval = receiptInterval
+            return ask(.adjustReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+        }
         return ask(.createObject, .create(.data, size: UInt32(objectEnd - objectStart)))
     }
 
@@ -488,21 +615,210 @@ public struct NordicDFUStateMachine: Sendable {
     private mutating func nextSegment() -> [Action] {
         let end: Int
         let receipt: Bool
-        if receiptInterval > 0 {
-            end = min(position + receiptInterval * payloadSize, objectEnd)
+        // What the bootloader counts: the interval it was told.
+        let interval = announcedInterval ?? receiptInterval
+        if interval > 0 {
+            end = min(position + interval * payloadSize, objectEnd)
             // A receipt follows every n-th packet, the last one short or not.
-            receipt = objectEnd > position + (receiptInterval - 1) * payloadSize
+            receipt = objectEnd > position + (interval - 1) * payloadSize
         } else {
             end = objectEnd
             receipt = false
         }
+        if pipelines, end == objectEnd, objectEnd < image.count { return streamAndQueue(position..<end, receipt: receipt) }
         phase = .streaming(position..<end, receipt: receipt)
         return [.stream(position..<end, receipt: receipt)]
     }
 
+    /// The current object arrived whole: execute it.
     private mutating func executeObject() -> [Action] {
-        guard objectEnd == image.count else { return ask(.executeObject, .execute) }
-        return [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
+        let adapted = objectVerified()
+        guard objectEnd == image.count else { return adapted + ask(.executeObject, .execute) }
+        return adapted + [.enter(.verifying)] + ask(.executeObject, .execute, wait: .verification)
+    }
+
+    /// The end of an object that is not the last, pipelined: its last packets, then Execute of
+    /// it, Set PRN when the adaptive interval changed, and Create of the next, back to back.
+    ///
+    /// The SDK handles packets and requests FIFO: Execute checks that the object is complete
+    /// (0x08 when a packet was lost), moves `offset_last` to its end at once, and answers when
+    /// flash is idle (it re-queues itself behind the Create meanwhile, so its answer may come
+    /// second); the Create that follows rewinds to `offset_last` and erases. The receipt at the
+    /// object's end (or Calculate Checksum, queued first when no receipt falls there) reports
+    /// the bytes; nothing of the next object is sent before every answer is in.
+    private mutating func streamAndQueue(_ segment: Range<Int>, receipt: Bool) -> [Action] {
+        var requests: [DFURequest] = receipt ? [] : [.calculateChecksum]
+        requests.append(.execute)
+        if adaptsReceipts, announcedInterval != receiptInterval {
+            announcedInterval = receiptInterval
+            requests.append(.setPRN(UInt16(clamping: receiptInterval)))
+        }
+        let nextEnd = min(objectEnd + objectSize, image.count)
+        requests.append(.create(.data, size: UInt32(nextEnd - objectEnd)))
+        queue = QueueOutcome()
+        advance(to: segment.upperBound)
+        phase = .awaitingQueued(receipt ? [.calculateChecksum] + requests : requests)
+        return [.streamThenQueue(segment, requests)]
+    }
+
+    /// One answer to the queue behind an object, matched by op code.
+    private mutating func queuedAnswer(_ response: DFUResponse, remaining: [DFURequest]) -> [Action] {
+        guard let index = remaining.firstIndex(where: { $0.opCode.rawValue == response.opCode }) else {
+            // A receipt for a refused packet, or one that came late, is a Calculate Checksum
+            // response: skip it.
+            if response.opCode != DFUOpCode.calculateChecksum.rawValue {
+                queue.surprise = queue.surprise ?? "the bootloader answered op code 0x\(Hex.digits(response.opCode, uppercase: false)), which was not asked"
+            }
+            return awaitQueue(remaining)
+        }
+        var remaining = remaining
+        let request = remaining[index]
+        switch request {
+        case .calculateChecksum:
+            // A receipt for a packet the bootloader refused carries no offset: not this one.
+            guard response.result == .success else { return awaitQueue(remaining) }
+            queue.reported = .init(offset: Int(response.values[0]), crc: response.values[1])
+        case .execute:
+            if response.result == .operationNotPermitted {
+                queue.executeRefused = true
+            } else if response.result != .success {
+                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: "Execute of the object at byte \(objectStart)"))")
+            }
+        case .create:
+            if response.result != .success { queue.createFailure = response }
+        default:
+            guard response.result == .success else {
+                return failing(.deviceRejected, "bootloader rejected \(response.failureDescription(for: request.description))")
+            }
+        }
+        remaining.remove(at: index)
+        if remaining == [.calculateChecksum], queue.executeRefused, !queueAskedChecksum {
+            // The object is short: the receipt counted over its packets will not come. Ask.
+            return [.note("the bootloader refused to execute the object at byte \(objectStart) (0x08): it is short; asking for its offset")]
+                + ask(.checkQueuedObject, .calculateChecksum)
+        }
+        guard remaining.isEmpty else { return awaitQueue(remaining) }
+        return queueAnswered()
+    }
+
+    /// Waits for the next answer to the queue: the receipt alone (no request asked for it) is
+    /// waited for as a receipt, which may never come when a packet was lost.
+    private mutating func awaitQueue(_ remaining: [DFURequest]) -> [Action] {
+        phase = .awaitingQueued(remaining)
+        let receiptOnly = remaining == [.calculateChecksum] && !queueAskedChecksum
+        return [.listen(purpose: receiptOnly ? "packet receipt notification" : "answers to \(Self.list(remaining))", wait: receiptOnly ? .receipt : .response)]
+    }
+
+    /// Whether the queue behind the current object asked Calculate Checksum (no receipt due).
+    private var queueAskedChecksum: Bool {
+        let interval = announcedInterval ?? receiptInterval
+        guard interval > 0 else { return true }
+        let packets = (objectEnd - objectStart + payloadSize - 1) / payloadSize
+        return packets % interval != 0
+    }
+
+    /// Every answer to the queue is in: go on, resend, or leave the pipelined flow.
+    private mutating func queueAnswered() -> [Action] {
+        if let failure = queue.createFailure, !queue.executeRefused {
+            let create = DFURequest.create(.data, size: UInt32(min(objectEnd + objectSize, image.count) - objectEnd))
+            let erase =
+                failure.result == .invalidObject ? "; for a data object this means the bootloader could not erase its flash (worn or protected flash?)" : ""
+            return failing(.deviceRejected, "bootloader rejected \(failure.failureDescription(for: create.description))\(erase)")
+        }
+        if let surprise = queue.surprise { return leavePipeline(surprise) }
+        guard let reported = queue.reported else { return leavePipeline("no receipt ended the object at byte \(objectStart)") }
+        let arrived = reported.offset == objectEnd && reported.crc == crcAtPosition.value
+        switch (arrived, queue.executeRefused) {
+        case (false, true):
+            // A packet was lost: the object was not executed, and the Create that followed
+            // rewound the bootloader to its start. Send it again.
+            return objectArrivedWrong(reportedOffset: reported.offset)
+        case (false, false):
+            // The right number of bytes, not the right bytes (a write duplicated or reordered on
+            // the way): executed, and no Create rewinds past an executed object. Start over from
+            // the init packet (its Create resets all progress), one request at a time.
+            let damage =
+                "the bootloader executed the object at byte \(objectStart) although it reports \(reported.offset) bytes with CRC-32 \(Hex.number(reported.crc)) (expected \(objectEnd) bytes, \(Hex.number(crcAtPosition.value)))"
+            guard restartsAfterDamage < objectAttempts - 1 else {
+                return failing(.verificationFailed, "\(damage), \(restartsAfterDamage + 1) times; run the update again")
+            }
+            restartsAfterDamage += 1
+            pipelines = false
+            initPacketFrom = 0
+            createdCommandObject = true
+            skippedInitPacket = false
+            return [.note("\(damage); starting over from the init packet, one request at a time")]
+                + ask(.createCommand, .create(.command, size: UInt32(initPacket.count)))
+        case (true, true):
+            return leavePipeline("the bootloader refused to execute the object at byte \(objectStart) (0x08) although all its bytes arrived")
+        case (true, false):
+            // All there, but the bootloader's count of packets was not the machine's.
+            let adapted = (queue.receiptMissing ? packetsLost() : []) + objectVerified()
+            objectStart = objectEnd
+            crcAtObjectStart = crcAtPosition
+            attempt = 1
+            objectEnd = min(objectStart + objectSize, image.count)
+            position = objectStart
+            return adapted + [.acknowledged(objectStart)] + nextSegment()
+        }
+    }
+
+    /// Back to one request at a time, from where the bootloader stands (as after a resume).
+    private mutating func leavePipeline(_ reason: String) -> [Action] {
+        pipelines = false
+        return [.note("\(reason); leaving the pipelined flow and asking the bootloader where it stands")] + ask(.resynchronize, .select(.data))
+    }
+
+    /// The current object's bytes were verified: `prn=auto` counts a clean object, and after
+    /// ``adaptiveRaiseAfter`` in a row doubles its interval (at most one receipt per object).
+    private mutating func objectVerified() -> [Action] {
+        failuresInARow = 0
+        guard adaptsReceipts else { return [] }
+        guard attempt == 1 else {
+            cleanObjects = 0
+            return []
+        }
+        cleanObjects += 1
+        let top = min(packetsPerObject, receiptCeiling ?? packetsPerObject)
+        guard cleanObjects >= Self.adaptiveRaiseAfter, receiptInterval < top else { return [] }
+        cleanObjects = 0
+        let raised = min(top, receiptInterval * 2)
+        receiptInterval = raised
+        receiptIntervals.append(raised)
+        return [.note("prn=auto: \(Self.adaptiveRaiseAfter) objects arrived whole; raising the receipt interval to \(raised) packets")]
+    }
+
+    /// The link lost packets (a receipt or checksum differs, or a receipt did not come):
+    /// `prn=auto` halves its interval, from the next Create.
+    private mutating func packetsLost() -> [Action] {
+        cleanObjects = 0
+        guard adaptsReceipts else { return [] }
+        // Packets were lost at the interval the bootloader counted: never go back up to it.
+        let lostAt = announcedInterval ?? receiptInterval
+        receiptCeiling = max(1, min(receiptCeiling ?? lostAt, lostAt - 1))
+        let lowered = max(1, min(receiptInterval, lostAt) / 2)
+        guard lowered < receiptInterval || lowered < lostAt else { return [] }
+        receiptInterval = lowered
+        receiptIntervals.append(receiptInterval)
+        return [.note("prn=auto: packets were lost; lowering the receipt interval to \(receiptInterval) packets")]
+    }
+
+    /// Set PRN for the data objects (the first, or after the init packet).
+    private mutating func announceReceipts() -> [Action] {
+        announcedInterval = receiptInterval
+        if adaptsReceipts, receiptIntervals.isEmpty { receiptIntervals.append(receiptInterval) }
+        return ask(.enableReceipts, .setPRN(UInt16(clamping: receiptInterval)))
+    }
+
+    /// Packets in a full data object.
+    private var packetsPerObject: Int { Self.packets(in: objectSize, payloadSize: payloadSize) }
+
+    private static func packets(in objectSize: Int, payloadSize: Int) -> Int {
+        max(1, (objectSize + payloadSize - 1) / payloadSize)
+    }
+
+    private static func list(_ requests: [DFURequest]) -> String {
+        requests.map(\.description).joined(separator: ", ")
     }
 
     /// The bootloader holds other bytes than were sent for the current object: send it again,
@@ -517,12 +833,27 @@ public struct NordicDFUStateMachine: Sendable {
     /// Select. Only a bootloader that answers it, on a link that stayed up, is reported as
     /// dropping packets, with advice for the settings in force.
     private mutating func objectArrivedWrong(reportedOffset offset: Int) -> [Action] {
+        let adapted = packetsLost()
+        failuresInARow += 1
+        if !adapted.isEmpty {
+            // prn=auto lowered the interval: the object gets its attempts at the new one, after
+            // the same pauses (a dying link fails the lower intervals too, and must drop first).
+            objectsResent += 1
+            phase = .delaying(then: .resendObject)
+            let delay = Self.resendDelay(afterFailures: failuresInARow)
+            return adapted + [
+                .note(
+                    "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) with a receipt every \(receiptInterval) packets"
+                ),
+                .sleep(delay, purpose: "pausing before sending the object at byte \(objectStart) again"),
+            ]
+        }
         let delay = Self.resendDelay(afterFailures: attempt)
         guard attempt < objectAttempts else {
             let wait = max(delay, Self.linkVerdictDelay)
             lastReportedOffset = offset
             phase = .delaying(then: .probeLink)
-            return [
+            return adapted + [
                 .note(
                     "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC, \(attempt) times; waiting \(wait.humanReadable) for the link before giving up"
                 ),
@@ -532,7 +863,7 @@ public struct NordicDFUStateMachine: Sendable {
         attempt += 1
         objectsResent += 1
         phase = .delaying(then: .resendObject)
-        return [
+        return adapted + [
             .note(
                 "object at byte \(objectStart): bootloader reports \(offset) bytes with a different CRC; sending the object again in \(delay.humanReadable) (attempt \(attempt))"
             ),
@@ -575,7 +906,10 @@ public struct NordicDFUStateMachine: Sendable {
         let held = (response.result == .success ? DFUObjectSelection(response)?.offset : nil) ?? lastReportedOffset
         let smaller = max(20, payloadSize / 2 / 4 * 4)
         let advice: String
-        switch receiptInterval {
+        switch adaptsReceipts ? -1 : receiptInterval {
+        case -1:
+            advice =
+                "prn=auto is set (a receipt every \(receiptInterval) packets now); try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         case 0: advice = "packet receipts are off; try --param prn=12, or a lower --max-chunk (such as \(smaller))"
         case 1: advice = "prn=1 is already set; try a lower --max-chunk (packets are \(payloadSize) bytes; such as \(smaller))"
         default:
@@ -641,6 +975,7 @@ public struct NordicDFUStateMachine: Sendable {
         switch phase {
         case .idle: "idle"
         case .awaiting(_, let request, _): "waiting for the response to \(request)"
+        case .awaitingQueued(let requests): "waiting for the answers to \(Self.list(requests))"
         case .writingInitPacket: "writing the init packet"
         case .streaming: "streaming data"
         case .delaying: "waiting"

@@ -156,6 +156,18 @@ public final class NordicBootloaderModel: DeviceModel {
 
         /// The defaults documented on each property.
         public init() {}
+
+        /// A bootloader a fast central outruns: four receive buffers and flash that programs
+        /// 40 kB/s (a SoftDevice that grants few flash timeslots while the radio is busy), so
+        /// packets sent without waiting for receipts find no buffer and are dropped, the field
+        /// failure of SDK 15 bootloaders on fast phones ("bytes lost", CRC mismatch). A stress
+        /// case for flow control, not a measured part.
+        public static var droppingPackets: Configuration {
+            var configuration = Configuration()
+            configuration.receiveBufferCount = 4
+            configuration.flashWriteBytesPerSecond = 40_000
+            return configuration
+        }
     }
 
     /// Transfer state, for inspection.
@@ -304,6 +316,11 @@ public final class NordicBootloaderModel: DeviceModel {
         }
     }
 
+    /// The SoftDevice answers a Control Point write at once (`nrf_dfu_ble.c` replies to the
+    /// write authorization request, then queues the request for the scheduler); the answer comes
+    /// as a notification once the request handler has run (§1).
+    public var acknowledgesWritesOnArrival: Bool { true }
+
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
         switch characteristic {
         case DFUGATTProfile.controlPoint:
@@ -320,6 +337,10 @@ public final class NordicBootloaderModel: DeviceModel {
                 return handleRequest([UInt8](value), &shared, flash: peripheral.flash)
             }
             apply(effect, peripheral)
+            if let erase = effect.erase {
+                // The answer left when the erase was queued; the erase runs now (§6).
+                shared.withLock { shared in self.erase(erase, &shared.run, flash: peripheral.flash) }
+            }
             return .success
         case DFUGATTProfile.packet:
             guard kind == .withoutResponse else { return .writeNotPermitted }
@@ -384,6 +405,8 @@ public final class NordicBootloaderModel: DeviceModel {
         var prnCountdown: UInt16 = 0
         var pool: ReceiveBufferPool
         var resetting = false
+        /// The erase the last Create queued failed: the object's packets cannot be stored.
+        var eraseFailed = false
 
         /// When the inactivity timer was last restarted (with a clock).
         var lastActivity: Duration?
@@ -423,6 +446,8 @@ public final class NordicBootloaderModel: DeviceModel {
     private struct Effect {
         var notifications: [Data] = []
         var reboot: Duration?
+        /// Pages a Create queued for erasing: erased after the notifications leave.
+        var erase: Range<Int>?
     }
 
     private func apply(_ effect: Effect, _ peripheral: any PeripheralContext) {
@@ -565,7 +590,11 @@ public final class NordicBootloaderModel: DeviceModel {
             shared.run.currentObject = CurrentObject(type)
             switch type {
             case .command: return Self.answer(.create, createCommand(size: Int(size), &shared.run))
-            case .data: return Self.answer(.create, createData(size: Int(size), &shared.run, flash: flash))
+            case .data:
+                let (result, erase) = createData(size: Int(size), &shared.run)
+                var effect = Self.answer(.create, result)
+                effect.erase = erase
+                return effect
             }
         case .setPRN(let interval):
             shared.run.prnTarget = interval
@@ -638,24 +667,36 @@ public final class NordicBootloaderModel: DeviceModel {
 
     // MARK: - Data objects
 
-    /// on_data_obj_create_request(): checks in the SDK's order, then rewind and erase.
-    private func createData(size: Int, _ run: inout Run, flash: any FlashStorage) -> DFUResultCode {
-        guard let accepted = run.accepted else { return .operationNotPermitted }
-        guard size > 0 else { return .invalidParameter }
+    /// on_data_obj_create_request(): checks in the SDK's order, then rewind and queue the erase
+    /// of the object's pages. The SDK answers once the erase is queued (`nrf_dfu_flash_erase()`
+    /// with no callback; only a request fstorage cannot queue answers 0x05), so the pages to
+    /// erase are returned and erased after the answer has left.
+    private func createData(size: Int, _ run: inout Run) -> (DFUResultCode, Range<Int>?) {
+        guard let accepted = run.accepted else { return (.operationNotPermitted, nil) }
+        guard size > 0 else { return (.invalidParameter, nil) }
         let page = limits.page
-        if size % page != 0 && run.executedOffset + size != accepted.firmwareSize { return .invalidParameter }
-        guard size <= limits.data else { return .insufficientResources }
-        guard run.executedOffset + size <= accepted.firmwareSize else { return .operationNotPermitted }
+        if size % page != 0 && run.executedOffset + size != accepted.firmwareSize { return (.invalidParameter, nil) }
+        guard size <= limits.data else { return (.insufficientResources, nil) }
+        guard run.executedOffset + size <= accepted.firmwareSize else { return (.operationNotPermitted, nil) }
         run.objectSize = size
         run.offset = run.executedOffset
         run.crc = CRC32(continuingFrom: run.executedCRC)
+        run.eraseFailed = false
         let pages = size / page + (size % page == 0 ? 0 : 1)
         let end = min(run.executedOffset + pages * page, run.bankCapacity)
-        guard run.executedOffset < end, (try? erasePreservingPrefix(run.executedOffset..<end, flash: flash)) != nil else {
-            return .invalidObject
-        }
+        // Pages outside the bank: fstorage refuses to queue the erase.
+        guard run.executedOffset < end else { return (.invalidObject, nil) }
+        return (.success, run.executedOffset..<end)
+    }
+
+    /// The erase a Create queued. Its time goes to the receive buffer pool (packets wait behind
+    /// it) and to the host's flash; a failing erase (worn or protected flash) is not reported,
+    /// as the SDK's has no callback: the object's packets are not stored, so the central sees
+    /// the offset and CRC fall behind.
+    private func erase(_ range: Range<Int>, _ run: inout Run, flash: any FlashStorage) {
+        let pages = (range.count + limits.page - 1) / limits.page
+        if (try? erasePreservingPrefix(range, flash: flash)) == nil { run.eraseFailed = true }
         run.pool.erase(pages: pages, hostNow: clock?())
-        return .success
     }
 
     /// Erases `range`; when a flash sector is larger than a page, the bytes of the sector before
@@ -762,6 +803,7 @@ public final class NordicBootloaderModel: DeviceModel {
                 run.offset + bytes.count <= run.bankCapacity
             else { return .invalidParameter }
             do {
+                if run.eraseFailed { throw FlashError("the object's pages were not erased") }
                 try flash.write(Data(bytes), at: run.offset)
             } catch {
                 // nrf_dfu_flash_store() failed: the SDK stops here so the central sees a CRC error.

@@ -395,8 +395,20 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             }
         case .request(let id):
             device.consumeEnergy(receiving: pdu.value.count)
+            guard model.acknowledgesWritesOnArrival else {
+                let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
+                enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
+                return
+            }
+            // The stack answers at once; what the write makes the device do comes after. The
+            // response goes ahead of the notifications the write queues (and of any still
+            // waiting for earlier work), not behind the device's flash backlog.
+            let queued = peripheral.count
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
-            enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
+            let ready = time + device.profile.processingLatency
+            let position = peripheral[..<min(queued, peripheral.count)].firstIndex { $0.readyAt > ready } ?? min(queued, peripheral.count)
+            peripheral.insert(PeripheralPDU(kind: .writeResponse(id, status), readyAt: ready, remaining: (status == .success ? 1 : 5) + 4), at: position)
+            scheduleEvent()
         case .read(let id):
             let result = device.readStandard(pdu.characteristic) ?? model.read(pdu.characteristic, peripheral: self)
             let length = (try? result.get().count).map { $0 + 1 } ?? 5

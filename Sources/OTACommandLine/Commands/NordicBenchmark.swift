@@ -1,0 +1,125 @@
+import Foundation
+import OTACore
+import OTAProtocolNordicDFU
+import OTATransportSimulator
+
+/// The Nordic DFU part of `ota benchmark`: each flow against its protocol bound, the pipelined
+/// flow against a client that behaves like Nordic's own libraries on the same modelled link, and
+/// both flows on a bootloader that drops packets (docs/benchmarks.md, decision 0024).
+enum NordicBenchmark {
+    static let protocolName = NordicDFUProtocol.name
+
+    /// Nordic's libraries: PRN 12, strictly Create → data → Calculate Checksum → Execute, 400 ms
+    /// after the first Create (the client's defaults).
+    static let baseline: ProtocolParameters = ["prn": "12"]
+    /// Execute and the next Create queued behind each object, the receipt interval adapting.
+    static let pipelined: ProtocolParameters = ["prn": "auto", "pipeline": "on"]
+
+    /// The least time the flow's rules allow on `profile`'s link: every object at link capacity
+    /// or at the flash's pace (page erase plus programming), whichever is slower, plus one
+    /// connection interval for every answer the flow must have before its next write (an answer
+    /// comes in the event after its request at the earliest), plus the first-object delay.
+    ///
+    /// - init packet: Select, Create, Set PRN, Calculate Checksum, Execute, Set PRN, Select (7);
+    /// - strict, per object: Create, Calculate Checksum, Execute (3), and each receipt inside
+    ///   the object (with PRN 12 and 17 packets, one);
+    /// - pipelined, per object: the Execute's (the Create queued behind it may leave only then),
+    ///   the Create's (the next object's packets wait for it): 2. The receipt that ends the
+    ///   object comes with the Execute's answer.
+    static func bound(imageSize: Int, capacity: Double, profile: DeviceProfile, pipelined: Bool, writeLength: Int) -> Duration {
+        let objectSize = NordicBootloaderModel.Configuration().maximumDataObjectSize
+        let interval = profile.link.connectionInterval
+        var total = NordicDFUConfiguration().dataObjectDelay + interval * 7
+        var offset = 0
+        while offset < imageSize {
+            let size = min(objectSize, imageSize - offset)
+            let packets = (size + writeLength - 1) / writeLength
+            let answers = pipelined ? 2 : 3 + max(0, (packets - 1) / 12)
+            let stream = Duration.seconds(Double(size) / capacity)
+            let flash = profile.flash.sectorEraseTime + .seconds(Double(size) / profile.flash.writeBytesPerSecond)
+            total += max(stream, flash) + interval * answers
+            offset += size
+        }
+        return total
+    }
+
+    static func report(
+        _ descriptor: ProtocolDescriptor, measured: [BenchmarkCommand.Measurement], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64,
+        streams: any OutputStreams
+    ) async {
+        streams.out(
+            "\nnordic-dfu: baseline = a client as Nordic's libraries (prn=12, strict Create → data → checksum → execute, 400 ms before the first object);\n"
+                + "pipelined = pipeline=on prn=auto; bound = each object at capacity (or at the flash's pace, if slower) + one interval per answer awaited + 400 ms\n\n"
+        )
+        streams.out(row(["profile", "capacity", "baseline", "of bound", "pipelined", "of bound", "speed-up"], widths: comparison) + "\n")
+        for profile in profiles where image.count <= profile.slotSize {
+            do {
+                let base = try await measurement(descriptor, baseline, profile, image, seed, measured)
+                let fast = try await measurement(descriptor, pipelined, profile, image, seed, measured)
+                let write = fast.report.link.maximumWriteWithoutResponse
+                let strictBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: false, writeLength: write)
+                let pipelinedBound = bound(imageSize: image.count, capacity: fast.capacity, profile: profile, pipelined: true, writeLength: write)
+                streams.out(
+                    row(
+                        [
+                            profile.name, Wording.rate(fast.capacity), Wording.rate(base.report.goodput), percent(strictBound / base.report.protocolDuration),
+                            Wording.rate(fast.report.goodput), percent(pipelinedBound / fast.report.protocolDuration),
+                            String(format: "%.2f×", base.report.protocolDuration / fast.report.protocolDuration),
+                        ], widths: comparison) + "\n")
+            } catch {
+                streams.out(row([profile.name, "failed: \(error)"], widths: comparison) + "\n")
+            }
+        }
+        streams.out(
+            "\nnordic-dfu on a bootloader that drops packets (4 receive buffers, flash programming 40 kB/s: NordicBootloaderModel.Configuration.droppingPackets)\n\n"
+        )
+        streams.out(row(["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"], widths: dropping) + "\n")
+        let variants: [ProtocolParameters] = [["prn": "0", "pipeline": "on"], baseline, pipelined]
+        for variant in variants {
+            for profile in profiles where image.count <= profile.slotSize {
+                var model: NordicBootloaderModel?
+                let make: (Simulation) -> any DeviceModel = { simulation in
+                    let made = NordicBootloaderModel(configuration: .droppingPackets, clock: { simulation.now })
+                    model = made
+                    return made
+                }
+                let label = BenchmarkCommand.label(protocolName, variant)
+                do {
+                    let m = try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed, model: make)
+                    let counters = model?.counters
+                    streams.out(
+                        row(
+                            [
+                                label, profile.name, BenchmarkCommand.virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput),
+                                "\(counters?.packetsDropped ?? 0)", "\(max(0, m.report.bytesSent - m.report.imageSize)) B", "completed",
+                            ], widths: dropping) + "\n")
+                } catch {
+                    let message = (error as? OTAError)?.message ?? "\(error)"
+                    streams.out(
+                        row([label, profile.name, "-", "-", "\(model?.counters.packetsDropped ?? 0)", "-", "failed: \(message)"], widths: dropping) + "\n")
+                }
+            }
+        }
+    }
+
+    /// The main table's measurement of `variant` on `profile`, or a new one.
+    private static func measurement(
+        _ descriptor: ProtocolDescriptor, _ variant: ProtocolParameters, _ profile: DeviceProfile, _ image: FirmwareImage, _ seed: UInt64,
+        _ measured: [BenchmarkCommand.Measurement]
+    ) async throws -> BenchmarkCommand.Measurement {
+        if let found = measured.first(where: { $0.variant == variant && $0.profile.name == profile.name }) { return found }
+        return try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
+    }
+
+    private static let comparison = [20, 11, 11, 9, 11, 9, 8]
+    private static let dropping = [32, 20, 9, 11, 8, 9, 9]
+
+    private static func row(_ cells: [String], widths: [Int]) -> String {
+        zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
+            .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
+            .joined()
+            .trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func percent(_ ratio: Double) -> String { String(oneDecimal: ratio * 100) + "%" }
+}

@@ -1,0 +1,288 @@
+import Foundation
+import OTACore
+import Testing
+
+@testable import OTAProtocolNordicDFU
+
+/// `pipeline=on` and `prn=auto` without a transport: Execute and the next Create queued behind
+/// each object's last packets, answers matched by op code in any order, the fall back to one
+/// request at a time, resume mid-pipeline, and the receipt interval that adapts.
+@Suite struct NordicDFUPipelineTests {
+    typealias Action = NordicDFUStateMachine.Action
+    typealias Kit = NordicDFUStateMachineTests
+
+    // MARK: - Step by step
+
+    @Test func eachObjectEndsWithItsExecuteAndTheNextCreateQueuedAndItsReceiptAsChecksum() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        let toFirstObject = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        // prn=auto starts at one receipt per object: 17 packets of 244 bytes hold 4096.
+        #expect(toFirstObject.contains(.send(.setPRN(17))))
+        #expect(machine.received(.success(.create)) == .sleep(.milliseconds(400), purpose: "waiting for the bootloader to prepare the first object"))
+        #expect(machine.delayElapsed() == .streamThenQueue(0..<4096, [.execute, .create(.data, size: 4096)]))
+        // The Create answers first (the SDK re-queues an Execute until flash is idle), then the
+        // Execute, then the receipt: any order will do.
+        #expect(machine.received(.success(.create)) == .listen(purpose: "answers to Calculate Checksum, Execute", wait: .response))
+        #expect(machine.received(.success(.execute)) == .listen(purpose: "packet receipt notification", wait: .receipt))
+        #expect(
+            drain(&machine, machine.received(Kit.receipt(image, 4096))) == [
+                .acknowledged(4096), .streamThenQueue(4096..<8192, [.execute, .create(.data, size: 1808)]),
+            ])
+        #expect(machine.received(Kit.receipt(image, 8192)) == .listen(purpose: "answers to Execute, Create data object of 1808 bytes", wait: .response))
+        #expect(machine.received(.success(.execute)) == .listen(purpose: "answers to Create data object of 1808 bytes", wait: .response))
+        // The last object is not pipelined: its Execute verifies the image.
+        #expect(drain(&machine, machine.received(.success(.create))) == [.acknowledged(8192), .stream(8192..<10_000, receipt: false)])
+        #expect(machine.streamed() == .send(.calculateChecksum))
+        #expect(
+            drain(&machine, machine.received(Kit.receipt(image, 10_000))) == [.enter(.verifying), .send(.execute, wait: .verification)])
+        #expect(drain(&machine, machine.received(.success(.execute))) == [.acknowledged(10_000), .finished])
+    }
+
+    @Test func withoutAReceiptAtTheObjectsEndCalculateChecksumIsQueuedFirst() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image, prn: "12")
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
+        #expect(machine.received(Kit.receipt(image, 2928)) == .streamThenQueue(2928..<4096, [.calculateChecksum, .execute, .create(.data, size: 4096)]))
+    }
+
+    // MARK: - Whole runs
+
+    @Test(arguments: ["auto", "0", "12", "17"], [false, true])
+    func wholeRunsDeliverTheImageWhateverTheOrderOfTheAnswers(prn: String, reversed: Bool) throws {
+        let image = try Kit.image(size: 30_000)
+        var bootloader = IdealBootloader()
+        bootloader.answersQueuedRequestsInReverse = reversed
+        let trace = try run(try Self.machine(image, prn: prn), image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(bootloader.executed == image.count)
+        let queues = trace.filter { if case .streamThenQueue = $0 { true } else { false } }.count
+        #expect(queues == 7)  // every object but the last of eight
+        if prn == "auto" || prn == "17" {
+            // The receipts ended the objects: Calculate Checksum only for the init packet and the short last object.
+            #expect(trace.filter { $0 == .send(.calculateChecksum) }.count == 2)
+            #expect(!trace.contains { if case .streamThenQueue(_, let requests) = $0 { requests.contains(.calculateChecksum) } else { false } })
+        }
+    }
+
+    @Test func aPacketLostMidPipelineSendsTheObjectAgainAndLowersTheInterval() throws {
+        let image = try Kit.image(size: 30_000)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = [17 + 5]  // a packet of the second object
+        var machine = try Self.machine(image)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(machine.objectsResent == 1)
+        // No receipt (the bootloader counted 16 packets); the Execute was refused as the object
+        // is short and the queued Create rewound to its start: asked, found short, sent again.
+        #expect(trace.contains(.note("the bootloader refused to execute the object at byte 4096 (0x08): it is short; asking for its offset")))
+        #expect(trace.contains(.note("prn=auto: packets were lost; lowering the receipt interval to 8 packets")))
+        #expect(trace.contains(.send(.setPRN(8))))
+        #expect(zip(trace, trace.dropFirst()).contains { $0 == .send(.setPRN(8)) && $1 == .send(.create(.data, size: 4096)) })
+    }
+
+    @Test func aWrongReceiptMidPipelineIsTheChecksumMismatchThatSendsTheObjectAgain() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        #expect(machine.delayElapsed() == .streamThenQueue(0..<4096, [.execute, .create(.data, size: 4096)]))
+        // 16 packets arrived, then a later receipt: the Execute is refused (object short).
+        _ = machine.received(.success(.calculateChecksum, [3904, 0xBAD]))
+        _ = machine.received(DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted))
+        #expect(
+            drain(&machine, machine.received(.success(.create))) == [
+                .note("prn=auto: packets were lost; lowering the receipt interval to 8 packets"),
+                .note(
+                    "object at byte 0: bootloader reports 3904 bytes with a different CRC; sending the object again in 500 ms with a receipt every 8 packets"),
+                .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"),
+            ])
+        #expect(machine.delayElapsed() == .send(.setPRN(8)))
+        #expect(machine.received(.success(.setPRN)) == .send(.create(.data, size: 4096)))
+        #expect(machine.objectsResent == 1)
+    }
+
+    /// A duplicated or reordered write leaves the right number of bytes, not the right bytes:
+    /// the queued Execute took the object before its receipt showed it. No Create rewinds past an
+    /// executed object, so the machine starts over from the init packet, strictly.
+    @Test func anObjectExecutedWithOtherBytesStartsOverFromTheInitPacket() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        _ = machine.delayElapsed()
+        _ = machine.received(.success(.calculateChecksum, [4096, 0xBAD]))
+        _ = machine.received(.success(.execute))
+        let damage =
+            "the bootloader executed the object at byte 0 although it reports 4096 bytes with CRC-32 0xBAD (expected 4096 bytes, \(Hex.number(Kit.crc(image, 4096))))"
+        #expect(
+            drain(&machine, machine.received(.success(.create))) == [
+                .note("\(damage); starting over from the init packet, one request at a time"), .send(.create(.command, size: 100)),
+            ])
+        // And the run completes from there, strictly.
+        var bootloader = IdealBootloader()
+        _ = bootloader.answer(.select(.command))
+        let trace = try perform(&machine, machine.received(bootloader.answer(.create(.command, size: 100))), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(!trace.contains { if case .streamThenQueue = $0 { true } else { false } })
+    }
+
+    /// A packet lost in the object before a short last one: the Execute is refused, and the
+    /// queued Create of the last object, rewound to the refused one's start, does not fit there
+    /// (0x03). Expected: the object is sent again.
+    @Test func aQueuedCreateRefusedBehindARefusedExecuteIsNotAFailure() throws {
+        let image = try Kit.image(size: 7000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        #expect(machine.delayElapsed() == .streamThenQueue(0..<4096, [.execute, .create(.data, size: 2904)]))
+        _ = machine.received(DFUResponse(opCode: DFUOpCode.create.rawValue, result: .invalidParameter))
+        #expect(
+            drain(&machine, machine.received(DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted))) == [
+                .note("the bootloader refused to execute the object at byte 0 (0x08): it is short; asking for its offset"), .send(.calculateChecksum),
+            ])
+        let next = drain(&machine, machine.received(.success(.calculateChecksum, [3904, 0xBAD])))
+        #expect(next.last == .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 0 again"))
+        #expect(machine.delayElapsed() == .send(.setPRN(8)))
+        #expect(machine.objectsResent == 1)
+    }
+
+    // MARK: - Surprises
+
+    /// A bootloader that took the Create before the Execute (not FIFO) lost the object: its
+    /// Execute is refused although every byte arrived. The machine drains the queue, leaves the
+    /// pipelined flow, and goes on from what Select says, one request at a time.
+    @Test func aRefusedExecuteOfACompleteObjectEndsPipelining() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        _ = machine.delayElapsed()
+        _ = machine.received(Kit.receipt(image, 4096))
+        _ = machine.received(DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted))
+        #expect(
+            drain(&machine, machine.received(.success(.create))) == [
+                .note(
+                    "the bootloader refused to execute the object at byte 0 (0x08) although all its bytes arrived; leaving the pipelined flow and asking the bootloader where it stands"
+                ),
+                .send(.select(.data)),
+            ])
+        // Create rewound to the last executed object: start again from there, strictly.
+        #expect(
+            drain(&machine, machine.received(.success(.select, [4096, 0, 0]))) == [
+                .acknowledged(0), .enter(.transferring), .send(.create(.data, size: 4096)),
+            ])
+        #expect(machine.received(.success(.create)) == .stream(0..<4096, receipt: true))
+        #expect(machine.received(Kit.receipt(image, 4096)) == .send(.execute))
+        #expect(drain(&machine, machine.received(.success(.execute))) == [.acknowledged(4096), .send(.create(.data, size: 4096))])
+    }
+
+    @Test func anAnswerThatWasNotAskedEndsPipeliningOnceTheQueueIsAnswered() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        _ = machine.delayElapsed()
+        #expect(
+            machine.received(.success(.select, [4096, 0, 0]))
+                == .listen(purpose: "answers to Calculate Checksum, Execute, Create data object of 4096 bytes", wait: .response))
+        _ = machine.received(Kit.receipt(image, 4096))
+        _ = machine.received(.success(.execute))
+        #expect(
+            drain(&machine, machine.received(.success(.create))) == [
+                .note("the bootloader answered op code 0x6, which was not asked; leaving the pipelined flow and asking the bootloader where it stands"),
+                .send(.select(.data)),
+            ])
+        // Select says object 0 is executed and held: Execute again (0x08 is fine), then on.
+        #expect(drain(&machine, machine.received(.success(.select, [4096, 4096, Kit.crc(image, 4096)]))) == [.acknowledged(4096), .send(.execute)])
+    }
+
+    @Test func aRejectedQueuedCreateFailsAsTheStrictFlowWould() throws {
+        let image = try Kit.image(size: 10_000)
+        var machine = try Self.machine(image)
+        _ = try runScript(&machine, machine.start(), until: .send(.create(.data, size: 4096)))
+        _ = machine.received(.success(.create))
+        _ = machine.delayElapsed()
+        _ = machine.received(Kit.receipt(image, 4096))
+        _ = machine.received(.success(.execute))
+        #expect(
+            machine.received(DFUResponse(opCode: DFUOpCode.create.rawValue, result: .invalidObject))
+                == .fail(
+                    OTAError(
+                        .deviceRejected,
+                        "bootloader rejected Create data object of 4096 bytes failed: 0x05 (invalid object (init packet malformed or bad signature)); for a data object this means the bootloader could not erase its flash (worn or protected flash?)"
+                    )))
+    }
+
+    // MARK: - Resume
+
+    /// The link dropped with Execute(n) and Create(n+1) queued: the bootloader handled both, or
+    /// neither. Either way the resume point says what to do, and the run completes.
+    @Test(arguments: [4096, 8192])
+    func resumeAfterADisconnectMidPipelineCompletes(executed: Int) throws {
+        let image = try Kit.image(size: 20_000)
+        var bootloader = IdealBootloader(holding: image, upTo: 8192, executed: executed)
+        let checkpoint = Kit.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: Kit.crc(image, 8192)))
+        let trace = try run(try Self.machine(image, resumingFrom: checkpoint), image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(trace.contains(.send(.execute)))  // the held object, executed (again)
+        #expect(trace.contains { if case .streamThenQueue(let range, _) = $0 { range == 12_288..<16_384 } else { false } })
+    }
+
+    // MARK: - prn=auto
+
+    /// Down by half at a loss, up by double after clean objects, never again to an interval
+    /// that lost packets (17 did: at most 16).
+    @Test func autoRaisesTheIntervalAfterCleanObjectsBelowTheOneThatLostPackets() throws {
+        let image = try Kit.image(size: 4096 * 12)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = [3]
+        var machine = try Self.machine(image)
+        let start = machine.start()
+        var trace = try perform(&machine, start, image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(machine.receiptIntervals == [17, 8, 16])
+        trace = trace.filter { if case .send(.setPRN, _) = $0 { true } else { false } }
+        #expect(trace == [.send(.setPRN(0)), .send(.setPRN(17)), .send(.setPRN(8))])  // the raises ride in the queues
+    }
+
+    @Test func autoWithoutPipeliningSetsTheIntervalBeforeTheCreate() throws {
+        let image = try Kit.image(size: 4096 * 6)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = [20]
+        let trace = try run(try Self.machine(image, pipeline: false), image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        let setAndCreate = zip(trace, trace.dropFirst()).contains { $0 == .send(.setPRN(8)) && $1 == .send(.create(.data, size: 4096)) }
+        #expect(setAndCreate)
+    }
+
+    // MARK: - Parameters
+
+    @Test func parametersReadAutoAndOnAndRefuseOtherWords() throws {
+        let auto = try NordicDFUConfiguration(parameters: ["prn": "auto", "pipeline": "on"])
+        #expect(auto.adaptsReceiptInterval && auto.pipelinesObjects)
+        let fixed = try NordicDFUConfiguration(parameters: ["prn": "5"])
+        #expect(fixed.packetReceiptInterval == 5 && !fixed.adaptsReceiptInterval && !fixed.pipelinesObjects)
+        #expect(throws: OTAError.self) { try NordicDFUConfiguration(parameters: ["prn": "fast"]) }
+        #expect(throws: OTAError.self) { try NordicDFUConfiguration(parameters: ["prn": "70000"]) }
+        #expect(throws: OTAError.self) { try NordicDFUConfiguration(parameters: ["pipeline": "yes"]) }
+    }
+
+    // MARK: - Kit
+
+    static func machine(
+        _ image: FirmwareImage, prn: String = "auto", pipeline: Bool = true, resumingFrom checkpoint: NordicDFUCheckpoint? = nil
+    ) throws -> NordicDFUStateMachine {
+        var configuration = try NordicDFUConfiguration(parameters: ["prn": prn])
+        configuration.pipelinesObjects = pipeline
+        return try NordicDFUStateMachine(image: image, payloadSize: 244, configuration: configuration, resumingFrom: checkpoint)
+    }
+}
