@@ -29,6 +29,10 @@ public protocol DeviceModel: AnyObject, Sendable {
 
     /// A central read a characteristic.
     func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus>
+    /// Where and as what the device advertises now, given the hardware's address, when the
+    /// firmware decides (a bootloader at the next address, under the name it was told); `nil`
+    /// (the default) advertises the hardware's own address and name.
+    func advertising(hardwareAddress: String) -> AdvertisedIdentity?
 }
 
 extension DeviceModel {
@@ -38,4 +42,5 @@ extension DeviceModel {
     public func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
         .failure(.readNotPermitted)
     }
+    public func advertising(hardwareAddress: String) -> AdvertisedIdentity? { nil }
 }
