@@ -61,7 +61,8 @@ public struct ReappearanceRule: Sendable, Hashable, CustomStringConvertible {
         case ambiguous([DiscoveredDevice])
     }
 
-    /// Chooses the device among those heard (the latest report of each address counts).
+    /// Chooses the device among those heard (the latest report of each address and name
+    /// counts).
     public func select(from heard: [DiscoveredDevice]) -> Selection {
         let matching = Self.latest(heard).filter(accepts)
         switch matching.count {
@@ -96,15 +97,17 @@ public struct ReappearanceRule: Sendable, Hashable, CustomStringConvertible {
         return parts.joined(separator: ", ")
     }
 
-    /// The latest report of each address, in the order first heard.
+    /// The latest report of each address and name, in the order first heard: two devices heard
+    /// at one address (a neighbour at the address this device's bootloader takes) stay two.
     private static func latest(_ heard: [DiscoveredDevice]) -> [DiscoveredDevice] {
         var order: [String] = []
-        var byAddress: [String: DiscoveredDevice] = [:]
+        var byKey: [String: DiscoveredDevice] = [:]
         for device in heard {
-            if byAddress[device.address] == nil { order.append(device.address) }
-            byAddress[device.address] = device
+            let key = device.address.uppercased() + "\u{0}" + (device.advertisement.name ?? "")
+            if byKey[key] == nil { order.append(key) }
+            byKey[key] = device
         }
-        return order.compactMap { byAddress[$0] }
+        return order.compactMap { byKey[$0] }
     }
 
     private static func list(_ devices: [DiscoveredDevice]) -> String {

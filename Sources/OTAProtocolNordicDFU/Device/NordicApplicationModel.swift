@@ -41,9 +41,12 @@ public final class NordicApplicationModel: DeviceModel {
     }
 
     /// Puts the device in its bootloader now, as a button held at reset would, advertising
-    /// `DfuTarg` (or the name last set).
-    public func holdInBootloader() {
-        state.withLock { $0.inBootloader = true }
+    /// `advertisingName` (`DfuTarg`, or the name an earlier update set).
+    public func holdInBootloader(advertisingName: String = "DfuTarg") {
+        state.withLock {
+            $0.inBootloader = true
+            $0.advertisingName = advertisingName
+        }
     }
 
     /// The bootloader's address and name while it runs; the application's own otherwise.
