@@ -64,7 +64,7 @@ import Testing
 
     @Test func theDefaultConnectorGoesBackToItsOwnDeviceOnlyWhenTheRuleAllowsIt() async throws {
         struct Fixed: Connector {
-            var address: String? { "C0:FF:EE:00:00:10" }
+            var airAddress: String? { "C0:FF:EE:00:00:10" }
             var deviceDescription: String { "fixed" }
             func connect() async throws(TransportError) -> any Transport { throw TransportError(.connectionFailed, "no") }
         }

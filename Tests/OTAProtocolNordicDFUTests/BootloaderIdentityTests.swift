@@ -28,7 +28,8 @@ import Testing
         var random = SeededRandom(seed: seed &* 7919 &+ 3)
         // Low byte below 0xF0, so that + 1 and + 2 stay distinct addresses.
         let low = UInt8(truncatingIfNeeded: random.next()) % 0xF0
-        let prefix = "C0:FF:EE:\(Hex.digits(UInt8(truncatingIfNeeded: random.next()), digits: 2)):\(Hex.digits(UInt8(truncatingIfNeeded: random.next()), digits: 2))"
+        let prefix =
+            "C0:FF:EE:\(Hex.digits(UInt8(truncatingIfNeeded: random.next()), digits: 2)):\(Hex.digits(UInt8(truncatingIfNeeded: random.next()), digits: 2))"
         let ours = "\(prefix):\(Hex.digits(low, digits: 2))"
         let model = NordicApplicationModel(applicationName: "Tracker", bootloaderKeepsAddress: bootloaderKeepsAddress)
         var harness = UpdateHarness(profile: .nrf52840, model: model, seed: seed, address: ours)

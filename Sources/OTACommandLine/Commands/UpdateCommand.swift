@@ -147,7 +147,9 @@ enum UpdateCommand: Command {
                 let connector = trace.map { TracingConnector(session.connector, recorder: $0, executor: session.executor) } ?? session.connector
                 var part = 0
                 code = await sendParts(plan, json: json, streams: streams, trace: trace) { image, renderer in
-                    let engine = UpdateEngine(configuration: plan.configuration(forPart: part), clock: session.clock)
+                    var configuration = plan.configuration(forPart: part)
+                    configuration.randomSeed = session.randomSeed
+                    let engine = UpdateEngine(configuration: configuration, clock: session.clock)
                     part += 1
                     do throws(OTAError) {
                         return try await session.run { () async throws(OTAError) in

@@ -123,6 +123,8 @@ struct SimulatedSession: TransportSession {
     var executor: (any TaskExecutor)? { simulation.executor }
     /// A simulated device restarts in a second of virtual time.
     var restartDelay: Duration { .seconds(1) }
+    /// The simulation's: a seeded run repeats exactly, the bootloader's random name included.
+    var randomSeed: UInt64? { simulation.seed }
 
     func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
         let result: Result<R, OTAError>

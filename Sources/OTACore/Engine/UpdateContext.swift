@@ -22,7 +22,7 @@ public final class UpdateContext: Sendable {
     public let chunkPlan: ChunkPlan
     let recorder: EventRecorder
     let device: DeviceProgress
-    /// The device's address as the transport sees it (``Connector/address``), for a protocol
+    /// The device's address as the transport sees it (``Connector/airAddress``), for a protocol
     /// that must find the device again under an address derived from it; `nil` when the
     /// transport does not see addresses.
     public let deviceAddress: String?

@@ -155,7 +155,7 @@ public struct UpdateEngine: Sendable {
                 guard let connected = transport else { continue }
                 link = connected
                 let context = try prepare(
-                    updateProtocol, over: link, recorder: recorder, deviceAddress: connector.address, randomness: randomness)
+                    updateProtocol, over: link, recorder: recorder, deviceAddress: connector.airAddress, randomness: randomness)
                 if !preflightDone {
                     // Once per update, before the protocol's first write; its reads are setup
                     // time, not the protocol's.
@@ -236,7 +236,9 @@ public struct UpdateEngine: Sendable {
 
     /// The connector to the device where it came back, found by `rule` within
     /// ``UpdateConfiguration/reappearanceTimeout``.
-    private func reappeared(_ connector: any Connector, matching rule: ReappearanceRule, recorder: EventRecorder) async throws(OTAError)
+    private func reappeared(
+        _ connector: any Connector, matching rule: ReappearanceRule, recorder: EventRecorder
+    ) async throws(OTAError)
         -> any Connector
     {
         recorder.note("looking for the device \(rule.description)")

@@ -20,7 +20,7 @@ public struct TracingConnector: Connector {
 
     public var deviceDescription: String { inner.deviceDescription }
 
-    public var address: String? { inner.address }
+    public var airAddress: String? { inner.airAddress }
 
     /// The inner connector's, recorded the same way.
     public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {

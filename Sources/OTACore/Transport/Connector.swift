@@ -7,7 +7,7 @@ public protocol Connector: Sendable {
     /// The device's address as the transport sees it on the air (`C0:FF:EE:00:00:10`), for a
     /// protocol that must find the device again under an address derived from it
     /// (``ReappearanceRule``); `nil` when the transport does not see addresses.
-    var address: String? { get }
+    var airAddress: String? { get }
 
     /// Connects, discovers services and negotiates the MTU.
     ///
@@ -29,12 +29,12 @@ public protocol Connector: Sendable {
 
 extension Connector {
     /// Not known.
-    public var address: String? { nil }
+    public var airAddress: String? { nil }
 
     /// This connector, when the rule allows its address; a transport that can listen for
     /// devices implements this.
     public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {
-        if let address, !rule.addresses.isEmpty, !rule.addresses.contains(address.uppercased()) {
+        if let airAddress, !rule.addresses.isEmpty, !rule.addresses.contains(airAddress.uppercased()) {
             throw OTAError(
                 .connectionFailed,
                 "the device comes back \(rule.description), but the transport of \(deviceDescription) cannot look for another device"

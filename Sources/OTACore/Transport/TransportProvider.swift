@@ -128,6 +128,9 @@ public protocol TransportSession: Sendable {
     /// How long a device takes to restart into what it just received, before the next part of a
     /// multi-part update.
     var restartDelay: Duration { get }
+    /// Seeds the random choices of the updates it runs (``UpdateConfiguration/randomSeed``)
+    /// when the transport repeats exactly (the simulator's seed); `nil` for a radio.
+    var randomSeed: UInt64? { get }
 
     /// Runs `body` where the transport runs (inside the simulation, in virtual time; directly
     /// for a radio).
@@ -138,6 +141,9 @@ public protocol TransportSession: Sendable {
 }
 
 extension TransportSession {
+    /// None: the system's random source.
+    public var randomSeed: UInt64? { nil }
+
     /// Waits ``restartDelay`` on ``clock`` while the device restarts between two parts.
     ///
     /// - Throws: ``OTAError/Code/cancelled`` when cancelled while waiting.

@@ -248,7 +248,8 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         if let name {
             context.note("the application restarts into its bootloader, which advertises as \(name) (address + 1 without bonds)")
         } else {
-            context.note("the application restarts into its bootloader; it cannot be told a name, so only its address (the same, or + 1 without bonds) identifies it")
+            context.note(
+                "the application restarts into its bootloader; it cannot be told a name, so only its address (the same, or + 1 without bonds) identifies it")
         }
         return name
     }

@@ -21,7 +21,7 @@ public struct SimulatedConnector: Connector {
     public var deviceDescription: String { reachedAs.map { "\($0) (\(device.address) restarted)" } ?? device.address }
 
     /// Where the device advertises now (``SimulatedDevice/advertisedAddress``).
-    public var address: String? { device.advertisedAddress }
+    public var airAddress: String? { device.advertisedAddress }
 
     /// How often a scan for a device that came back elsewhere looks at what is advertising.
     static let scanInterval: Duration = .milliseconds(100)
