@@ -110,7 +110,7 @@ struct SimulatedTarget: TransportDevice {
         } catch {
             throw OTAError(.internal, "\(address) runs protocol '\(running.protocolName)', which this build does not link")
         }
-        return (descriptor, try descriptor.makeDeviceModel(running.parameters))
+        return (descriptor, try descriptor.makeDeviceModel(running.parameters, trusting: options.deviceKey))
     }
 }
 
