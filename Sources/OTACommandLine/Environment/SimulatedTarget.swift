@@ -71,6 +71,13 @@ struct SimulatedTarget: TransportDevice {
         return advertisement(running: model)
     }
 
+    /// What its protocol reports (MCUmgr's image list), else its Device Information firmware
+    /// revision, as the preflight reads them on connecting.
+    func runningVersion(chosenProtocol: String?) -> ReportedVersion? {
+        if let (_, model) = try? deviceModel(chosen: chosenProtocol), let reported = model.runningVersion { return reported }
+        return profile.standardServices.firmwareRevision.map { ReportedVersion(text: $0, source: "Device Information") }
+    }
+
     func check(_ images: [FirmwareImage]) throws(OTAError) {
         for image in images where image.count > profile.slotSize {
             throw OTAError(

@@ -160,7 +160,15 @@ public struct UpdateEngine: Sendable {
                     // Once per update, before the protocol's first write; its reads are setup
                     // time, not the protocol's.
                     let preflight = Preflight(policy: configuration.preflight, responseTimeout: configuration.responseTimeout, clock: clock)
-                    try await preflight.run(over: link, recorder: recorder)
+                    // The version the device runs, from the protocol when it can ask (before any
+                    // image byte, so a downgrade is refused before the first write).
+                    var reported: ReportedVersion?
+                    if configuration.preflight.firmwareVersion != nil, configuration.preflight.readsStandardServices,
+                        let reporting = updateProtocol as? any RunningVersionReporting
+                    {
+                        reported = try await reporting.runningVersion(context: context)
+                    }
+                    try await preflight.run(over: link, recorder: recorder, reported: reported)
                     preflightDone = true
                     connectDuration = recorder.elapsed
                 }

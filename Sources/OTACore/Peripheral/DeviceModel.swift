@@ -33,6 +33,10 @@ public protocol DeviceModel: AnyObject, Sendable {
     /// firmware decides (a bootloader at the next address, under the name it was told); `nil`
     /// (the default) advertises the hardware's own address and name.
     func advertising(hardwareAddress: String) -> AdvertisedIdentity?
+    /// The firmware version the device would report through its protocol
+    /// (``RunningVersionReporting``), for a tool to show without connecting (`--dry-run`);
+    /// `nil` (the default) when the protocol reports none.
+    var runningVersion: ReportedVersion? { get }
 }
 
 extension DeviceModel {
@@ -43,4 +47,5 @@ extension DeviceModel {
         .failure(.readNotPermitted)
     }
     public func advertising(hardwareAddress: String) -> AdvertisedIdentity? { nil }
+    public var runningVersion: ReportedVersion? { nil }
 }

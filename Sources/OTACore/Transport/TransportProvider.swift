@@ -86,6 +86,12 @@ public protocol TransportDevice: Sendable {
     /// - Throws: ``OTAError/Code/imageTooLarge``.
     func check(_ images: [FirmwareImage]) throws(OTAError)
 
+    /// The firmware version the device runs, when it can be known without connecting (a
+    /// simulated device); `nil` otherwise, and for a real device.
+    ///
+    /// - Parameter chosenProtocol: the protocol chosen, as for ``advertisement(chosenProtocol:)``.
+    func runningVersion(chosenProtocol: String?) -> ReportedVersion?
+
     /// Opens what an update or an abort needs (a connector, a clock, the world it runs in), runs
     /// `body`, and closes it (a simulated device saves its state).
     ///
@@ -138,6 +144,11 @@ public protocol TransportSession: Sendable {
     /// - Throws: what `body` throws, or ``OTAError/Code/internal`` when the transport's world
     ///   fails (a simulation deadlock).
     func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R
+}
+
+extension TransportDevice {
+    /// Not known without connecting.
+    public func runningVersion(chosenProtocol: String?) -> ReportedVersion? { nil }
 }
 
 extension TransportSession {

@@ -129,6 +129,12 @@ public final class MCUmgrDeviceModel: DeviceModel {
     /// and MCUboot reverts them.
     public func failToBoot(hash: Data) { _ = state.withLock { $0.failingHashes.insert(hash) } }
 
+    /// The version of the image slot 0 runs, as the image list reports it.
+    public var runningVersion: ReportedVersion? {
+        guard let running = imageState.slot(0) else { return nil }
+        return ReportedVersion(text: running.version, source: "SMP image list, slot 0")
+    }
+
     /// The image state the device reports now.
     public var imageState: ImageStateResponse { state.withLock { imageState(&$0) } }
 
