@@ -66,6 +66,10 @@ struct SimulatedTarget: TransportDevice {
 
     var firmwareProtocol: String? { fleetDevice?.firmwareProtocol }
 
+    /// The simulation's (`--seed`): a seeded run repeats exactly, a bootloader's random name
+    /// included.
+    var randomSeed: UInt64? { options.seed }
+
     func advertisement(chosenProtocol: String?) throws(OTAError) -> Advertisement? {
         let (_, model) = try deviceModel(chosen: chosenProtocol)
         return advertisement(running: model)
@@ -130,8 +134,6 @@ struct SimulatedSession: TransportSession {
     var executor: (any TaskExecutor)? { simulation.executor }
     /// A simulated device restarts in a second of virtual time.
     var restartDelay: Duration { .seconds(1) }
-    /// The simulation's: a seeded run repeats exactly, the bootloader's random name included.
-    var randomSeed: UInt64? { simulation.seed }
 
     func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
         let result: Result<R, OTAError>

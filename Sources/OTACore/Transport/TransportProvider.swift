@@ -92,6 +92,11 @@ public protocol TransportDevice: Sendable {
     /// - Parameter chosenProtocol: the protocol chosen, as for ``advertisement(chosenProtocol:)``.
     func runningVersion(chosenProtocol: String?) -> ReportedVersion?
 
+    /// Seeds the random choices of an update of this device (``UpdateConfiguration/randomSeed``)
+    /// when its transport repeats exactly: the simulator's seed, a replay's recorded one; `nil`
+    /// for a radio.
+    var randomSeed: UInt64? { get }
+
     /// Opens what an update or an abort needs (a connector, a clock, the world it runs in), runs
     /// `body`, and closes it (a simulated device saves its state).
     ///
@@ -134,10 +139,6 @@ public protocol TransportSession: Sendable {
     /// How long a device takes to restart into what it just received, before the next part of a
     /// multi-part update.
     var restartDelay: Duration { get }
-    /// Seeds the random choices of the updates it runs (``UpdateConfiguration/randomSeed``)
-    /// when the transport repeats exactly (the simulator's seed); `nil` for a radio.
-    var randomSeed: UInt64? { get }
-
     /// Runs `body` where the transport runs (inside the simulation, in virtual time; directly
     /// for a radio).
     ///
@@ -149,12 +150,12 @@ public protocol TransportSession: Sendable {
 extension TransportDevice {
     /// Not known without connecting.
     public func runningVersion(chosenProtocol: String?) -> ReportedVersion? { nil }
+
+    /// None: the system's random source.
+    public var randomSeed: UInt64? { nil }
 }
 
 extension TransportSession {
-    /// None: the system's random source.
-    public var randomSeed: UInt64? { nil }
-
     /// Waits ``restartDelay`` on ``clock`` while the device restarts between two parts.
     ///
     /// - Throws: ``OTAError/Code/cancelled`` when cancelled while waiting.
