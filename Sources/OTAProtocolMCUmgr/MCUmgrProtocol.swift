@@ -40,7 +40,13 @@ public enum MCUmgrProtocol {
                 name: "zephyr-sensor", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "Zephyr SMP", manufacturerData: [0x0059: Data([0x5A, 0x01])],
                 rssi: -61)
         ],
-        signatureVerification: MCUbootSignatureVerification()
+        signatureVerification: MCUbootSignatureVerification(),
+        makeVerifyingDeviceModel: { (parameters, key) throws(OTAError) in
+            let configuration = try MCUmgrConfiguration(parameters: parameters)
+            var settings = MCUmgrDeviceModel.Settings(bufferSize: configuration.bufferSize, bufferCount: configuration.bufferCount)
+            settings.bootKey = key
+            return MCUmgrDeviceModel(settings: settings, profile: configuration.profile)
+        }
     )
 
     private static let mode = MCUmgrConfiguration.modeParameter.spec.name

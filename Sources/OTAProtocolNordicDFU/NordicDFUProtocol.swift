@@ -32,7 +32,16 @@ public enum NordicDFUProtocol {
         demoDevices: [
             .init(name: "nrf-tracker", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58)
         ],
-        signatureVerification: DFUSignatureVerification()
+        signatureVerification: DFUSignatureVerification(),
+        makeVerifyingDeviceModel: { (parameters, key) throws(OTAError) in
+            _ = try NordicDFUConfiguration(parameters: parameters)
+            guard key.algorithm == .ecdsaP256 else {
+                throw OTAError(.invalidParameter, "a Secure DFU bootloader verifies ECDSA P-256 signatures only, not \(key)")
+            }
+            var configuration = NordicBootloaderModel.Configuration()
+            configuration.publicKey = key
+            return NordicBootloaderModel(configuration: configuration)
+        }
     )
 
     private static let prn = NordicDFUConfiguration.packetReceiptParameter.spec.name

@@ -12,10 +12,11 @@ public struct UpdateHarness: Sendable {
     /// The engine's configuration for every update.
     public var configuration = UpdateConfiguration()
 
-    /// Creates a device with `model` on `profile`'s hardware.
-    public init(profile: DeviceProfile, model: any DeviceModel, seed: UInt64 = 1) {
+    /// Creates a device with `model` on `profile`'s hardware, at `address` (`sim:` and the
+    /// profile's name by default).
+    public init(profile: DeviceProfile, model: any DeviceModel, seed: UInt64 = 1, address: String? = nil) {
         simulation = Simulation(seed: seed)
-        device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
+        device = SimulatedDevice(profile: profile, model: model, simulation: simulation, address: address)
     }
 
     /// Creates a device whose model needs the simulation (for its clock), made by `makeModel`.

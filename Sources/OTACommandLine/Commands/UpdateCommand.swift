@@ -108,15 +108,18 @@ enum UpdateCommand: Command {
         if !json {
             for note in plan.signatureNotes { streams.err("signature: \(note)\n") }
         }
+        // The update's random choices (a bootloader's name): the device's seed when its transport
+        // repeats exactly; a recorded update draws one, so that its replay makes the same.
+        let randomSeed = plan.device.randomSeed ?? (arguments.value("--trace") == nil ? nil : UInt64.random(in: 0...UInt64.max))
         let trace: TraceRecorder?
         do throws(OTAError) {
             trace = try arguments.value("--trace").map { path throws(OTAError) in
-                try TraceRecorder(url: URL(fileURLWithPath: path), header: traceHeader(plan, arguments: arguments))
+                try TraceRecorder(url: URL(fileURLWithPath: path), header: traceHeader(plan, arguments: arguments, randomSeed: randomSeed))
             }
         } catch {
             return fail(error, streams: streams)
         }
-        let code = await execute(plan, json: arguments.flag("--json"), streams: streams, trace: trace)
+        let code = await execute(plan, json: arguments.flag("--json"), streams: streams, trace: trace, randomSeed: randomSeed)
         do {
             try trace?.finish()
         } catch {
@@ -127,11 +130,11 @@ enum UpdateCommand: Command {
     }
 
     /// What a trace of this update says it recorded.
-    static func traceHeader(_ plan: UpdatePlan, arguments: ParsedArguments) -> TraceHeader {
+    static func traceHeader(_ plan: UpdatePlan, arguments: ParsedArguments, randomSeed: UInt64?) -> TraceHeader {
         TraceHeader(
             command: (["ota", "update"] + arguments.words).joined(separator: " "), device: plan.device.address, protocolName: plan.selection.protocolName,
             images: plan.images.map { TraceImage(name: $0.name, size: $0.count, crc32: Hex.number($0.crc32, digits: 8)) },
-            keepsData: arguments.flag("--trace-data")
+            keepsData: arguments.flag("--trace-data"), randomSeed: randomSeed
         )
     }
 
@@ -150,7 +153,9 @@ enum UpdateCommand: Command {
     }
 
     /// Sends the plan's images through a session of its device's transport.
-    static func execute(_ plan: UpdatePlan, json: Bool, streams: any OutputStreams, trace: TraceRecorder? = nil) async -> ExitCode {
+    static func execute(
+        _ plan: UpdatePlan, json: Bool, streams: any OutputStreams, trace: TraceRecorder? = nil, randomSeed: UInt64? = nil
+    ) async -> ExitCode {
         let request = SessionRequest(
             protocolName: plan.selection.protocolName, imageSize: plan.images.reduce(0) { $0 + $1.count }, offeredMTU: plan.mtu
         )
@@ -161,7 +166,9 @@ enum UpdateCommand: Command {
                 let connector = trace.map { TracingConnector(session.connector, recorder: $0, executor: session.executor) } ?? session.connector
                 var part = 0
                 code = await sendParts(plan, json: json, streams: streams, trace: trace) { image, renderer in
-                    let engine = UpdateEngine(configuration: plan.configuration(forPart: part), clock: session.clock)
+                    var configuration = plan.configuration(forPart: part)
+                    configuration.randomSeed = randomSeed
+                    let engine = UpdateEngine(configuration: configuration, clock: session.clock)
                     part += 1
                     do throws(OTAError) {
                         return try await session.run { () async throws(OTAError) in

@@ -255,6 +255,17 @@ struct UpdatePlan: Sendable {
         return lines + preflightExplanation
     }
 
+    /// "device 1.0.0 (SMP image list, slot 0) → package 1.2.3 (ecdsa.bin)", and what the
+    /// preflight will make of it.
+    static func versionVerdict(_ reported: ReportedVersion, _ requirement: VersionRequirement) -> String {
+        let line = "device \(reported.text) (\(reported.source)) → package \(requirement.version) (\(requirement.source))"
+        guard let running = FirmwareVersion(reported.text) else { return line + ": the device's is not a version, so not compared" }
+        if requirement.version < running {
+            return line + (requirement.allowsDowngrade ? ": a downgrade, installed (--allow-downgrade)" : ": a downgrade, refused without --allow-downgrade")
+        }
+        return requirement.version.isSameVersion(as: running) ? line + ": the same version, installed again" : line
+    }
+
     /// The preflight in words, for `--dry-run`: what is read on connecting and what is checked.
     var preflightExplanation: [String] {
         let policy = configuration.preflight
@@ -275,6 +286,9 @@ struct UpdatePlan: Sendable {
                     + (requirement.allowsDowngrade
                         ? "--allow-downgrade: an older version than the device's is installed too"
                         : "refused if the device's firmware revision is newer (--allow-downgrade)"))
+            if let reported = device.runningVersion(chosenProtocol: selection.protocolName) {
+                lines.append("version: " + Self.versionVerdict(reported, requirement))
+            }
         }
         if policy.force {
             lines.append("preflight: --force: a refusal is reported and the update goes on")

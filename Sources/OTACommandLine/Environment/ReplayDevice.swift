@@ -25,6 +25,10 @@ struct ReplayDevice: TransportDevice {
 
     var firmwareProtocol: String? { trace.header.protocolName }
 
+    /// The seed the recorded update drew its random choices from, so that the replay makes the
+    /// same ones (a bootloader's name); 1, the simulator's default, for a trace without one.
+    var randomSeed: UInt64? { trace.header.randomSeed ?? 1 }
+
     /// What the recorded device offered, as an advertisement: its services, for the catalog.
     func advertisement(chosenProtocol: String?) -> Advertisement? {
         let services = trace.records.first { $0.op == .connected }?.characteristics?.compactMap { GATTUUID($0.service) } ?? []

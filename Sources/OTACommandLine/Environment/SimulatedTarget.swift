@@ -66,9 +66,20 @@ struct SimulatedTarget: TransportDevice {
 
     var firmwareProtocol: String? { fleetDevice?.firmwareProtocol }
 
+    /// The simulation's (`--seed`): a seeded run repeats exactly, a bootloader's random name
+    /// included.
+    var randomSeed: UInt64? { options.seed }
+
     func advertisement(chosenProtocol: String?) throws(OTAError) -> Advertisement? {
         let (_, model) = try deviceModel(chosen: chosenProtocol)
         return advertisement(running: model)
+    }
+
+    /// What its protocol reports (MCUmgr's image list), else its Device Information firmware
+    /// revision, as the preflight reads them on connecting.
+    func runningVersion(chosenProtocol: String?) -> ReportedVersion? {
+        if let (_, model) = try? deviceModel(chosen: chosenProtocol), let reported = model.runningVersion { return reported }
+        return profile.standardServices.firmwareRevision.map { ReportedVersion(text: $0, source: "Device Information") }
     }
 
     func check(_ images: [FirmwareImage]) throws(OTAError) {
@@ -110,7 +121,7 @@ struct SimulatedTarget: TransportDevice {
         } catch {
             throw OTAError(.internal, "\(address) runs protocol '\(running.protocolName)', which this build does not link")
         }
-        return (descriptor, try descriptor.makeDeviceModel(running.parameters))
+        return (descriptor, try descriptor.makeDeviceModel(running.parameters, trusting: options.deviceKey))
     }
 }
 

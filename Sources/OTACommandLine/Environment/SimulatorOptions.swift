@@ -1,6 +1,7 @@
 import Foundation
 import OTACore
 import OTATransportSimulator
+import OTATrust
 
 /// The `--sim-*` options shared by commands that talk to simulated devices.
 struct SimulatorOptions: Sendable {
@@ -20,6 +21,9 @@ struct SimulatorOptions: Sendable {
     /// The hardware revision its Device Information reports (`--sim-hardware-rev`); `.some(nil)`
     /// removes the characteristic; `nil` keeps the profile's.
     var hardwareRevision: String??
+    /// The public key the simulated device is built with (`--sim-key`): its bootloader verifies
+    /// signatures with it and refuses what a real one would; `nil` checks none.
+    var deviceKey: TrustedKey?
 
     /// A point in the transfer: a byte count or a percentage of the image.
     enum Threshold: Sendable, Equatable {
@@ -51,6 +55,9 @@ struct SimulatorOptions: Sendable {
             help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
         .init(
             name: "--sim-hardware-rev", valueName: "REV", help: "simulated devices: hardware revision in Device Information, or 'none'; default the profile's"),
+        .init(
+            name: "--sim-key", valueName: "FILE",
+            help: "simulated devices: the public key (PEM) their bootloader verifies signatures with, refusing what a real one would; default none"),
     ]
 
     static func parse(_ arguments: ParsedArguments, command: String, interactive: Bool) throws(UsageError) -> SimulatorOptions {
@@ -90,6 +97,13 @@ struct SimulatorOptions: Sendable {
         }
         if let revision = arguments.value("--sim-hardware-rev") {
             options.hardwareRevision = .some(revision == "none" ? nil : revision)
+        }
+        if let path = arguments.value("--sim-key") {
+            do {
+                options.deviceKey = try TrustedKey(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw UsageError("--sim-key: \(error.message)", command: command)
+            }
         }
         if let directory = arguments.value("--sim-state") {
             options.stateDirectory = URL(fileURLWithPath: directory, isDirectory: true)

@@ -26,6 +26,13 @@ public struct UpdateConfiguration: Sendable, Hashable {
     /// battery level and the hardware revision (``Preflight``). By default it reads and checks
     /// nothing it is not told to.
     public var preflight = PreflightPolicy()
+    /// How long to listen for a device that restarts elsewhere (an application that jumped to its
+    /// bootloader under another address or name) before giving up. Default 10 s.
+    public var reappearanceTimeout: Duration = .seconds(10)
+    /// Seeds the random choices an update makes (the name a bootloader is told to advertise),
+    /// for a run that must repeat exactly (the simulator's `--seed`); `nil` (default) draws them
+    /// from the system's random source.
+    public var randomSeed: UInt64?
 
     /// The defaults.
     public init() {}

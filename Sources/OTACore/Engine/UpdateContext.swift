@@ -22,6 +22,11 @@ public final class UpdateContext: Sendable {
     public let chunkPlan: ChunkPlan
     let recorder: EventRecorder
     let device: DeviceProgress
+    /// The device's address as the transport sees it (``Connector/airAddress``), for a protocol
+    /// that must find the device again under an address derived from it; `nil` when the
+    /// transport does not see addresses.
+    public let deviceAddress: String?
+    private let randomness: UpdateRandomness
     /// Data writes completed on this connection: what the stall watchdog watches (engine state,
     /// not the recorder's).
     private let dataWritesCompleted = Mutex(0)
@@ -33,7 +38,9 @@ public final class UpdateContext: Sendable {
         over transport: any Transport,
         configuration: UpdateConfiguration,
         clock: any Clock<Duration>,
-        recorder: EventRecorder
+        recorder: EventRecorder,
+        deviceAddress: String? = nil,
+        randomness: UpdateRandomness = UpdateRandomness(seed: nil)
     ) throws(OTAError) {
         try Self.require(
             updateProtocol.requirements, on: transport, hint: "is the device running firmware with this update service?"
@@ -44,6 +51,15 @@ public final class UpdateContext: Sendable {
         self.clock = clock
         self.recorder = recorder
         device = recorder.device
+        self.deviceAddress = deviceAddress
+        self.randomness = randomness
+    }
+
+    /// A random number for a choice the protocol makes (the name a bootloader is told to
+    /// advertise): the system's, or from ``UpdateConfiguration/randomSeed``'s sequence, so that
+    /// a seeded run repeats exactly.
+    public func randomNumber() -> UInt64 {
+        randomness.next()
     }
 
     // MARK: - The link

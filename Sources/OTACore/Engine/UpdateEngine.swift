@@ -131,6 +131,9 @@ public struct UpdateEngine: Sendable {
         device: DeviceProgress
     ) async throws(OTAError) -> UpdateReport {
         let policy = configuration.resume
+        let randomness = UpdateRandomness(seed: configuration.randomSeed)
+        // After a jump the device may come back elsewhere: every later connection goes there.
+        var connector = connector
         var transport: (any Transport)? = try await connect(connector, recorder: recorder)
         var connectDuration = recorder.elapsed
         var preflightDone = false
@@ -151,12 +154,21 @@ public struct UpdateEngine: Sendable {
                 }
                 guard let connected = transport else { continue }
                 link = connected
-                let context = try prepare(updateProtocol, over: link, recorder: recorder)
+                let context = try prepare(
+                    updateProtocol, over: link, recorder: recorder, deviceAddress: connector.airAddress, randomness: randomness)
                 if !preflightDone {
                     // Once per update, before the protocol's first write; its reads are setup
                     // time, not the protocol's.
                     let preflight = Preflight(policy: configuration.preflight, responseTimeout: configuration.responseTimeout, clock: clock)
-                    try await preflight.run(over: link, recorder: recorder)
+                    // The version the device runs, from the protocol when it can ask (before any
+                    // image byte, so a downgrade is refused before the first write).
+                    var reported: ReportedVersion?
+                    if configuration.preflight.firmwareVersion != nil, configuration.preflight.readsStandardServices,
+                        let reporting = updateProtocol as? any RunningVersionReporting
+                    {
+                        reported = try await reporting.runningVersion(context: context)
+                    }
+                    try await preflight.run(over: link, recorder: recorder, reported: reported)
                     preflightDone = true
                     connectDuration = recorder.elapsed
                 }
@@ -214,7 +226,7 @@ public struct UpdateEngine: Sendable {
                 continue
             }
             // The protocol asked for a reconnection: not a failure, not a resume attempt.
-            guard case .reconnect(let reason, let after) = outcome else { continue }
+            guard case .reconnect(let reason, let after, let expected) = outcome else { continue }
             await link.disconnect()
             transport = nil
             let reconnectRequests = requests.count(acknowledged: device.acknowledged)
@@ -227,8 +239,27 @@ public struct UpdateEngine: Sendable {
             recorder.note("reconnecting on the protocol's request: \(reason)")
             recorder.enter(.connecting, detail: "\(connector.deviceDescription) (\(reason))")
             if after > .zero { try await sleep(for: after, purpose: "waiting to reconnect (\(reason))") }
+            if let expected {
+                connector = try await reappeared(connector, matching: expected, recorder: recorder)
+            }
             continuing = true
         }
+    }
+
+    /// The connector to the device where it came back, found by `rule` within
+    /// ``UpdateConfiguration/reappearanceTimeout``.
+    private func reappeared(
+        _ connector: any Connector, matching rule: ReappearanceRule, recorder: EventRecorder
+    ) async throws(OTAError)
+        -> any Connector
+    {
+        recorder.note("looking for the device \(rule.description)")
+        let window = configuration.reappearanceTimeout
+        let found = try await connector.reappeared(matching: rule, within: window)
+        if found.deviceDescription != connector.deviceDescription {
+            recorder.note("found the device again at \(found.deviceDescription)")
+        }
+        return found
     }
 
     private func sleep(for delay: Duration, purpose: String) async throws(OTAError) {
@@ -265,11 +296,14 @@ public struct UpdateEngine: Sendable {
     private func prepare(
         _ updateProtocol: any UpdateProtocol,
         over transport: any Transport,
-        recorder: EventRecorder
+        recorder: EventRecorder,
+        deviceAddress: String? = nil,
+        randomness: UpdateRandomness = UpdateRandomness(seed: nil)
     ) throws(OTAError) -> UpdateContext {
         recorder.enter(.negotiating)
         let context = try UpdateContext(
-            for: updateProtocol, over: transport, configuration: configuration, clock: clock, recorder: recorder)
+            for: updateProtocol, over: transport, configuration: configuration, clock: clock, recorder: recorder,
+            deviceAddress: deviceAddress, randomness: randomness)
         recorder.emit(.linkEstablished(transport.link, chunkSize: context.chunkPlan.payloadSize, at: recorder.elapsed))
         return context
     }

@@ -37,6 +37,15 @@ public protocol DeviceModel: AnyObject, Sendable {
     /// response leaves once the device's queued work is done, as from firmware that answers at
     /// the end of its write handler.
     var acknowledgesWritesOnArrival: Bool { get }
+
+    /// Where and as what the device advertises now, given the hardware's address, when the
+    /// firmware decides (a bootloader at the next address, under the name it was told); `nil`
+    /// (the default) advertises the hardware's own address and name.
+    func advertising(hardwareAddress: String) -> AdvertisedIdentity?
+    /// The firmware version the device would report through its protocol
+    /// (``RunningVersionReporting``), for a tool to show without connecting (`--dry-run`);
+    /// `nil` (the default) when the protocol reports none.
+    var runningVersion: ReportedVersion? { get }
 }
 
 extension DeviceModel {
@@ -47,4 +56,6 @@ extension DeviceModel {
     public func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
         .failure(.readNotPermitted)
     }
+    public func advertising(hardwareAddress: String) -> AdvertisedIdentity? { nil }
+    public var runningVersion: ReportedVersion? { nil }
 }

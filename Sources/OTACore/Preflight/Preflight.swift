@@ -139,8 +139,10 @@ public struct Preflight: Sendable {
         public var notes: [String] = []
     }
 
-    /// Checks `information` against the policy.
-    public func check(_ information: DeviceInformation) -> Findings {
+    /// Checks `information` against the policy; the version the device runs is `reported` when
+    /// the protocol asked the device (``RunningVersionReporting``), else its Device Information
+    /// firmware revision.
+    public func check(_ information: DeviceInformation, reported: ReportedVersion? = nil) -> Findings {
         // Each problem with the advice that ends its refusal.
         var problems: [(code: OTAError.Code, problem: String, advice: String)] = []
         var findings = Findings()
@@ -183,22 +185,25 @@ public struct Preflight: Sendable {
             }
         }
         if let requirement = policy.firmwareVersion {
-            if let revision = information.firmwareRevision, let running = FirmwareVersion(revision) {
+            let revision = reported?.text ?? information.firmwareRevision
+            // Where the version came from, when not from Device Information.
+            let from = reported.map { " (\($0.source))" } ?? ""
+            if let revision, let running = FirmwareVersion(revision) {
                 if requirement.version < running {
-                    let downgrade = "the device runs firmware \(running), newer than the \(requirement.version) of \(requirement.source)"
+                    let downgrade = "the device runs firmware \(running)\(from), newer than the \(requirement.version) of \(requirement.source)"
                     if requirement.allowsDowngrade {
                         findings.notes.append("\(downgrade); installing the older version (--allow-downgrade)")
                     } else {
                         findings.refusals.append(OTAError(.incompatible, "\(downgrade); pass --allow-downgrade to install an older version"))
                     }
                 } else if requirement.version.isSameVersion(as: running) {
-                    findings.notes.append("the device already runs \(running), the version of \(requirement.source); installing it again")
+                    findings.notes.append("the device already runs \(running)\(from), the version of \(requirement.source); installing it again")
                 } else {
-                    findings.notes.append("version: device \(running) → \(requirement.version) (\(requirement.source))")
+                    findings.notes.append("version: device \(running)\(from) → \(requirement.version) (\(requirement.source))")
                 }
             } else {
                 let why =
-                    information.firmwareRevision.map { "the device's firmware revision '\($0)' is not a version" } ?? "the device's firmware version is unknown"
+                    revision.map { "the device's firmware revision '\($0)'\(from) is not a version" } ?? "the device's firmware version is unknown"
                 findings.notes.append("\(why), so \(requirement.version) (\(requirement.source)) is not checked for a downgrade")
             }
         }
@@ -213,11 +218,12 @@ public struct Preflight: Sendable {
     }
 
     /// Reads, reports and checks: emits the device line, the notes, and throws the first refusal.
-    func run(over transport: any Transport, recorder: EventRecorder) async throws(OTAError) {
+    /// `reported` is the version the protocol read from the device, when it can tell.
+    func run(over transport: any Transport, recorder: EventRecorder, reported: ReportedVersion? = nil) async throws(OTAError) {
         guard policy.readsStandardServices else { return }
         let information = try await read(over: transport)
         recorder.emit(.device(information, at: recorder.elapsed))
-        let findings = check(information)
+        let findings = check(information, reported: reported)
         for note in findings.notes { recorder.note(note) }
         if let refusal = findings.refusals.first { throw refusal }
     }

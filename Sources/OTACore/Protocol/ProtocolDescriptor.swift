@@ -19,6 +19,9 @@ public struct ProtocolDescriptor: Sendable {
     /// Makes a fresh device side (the peripheral half), for the simulator and for test
     /// peripherals, after checking the parameters against ``parameters``.
     public let makeDeviceModel: @Sendable (ProtocolParameters) throws(OTAError) -> any DeviceModel
+    /// Makes a device side that checks signatures with a key, as a real device built with that
+    /// key does (``makeDeviceModel(_:trusting:)``); `nil` for a protocol without signatures.
+    let makeVerifyingDeviceModel: (@Sendable (ProtocolParameters, TrustedKey) throws(OTAError) -> any DeviceModel)?
     /// The protocol's own firmware container, if it has one.
     public let containerFormat: (any FirmwareContainerFormat)?
     /// How a raw image becomes what the protocol sends, if it needs more than the bytes.
@@ -51,7 +54,8 @@ public struct ProtocolDescriptor: Sendable {
         parameterVariants: [ProtocolParameters] = [[:]],
         defaultFamily: DefaultFamily? = nil,
         demoDevices: [DemoDevice] = [],
-        signatureVerification: (any SignatureVerification)? = nil
+        signatureVerification: (any SignatureVerification)? = nil,
+        makeVerifyingDeviceModel: (@Sendable (ProtocolParameters, TrustedKey) throws(OTAError) -> any DeviceModel)? = nil
     ) {
         precondition(Set(parameters.map(\.name)).count == parameters.count, "protocol '\(name)' declares a parameter twice")
         self.name = name
@@ -71,6 +75,28 @@ public struct ProtocolDescriptor: Sendable {
         self.defaultFamily = defaultFamily
         self.demoDevices = demoDevices
         self.signatureVerification = signatureVerification
+        if let makeVerifyingDeviceModel {
+            self.makeVerifyingDeviceModel = { (values: ProtocolParameters, key: TrustedKey) throws(OTAError) -> any DeviceModel in
+                _ = try values.reader(declared: parameters, protocolName: name)
+                return try makeVerifyingDeviceModel(values, key)
+            }
+        } else {
+            self.makeVerifyingDeviceModel = nil
+        }
+    }
+
+    /// A fresh device side that, given `key`, checks signatures with it and refuses what a real
+    /// device built with that key refuses (the simulator's `--sim-key`); without a key, the
+    /// same as ``makeDeviceModel``.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` when the protocol's images carry no
+    ///   signature, or its devices cannot check signatures of `key`'s algorithm.
+    public func makeDeviceModel(_ parameters: ProtocolParameters, trusting key: TrustedKey?) throws(OTAError) -> any DeviceModel {
+        guard let key else { return try makeDeviceModel(parameters) }
+        guard let makeVerifyingDeviceModel else {
+            throw OTAError(.invalidParameter, "a simulated \(name) device checks no signatures (its images carry none), so it cannot be given \(key)")
+        }
+        return try makeVerifyingDeviceModel(parameters, key)
     }
 
     /// Checks `values` against the declared parameters.

@@ -67,10 +67,12 @@ public enum UpdateOutcome: Sendable, Hashable {
     /// The device accepted the image.
     case accepted
     /// The device is switching (buttonless → bootloader, next part of a multi-part image): the
-    /// engine disconnects, waits `after`, reconnects through the same connector and runs again.
+    /// engine disconnects, waits `after`, reconnects and runs again: through the same connector,
+    /// or, when the device comes back elsewhere, to the one device `expecting` accepts
+    /// (``Connector/reappeared(matching:within:)``), never another in range.
     /// It does not count as a resume attempt or a failure; the engine gives up after
     /// ``ResumePolicy/maximumReconnectRequests`` requests in a row without device progress.
-    case reconnect(reason: String, after: Duration)
+    case reconnect(reason: String, after: Duration, expecting: ReappearanceRule? = nil)
 }
 
 /// A characteristic a protocol needs, with the property it uses and a role name for messages.

@@ -160,17 +160,21 @@ public struct TraceHeader: Sendable, Hashable, Codable {
     public var images: [TraceImage]
     /// Whether writes without response kept their bytes.
     public var keepsData: Bool
+    /// The seed the update drew its random choices from (``UpdateConfiguration/randomSeed``: a
+    /// bootloader's name), so that a replay makes the same; absent in older traces.
+    public var randomSeed: UInt64?
 
-    enum CodingKeys: String, CodingKey { case format, command, device, protocolName = "protocol", images, keepsData }
+    enum CodingKeys: String, CodingKey { case format, command, device, protocolName = "protocol", images, keepsData, randomSeed }
 
     /// A header.
-    public init(command: String, device: String, protocolName: String, images: [TraceImage], keepsData: Bool) {
+    public init(command: String, device: String, protocolName: String, images: [TraceImage], keepsData: Bool, randomSeed: UInt64? = nil) {
         format = 1
         self.command = command
         self.device = device
         self.protocolName = protocolName
         self.images = images
         self.keepsData = keepsData
+        self.randomSeed = randomSeed
     }
 }
 

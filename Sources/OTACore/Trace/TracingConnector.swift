@@ -20,6 +20,13 @@ public struct TracingConnector: Connector {
 
     public var deviceDescription: String { inner.deviceDescription }
 
+    public var airAddress: String? { inner.airAddress }
+
+    /// The inner connector's, recorded the same way.
+    public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {
+        TracingConnector(try await inner.reappeared(matching: rule, within: window), recorder: recorder, executor: executor)
+    }
+
     public func connect() async throws(TransportError) -> any Transport {
         let sequence = recorder.begin(.connect)
         do {

@@ -86,6 +86,17 @@ public protocol TransportDevice: Sendable {
     /// - Throws: ``OTAError/Code/imageTooLarge``.
     func check(_ images: [FirmwareImage]) throws(OTAError)
 
+    /// The firmware version the device runs, when it can be known without connecting (a
+    /// simulated device); `nil` otherwise, and for a real device.
+    ///
+    /// - Parameter chosenProtocol: the protocol chosen, as for ``advertisement(chosenProtocol:)``.
+    func runningVersion(chosenProtocol: String?) -> ReportedVersion?
+
+    /// Seeds the random choices of an update of this device (``UpdateConfiguration/randomSeed``)
+    /// when its transport repeats exactly: the simulator's seed, a replay's recorded one; `nil`
+    /// for a radio.
+    var randomSeed: UInt64? { get }
+
     /// Opens what an update or an abort needs (a connector, a clock, the world it runs in), runs
     /// `body`, and closes it (a simulated device saves its state).
     ///
@@ -128,13 +139,20 @@ public protocol TransportSession: Sendable {
     /// How long a device takes to restart into what it just received, before the next part of a
     /// multi-part update.
     var restartDelay: Duration { get }
-
     /// Runs `body` where the transport runs (inside the simulation, in virtual time; directly
     /// for a radio).
     ///
     /// - Throws: what `body` throws, or ``OTAError/Code/internal`` when the transport's world
     ///   fails (a simulation deadlock).
     func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R
+}
+
+extension TransportDevice {
+    /// Not known without connecting.
+    public func runningVersion(chosenProtocol: String?) -> ReportedVersion? { nil }
+
+    /// None: the system's random source.
+    public var randomSeed: UInt64? { nil }
 }
 
 extension TransportSession {

@@ -18,7 +18,7 @@ public enum MCUmgrCheckpoint: Sendable, Hashable {
 ///
 /// A thin driver: the upload is an ``MCUmgrUploadStateMachine``, the flow an
 /// ``MCUmgrImageFlow``; SMP frames are reassembled from notifications by their header.
-public struct MCUmgrClient: ResumableUpdateProtocol {
+public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     /// Settings.
     public var configuration: MCUmgrConfiguration
     /// Which images this client reset the device for: MCUboot's state after a revert looks like
@@ -149,6 +149,24 @@ public struct MCUmgrClient: ResumableUpdateProtocol {
                 }
             }
         }
+    }
+
+    // MARK: - Running version
+
+    /// The version of the image that runs: the SMP image list's active slot (slot 0 of image 0
+    /// when none is marked active), as MCUboot's header gives it; `nil` when the list has none.
+    public func runningVersion(context: UpdateContext) async throws(OTAError) -> ReportedVersion? {
+        let smp = self.smp
+        let state = try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ImageStateResponse in
+            try await Self.readState(SMPChannel(context: context, inbox: inbox, characteristic: smp))
+        }
+        return Self.runningVersion(in: state)
+    }
+
+    /// The active slot's version in an image list.
+    static func runningVersion(in state: ImageStateResponse) -> ReportedVersion? {
+        let running = state.images.first { $0.image == 0 && $0.active } ?? state.images.first { $0.image == 0 && $0.slot == 0 }
+        return running.map { ReportedVersion(text: $0.version, source: "SMP image list, slot \($0.slot)") }
     }
 
     static func readState(_ channel: SMPChannel) async throws(OTAError) -> ImageStateResponse {

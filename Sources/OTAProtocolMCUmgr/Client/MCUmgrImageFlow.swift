@@ -58,7 +58,7 @@ public struct MCUmgrImageFlow: Sendable, Hashable {
             return .fail(
                 OTAError(
                     .verificationFailed,
-                    "the device did not keep image \(version) after the reset: MCUboot reverted it or refused to boot it (\(state)); check that the image is built for this device and boots"
+                    "the device did not keep image \(version) after the reset: MCUboot reverted it or refused to boot it (\(state)); check that the image is built for this device, boots, and is signed with the key its MCUboot trusts"
                 )
             )
         }

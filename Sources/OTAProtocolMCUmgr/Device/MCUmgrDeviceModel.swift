@@ -42,6 +42,13 @@ public final class MCUmgrDeviceModel: DeviceModel {
         public var resetDelay: Duration = .milliseconds(250)
         /// The image slot 0 holds when the device is made.
         public var factoryImage: Data
+        /// The public key MCUboot is built with (`CONFIG_BOOT_SIGNATURE_KEY_FILE`). When set,
+        /// MCUboot validates the image in slot 1 before swapping it in, as `boot_validate_slot()`
+        /// does: its signature must verify with this key (and its key hash name it), else the
+        /// slot is erased and the device boots what it ran. `nil` (default): images are swapped
+        /// in unchecked. `img_mgmt` itself checks no signature, so upload, test and confirm
+        /// succeed either way; the refusal shows after the reset.
+        public var bootKey: TrustedKey?
 
         /// Settings.
         public init(bufferSize: Int = 2475, bufferCount: Int = 4, factoryImage: Data = MCUmgrDeviceModel.defaultFactoryImage) {
@@ -83,6 +90,7 @@ public final class MCUmgrDeviceModel: DeviceModel {
         var failingHashes: Set<Data> = []
         var flash: (any FlashStorage)?
         var secondaryCache: MCUbootImage??
+        var refusedImages = 0
     }
 
     /// The settings.
@@ -111,12 +119,21 @@ public final class MCUmgrDeviceModel: DeviceModel {
     /// Times MCUboot swapped the slots.
     public var swapCount: Int { state.withLock { $0.swaps } }
 
+    /// Times MCUboot found the image in slot 1 invalid for ``Settings/bootKey`` and erased it.
+    public var refusedImageCount: Int { state.withLock { $0.refusedImages } }
+
     /// The next `count` upload requests after the first are answered `rc` 10 (busy).
     public func answerBusy(_ count: Int) { state.withLock { $0.busyAnswers = count } }
 
     /// Images (by MCUboot hash) that crash when booted: MCUboot swaps them in, they reset at once,
     /// and MCUboot reverts them.
     public func failToBoot(hash: Data) { _ = state.withLock { $0.failingHashes.insert(hash) } }
+
+    /// The version of the image slot 0 runs, as the image list reports it.
+    public var runningVersion: ReportedVersion? {
+        guard let running = imageState.slot(0) else { return nil }
+        return ReportedVersion(text: running.version, source: "SMP image list, slot 0")
+    }
 
     /// The image state the device reports now.
     public var imageState: ImageStateResponse { state.withLock { imageState(&$0) } }
@@ -371,13 +388,29 @@ public final class MCUmgrDeviceModel: DeviceModel {
         }
         guard let pending = state.pending else { return }
         state.pending = nil
-        guard secondary(&state) != nil, swap(&state) else { return }
+        guard secondary(&state) != nil else { return }
+        if let key = settings.bootKey, !validates(&state, with: key) {
+            // "Image in the secondary slot is not valid!": erased, so it is not tried again.
+            state.refusedImages += 1
+            if let flash = state.flash, let length = Self.imageLength(in: flash) { try? flash.erase(0..<length) }
+            state.secondaryCache = nil
+            return
+        }
+        guard swap(&state) else { return }
         state.primaryUnderTest = pending == .test
         if let running = try? MCUbootImage(parsing: state.primary), state.failingHashes.contains(running.hash) {
             // The image resets before confirming itself: MCUboot reverts it on the next boot.
             swap(&state)
             state.primaryUnderTest = false
         }
+    }
+
+    /// Whether the image in slot 1 is signed by `key`, as `bootutil_img_validate()` checks it.
+    private func validates(_ state: inout State, with key: TrustedKey) -> Bool {
+        guard let flash = state.flash, let length = Self.imageLength(in: flash),
+            let image = try? FirmwareImage(bytes: flash.read(0..<length), name: "slot 1")
+        else { return false }
+        return (try? MCUbootSignatureVerification().verify([image], trusting: [key])) != nil
     }
 
     /// Exchanges slot 0 and slot 1, through the flash (so the swap costs its erase and program time).

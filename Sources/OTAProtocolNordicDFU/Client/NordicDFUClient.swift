@@ -113,8 +113,11 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
         )
         let characteristics = context.characteristics
         if characteristics[DFUGATTProfile.controlPoint] == nil, characteristics[DFUGATTProfile.buttonless] != nil {
-            try await Self.enterBootloader(image: image, context: context)
-            return .reconnect(reason: "device restarting into its DFU bootloader", after: .zero)
+            let name = try await Self.enterBootloader(context: context)
+            return .reconnect(
+                reason: "device restarting into its DFU bootloader", after: .zero,
+                expecting: BootloaderAddress.reappearance(of: context.deviceAddress, advertisedName: name)
+            )
         }
         try context.require(Self.bootloaderRequirements, hint: "is the device in its Secure DFU bootloader (or does its application offer buttonless DFU)?")
         try await context.withNotifications(from: DFUGATTProfile.controlPoint) { (inbox) throws(OTAError) in
@@ -239,11 +242,14 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
 
     // MARK: - Buttonless
 
-    /// Switches a device from its application to its bootloader. The link drops; the caller asks
-    /// the engine to reconnect.
-    private static func enterBootloader(image: FirmwareImage, context: UpdateContext) async throws(OTAError) {
-        var machine = ButtonlessEntryStateMachine(advertisingName: ButtonlessEntryStateMachine.advertisingName(for: image))
-        let name = try await context.withNotifications(from: DFUGATTProfile.buttonless) { (inbox) throws(OTAError) -> String in
+    /// Switches a device from its application to its bootloader, told to advertise a name random
+    /// to this update. The link drops; the caller asks the engine to reconnect to the bootloader
+    /// of this device only.
+    ///
+    /// - Returns: the name the bootloader advertises, `nil` when the application could not set one.
+    private static func enterBootloader(context: UpdateContext) async throws(OTAError) -> String? {
+        var machine = ButtonlessEntryStateMachine(advertisingName: ButtonlessEntryStateMachine.advertisingName(random: context.randomNumber()))
+        let name = try await context.withNotifications(from: DFUGATTProfile.buttonless) { (inbox) throws(OTAError) -> String? in
             var action = machine.start()
             while true {
                 switch action {
@@ -257,6 +263,12 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 }
             }
         }
-        context.note("the application restarts into its bootloader, which advertises as \(name) (address + 1 without bonds)")
+        if let name {
+            context.note("the application restarts into its bootloader, which advertises as \(name) (address + 1 without bonds)")
+        } else {
+            context.note(
+                "the application restarts into its bootloader; it cannot be told a name, so only its address (the same, or + 1 without bonds) identifies it")
+        }
+        return name
     }
 }

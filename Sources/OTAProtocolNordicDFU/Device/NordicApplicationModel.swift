@@ -8,7 +8,8 @@ import Synchronization
 /// again.
 ///
 /// The bootloader advertises under the name the client set (or `DfuTarg`), at the application's
-/// address plus one on its lowest byte (``BootloaderAddress``).
+/// address plus one on its lowest byte (``BootloaderAddress``), or at the same address for a
+/// bootloader that shares the application's bonds (`bootloaderKeepsAddress`).
 public final class NordicApplicationModel: DeviceModel {
     private struct State {
         var inBootloader = false
@@ -20,12 +21,39 @@ public final class NordicApplicationModel: DeviceModel {
     public let bootloader: NordicBootloaderModel
     /// The application's own advertised name.
     public let applicationName: String
+    /// Whether the bootloader advertises at the application's address (it shares its bonds)
+    /// rather than the next.
+    public let bootloaderKeepsAddress: Bool
+    /// Whether the buttonless service takes "set advertising name" (SDK 14 on); an SDK 12/13
+    /// style one answers "op code not supported" and its bootloader advertises `DfuTarg`.
+    public let setsAdvertisingName: Bool
     private let state = Mutex(State())
 
     /// Creates a device running its application.
-    public init(applicationName: String = "Nordic_App", bootloader: NordicBootloaderModel = NordicBootloaderModel()) {
+    public init(
+        applicationName: String = "Nordic_App", bootloader: NordicBootloaderModel = NordicBootloaderModel(),
+        bootloaderKeepsAddress: Bool = false, setsAdvertisingName: Bool = true
+    ) {
         self.applicationName = applicationName
         self.bootloader = bootloader
+        self.bootloaderKeepsAddress = bootloaderKeepsAddress
+        self.setsAdvertisingName = setsAdvertisingName
+    }
+
+    /// Puts the device in its bootloader now, as a button held at reset would, advertising
+    /// `advertisingName` (`DfuTarg`, or the name an earlier update set).
+    public func holdInBootloader(advertisingName: String = "DfuTarg") {
+        state.withLock {
+            $0.inBootloader = true
+            $0.advertisingName = advertisingName
+        }
+    }
+
+    /// The bootloader's address and name while it runs; the application's own otherwise.
+    public func advertising(hardwareAddress: String) -> AdvertisedIdentity? {
+        guard isInBootloader else { return nil }
+        let address = bootloaderKeepsAddress ? hardwareAddress : (BootloaderAddress.next(after: hardwareAddress) ?? hardwareAddress)
+        return AdvertisedIdentity(address: address, name: advertisedName)
     }
 
     /// Whether the device runs its bootloader.
@@ -83,6 +111,8 @@ public final class NordicApplicationModel: DeviceModel {
             return .success
         }
         switch request {
+        case .setAdvertisingName where !setsAdvertisingName:
+            peripheral.notify(Data([0x20, 0x02, 0x02]), on: characteristic)
         case .setAdvertisingName(let name):
             state.withLock { $0.advertisingName = name }
             peripheral.notify(Data([0x20, 0x02, 0x01]), on: characteristic)

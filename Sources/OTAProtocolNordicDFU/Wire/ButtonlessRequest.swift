@@ -66,4 +66,19 @@ public enum BootloaderAddress {
         octets[5] = Hex.digits(value &+ 1, digits: 2)
         return octets.joined(separator: ":")
     }
+
+    /// How to find the bootloader of the device at `address` after a buttonless jump: at the
+    /// same address (a bootloader that shares the application's bonds) or the next (one without
+    /// bonds, and the SDK 12/13 style), advertising `advertisedName` when the application set one.
+    /// A transport that does not see addresses (`nil`) finds it by the name alone; `nil` when
+    /// neither is known, and the client reconnects to the device as it was reached.
+    public static func reappearance(of address: String?, advertisedName: String?) -> ReappearanceRule? {
+        var addresses: [String] = []
+        if let address {
+            addresses.append(address.uppercased())
+            if let next = next(after: address) { addresses.append(next.uppercased()) }
+        }
+        guard !addresses.isEmpty || advertisedName != nil else { return nil }
+        return ReappearanceRule(addresses: addresses, name: advertisedName)
+    }
 }

@@ -176,6 +176,71 @@ public struct BlueZConnector: Connector {
         try await connectTransport()
     }
 
+    /// The device address: what a bootloader's address is derived from.
+    public var airAddress: String? { address }
+
+    /// Scans (``BlueZScanner``, every LE device) until exactly one device the rule accepts is
+    /// heard, by its address and its advertised name, and returns a connector to it on the same
+    /// adapter with the same configuration. Devices connected to this host are not candidates;
+    /// nothing is taken on its name alone when the rule names addresses, nor on its address
+    /// alone when it names a name.
+    ///
+    /// - Throws: ``OTAError/Code/connectionFailed`` naming the rule and every device heard
+    ///   (``ReappearanceRule/failure(heard:after:)``) when none matches within `window`, or
+    ///   several do; discovery's own failures (bluetoothd not running, adapter off) as they are.
+    public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {
+        let scanner = BlueZScanner(adapter: adapter, bus: bus, stopTimeout: configuration.disconnectTimeout)
+        let discoveries: AsyncThrowingStream<BlueZScanner.Discovery, any Error>
+        do {
+            discoveries = try await scanner.discoveries()
+        } catch {
+            throw OTAError.wrapping(error, context: "looking for the device \(rule.description)")
+        }
+        let heard = Mutex<[DiscoveredDevice]>([])
+        let found: String?
+        do {
+            found = try await withTimeout(
+                window, clock: clock, timeoutError: OTAError(.timeout, "looking for the device \(rule.description)")
+            ) { () async throws -> String? in
+                for try await discovery in discoveries where !discovery.isConnected {
+                    let candidates = heard.withLock { heard in
+                        heard.append(DiscoveredDevice(address: discovery.address, advertisement: discovery.advertisement))
+                        return heard
+                    }
+                    switch Self.choose(rule, among: candidates) {
+                    case .found(let device): return device.address
+                    case .ambiguous: throw rule.failure(heard: candidates, after: window)
+                    case .none: continue
+                    }
+                }
+                return nil
+            }
+        } catch let error as OTAError where error.code != .timeout {
+            throw error
+        } catch let error as TransportError {
+            throw OTAError.wrapping(error, context: "looking for the device \(rule.description)")
+        } catch {
+            if Task.isCancelled { throw OTAError(.cancelled, "cancelled while looking for the device \(rule.description)") }
+            found = nil
+        }
+        guard let found else { throw rule.failure(heard: heard.withLock { $0 }, after: window) }
+        return BlueZConnector(address: found, adapter: adapter, bus: bus, configuration: configuration, clock: clock)
+    }
+
+    /// The rule's choice among what discovery reported so far: BlueZ reports a device again
+    /// whenever its advertisement changes, so only the latest report of each address counts (a
+    /// device known by its application's name that now advertises its bootloader's is one
+    /// candidate, under its new name).
+    static func choose(_ rule: ReappearanceRule, among heard: [DiscoveredDevice]) -> ReappearanceRule.Selection {
+        var latest: [String: DiscoveredDevice] = [:]
+        var order: [String] = []
+        for device in heard {
+            if latest[device.address] == nil { order.append(device.address) }
+            latest[device.address] = device
+        }
+        return rule.select(from: order.compactMap { latest[$0] })
+    }
+
     /// Connects and returns the concrete transport (for its ``BlueZTransport/writePaths`` and
     /// ``BlueZTransport/statistics``).
     ///

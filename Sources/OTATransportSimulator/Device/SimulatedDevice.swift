@@ -17,6 +17,8 @@ public final class SimulatedDevice: Sendable {
         var stalled = false
         var battery: Double?
         var dying = false
+        var rebootsPending = 0
+        var name: String?
     }
 
     /// The hardware profile.
@@ -34,13 +36,53 @@ public final class SimulatedDevice: Sendable {
 
     /// Creates a device running `model` on `profile`'s hardware inside `simulation`, reached at
     /// `address` (by default `sim:` and the profile's name; a named fleet device passes its own).
-    public init(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, address: String? = nil) {
+    ///
+    /// Every device of a simulation is in range of its central: a scan for a device that came
+    /// back elsewhere (``SimulatedConnector/reappeared(matching:within:)``) hears them all.
+    public init(profile: DeviceProfile, model: any DeviceModel, simulation: Simulation, address: String? = nil, name: String? = nil) {
         self.profile = profile
         self.model = model
         self.simulation = simulation
         self.flash = SimulatedFlash(capacity: profile.slotSize, timing: profile.flash)
         self.address = address ?? "sim:\(profile.name)"
-        state.withLock { $0.battery = profile.standardServices.batteryLevel.map(Double.init) }
+        state.withLock {
+            $0.battery = profile.standardServices.batteryLevel.map(Double.init)
+            $0.name = name
+        }
+        simulation.register(self)
+    }
+
+    /// The address it advertises at now: its own, or where its firmware moved it (a bootloader
+    /// at the next address).
+    public var advertisedAddress: String {
+        model.advertising(hardwareAddress: address)?.address ?? address
+    }
+
+    /// The name it advertises now: its firmware's, or the one it was made with.
+    public var advertisedName: String? {
+        model.advertising(hardwareAddress: address)?.name ?? state.withLock { $0.name }
+    }
+
+    /// Whether it advertises: reachable, not connected, and not about to restart (a device told
+    /// to restart drops its link and stays silent until it has).
+    public var isAdvertising: Bool {
+        state.withLock { $0.reachable && $0.connection == nil && $0.rebootsPending == 0 }
+    }
+
+    /// What a scan hears from it now, `nil` while it does not advertise.
+    public var discovery: DiscoveredDevice? {
+        guard isAdvertising else { return nil }
+        return DiscoveredDevice(
+            address: advertisedAddress, advertisement: Advertisement(name: advertisedName, serviceUUIDs: model.services.map(\.uuid)))
+    }
+
+    /// Restarts the device after `delay` of virtual time; until then it does not advertise.
+    func scheduleReboot(after delay: Duration) {
+        state.withLock { $0.rebootsPending += 1 }
+        simulation.schedule(at: simulation.now + delay) { [self] in
+            state.withLock { $0.rebootsPending -= 1 }
+            reboot()
+        }
     }
 
     /// The battery level the device reports, 0–100 %, or `nil` when it has no Battery service.

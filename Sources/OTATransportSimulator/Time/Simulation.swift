@@ -20,6 +20,7 @@ public final class Simulation: Sendable {
     /// The seed the random source started from.
     public let seed: UInt64
     private let random: Mutex<SeededRandom>
+    private let devices = Mutex<[SimulatedDevice]>([])
 
     /// Creates a simulation.
     ///
@@ -35,6 +36,14 @@ public final class Simulation: Sendable {
 
     /// Virtual time since the simulation started.
     public var now: Duration { executor.now }
+
+    /// Every device made in this simulation, in the order made: all in range of the central.
+    public var devicesInRange: [SimulatedDevice] { devices.withLock { $0 } }
+
+    /// Adds a device to those in range (``SimulatedDevice`` does, when made).
+    func register(_ device: SimulatedDevice) {
+        devices.withLock { $0.append(device) }
+    }
 
     /// A random number in `0..<1` from the simulation's seeded source.
     public func randomUnit() -> Double {

@@ -465,8 +465,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     }
 
     public func reboot(after delay: Duration) {
-        let device = self.device
-        simulation.schedule(at: simulation.now + delay) { device.reboot() }
+        device.scheduleReboot(after: delay)
     }
 
     // MARK: - Disconnect

@@ -8,6 +8,8 @@ public struct SimulatedConnector: Connector {
     public var centralMTU: Int
     /// What the central's stack does with writes that ignore back-pressure.
     public var overflow: WriteQueueOverflow
+    /// The address the device was found at after it restarted elsewhere, for messages.
+    var reachedAs: String?
 
     /// Creates a connector. The default MTU offer, 517, is what BlueZ and recent iPhones offer.
     public init(device: SimulatedDevice, centralMTU: Int = 517, overflow: WriteQueueOverflow = .dropSilently) {
@@ -16,7 +18,50 @@ public struct SimulatedConnector: Connector {
         self.overflow = overflow
     }
 
-    public var deviceDescription: String { device.address }
+    public var deviceDescription: String { reachedAs.map { "\($0) (\(device.address) restarted)" } ?? device.address }
+
+    /// Where the device advertises now (``SimulatedDevice/advertisedAddress``).
+    public var airAddress: String? { device.advertisedAddress }
+
+    /// How often a scan for a device that came back elsewhere looks at what is advertising.
+    static let scanInterval: Duration = .milliseconds(100)
+
+    /// Listens to every device in range of the simulation's central (its
+    /// ``Simulation/devicesInRange`` that advertise) until exactly one satisfies `rule`, and
+    /// connects to that one: its own device after a jump, never a neighbour.
+    ///
+    /// - Throws: ``OTAError/Code/connectionFailed`` from ``ReappearanceRule/failure(heard:after:)``
+    ///   when none matches within `window`, or several do.
+    public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {
+        let simulation = device.simulation
+        let deadline = simulation.now + window
+        var heard: [DiscoveredDevice] = []
+        while true {
+            var inRange: [(DiscoveredDevice, SimulatedDevice)] = []
+            for candidate in simulation.devicesInRange {
+                guard let discovery = candidate.discovery else { continue }
+                inRange.append((discovery, candidate))
+                heard.append(discovery)
+            }
+            switch rule.select(from: inRange.map(\.0)) {
+            case .found(let match):
+                guard let found = inRange.first(where: { $0.0 == match })?.1 else { break }
+                var connector = SimulatedConnector(device: found, centralMTU: centralMTU, overflow: overflow)
+                connector.reachedAs = match.address
+                return connector
+            case .ambiguous:
+                throw rule.failure(heard: inRange.map(\.0), after: window)
+            case .none:
+                break
+            }
+            guard simulation.now + Self.scanInterval <= deadline else { throw rule.failure(heard: heard, after: window) }
+            do {
+                try await simulation.clock.sleep(for: Self.scanInterval)
+            } catch {
+                throw OTAError(.cancelled, "cancelled while looking for the device \(rule.description)")
+            }
+        }
+    }
 
     public func connect() async throws(TransportError) -> any Transport {
         try await connectSimulated()

@@ -20,6 +20,9 @@ cd "$here"
 [ -f test-ed25519.pem ] || "$imgtool" keygen -k test-ed25519.pem -t ed25519
 "$imgtool" getpub -k test-ecdsa-p256.pem --encoding pem > test-ecdsa-p256.pub.pem
 "$imgtool" getpub -k test-ed25519.pem --encoding pem > test-ed25519.pub.pem
+# Keys that signed nothing ("key B" of the signature tests): public halves only.
+[ -f other-ecdsa-p256.pub.pem ] || openssl ecparam -name prime256v1 -genkey -noout | openssl pkey -pubout > other-ecdsa-p256.pub.pem
+[ -f other-ed25519.pub.pem ] || openssl genpkey -algorithm ed25519 | openssl pkey -pubout > other-ed25519.pub.pem
 
 # Payloads: a deterministic pattern (a 32-bit counter), so git stores them compactly.
 python3 - "$work" <<'PY'
