@@ -249,6 +249,20 @@ import Testing
         }
     }
 
+    @Test func aLinkDroppedBeforeAnyDataSuggestsPairing() async throws {
+        // What a device that needs an encrypted link does when bluetoothd's security raise fails.
+        try await FakeBlueZ.with { bus, fake in
+            let transport = try await FakeBlueZ.connector(on: bus).connectTransport()
+            try await fake.disconnectDevice()
+            var reasons = transport.disconnections.makeAsyncIterator()
+            #expect(
+                await reasons.next()
+                    == DisconnectReason(
+                        "00:AA:01:01:00:01 disconnected before taking any data; if it needs a paired link, pass --pairing first (or --passkey NNNNNN)"
+                    ))
+        }
+    }
+
     @Test func connectedFalseFromBlueZEndsTheLink() async throws {
         // No socket in the way: only the Device1 property tells.
         var script = FakeBlueZ.Script()
@@ -256,6 +270,7 @@ import Testing
         try await FakeBlueZ.with(script) { bus, fake in
             let transport = try await FakeBlueZ.connector(on: bus).connectTransport()
             let notifications = try await transport.notifications(from: FakeBlueZ.control)
+            try await transport.write(Data([0]), to: FakeBlueZ.data, kind: .withoutResponse)
             try await fake.disconnectDevice()
             for await _ in notifications {}
             var reasons = transport.disconnections.makeAsyncIterator()

@@ -609,7 +609,7 @@ public final class BlueZTransport: Transport, Sendable {
                 changed["Connected"]?.bool == false,
                 signal.serial == 0 || signal.serial > baselineSerial
             {
-                drop(DisconnectReason("\(address) disconnected"))
+                drop(DisconnectReason("\(address) disconnected\(pairingHint)"))
             }
         } else if signal.interface == BlueZ.Interface.device, signal.member == "Disconnected", signal.path == devicePath {
             // BlueZ 5.72 and later: Disconnected(s reason, s message).
@@ -617,6 +617,16 @@ public final class BlueZTransport: Transport, Sendable {
             let name = signal.arguments.first?.string
             drop(DisconnectReason("\(address) disconnected: \(message ?? name ?? "no reason given")"))
         }
+    }
+
+    /// What to add when the device drops the link before it took any data: a device whose
+    /// characteristics need an encrypted link does that when bluetoothd's security raise fails
+    /// (no agent, or pairing refused), and BlueZ 5.66 says nothing more on D-Bus.
+    private var pairingHint: String {
+        guard !configuration.pairing.pairsFirst, configuration.pairing.passkey == nil else { return "" }
+        let sent = state.withLock { $0.statistics.commandWrites + $0.statistics.orderedWrites }
+        guard sent == 0, sockets.values.allSatisfy({ $0.statistics.datagrams == 0 }) else { return "" }
+        return " before taking any data; if it needs a paired link, pass --pairing first (or --passkey NNNNNN)"
     }
 
     private func handle(removed signal: DBusMessage) {
