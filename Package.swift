@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .library(name: "OTATransportCoreBluetooth", targets: ["OTATransportCoreBluetooth"]),
+        .library(name: "OTATransportUDP", targets: ["OTATransportUDP"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -74,6 +75,9 @@ let package = Package(
         .target(name: "OTATransportBlueZ", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // CoreBluetooth for iOS and macOS apps; on Linux it builds against the stand-in below.
         .target(name: "OTATransportCoreBluetooth", dependencies: ["OTACore", coreBluetoothStandIn], swiftSettings: strictSettings),
+        // Datagrams, one protocol packet each (SMP over UDP, `udp:HOST[:PORT]`), and a server that
+        // serves a device model that way (docs/decisions/0026-smp-over-udp-and-image-commands.md).
+        .target(name: "OTATransportUDP", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // A test double with CoreBluetooth's Swift surface, whose peripherals are simulated devices.
         .target(name: "CoreBluetoothStandIn", dependencies: ["OTACore", "OTATransportSimulator"], swiftSettings: strictSettings),
 
@@ -82,7 +86,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTAProtocolEspressif", "OTATransportSimulator", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -91,7 +95,7 @@ let package = Package(
         // real-stack tests and demos (Linux only: elsewhere it says so and exits).
         .executableTarget(
             name: "ota-peripheral",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolNordicDFU", blueZ],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTATransportUDP", blueZ],
             swiftSettings: strictSettings
         ),
 
@@ -225,8 +229,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "OTATransportUDPTests",
+            dependencies: ["OTACore", "OTATransportUDP", "OTAProtocolMCUmgr"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "OTACommandLineTests",
-            dependencies: ["OTACommandLine", "OTACore"],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
