@@ -90,8 +90,10 @@ public final class UDPDeviceServer: Sendable {
     fileprivate func reboot(after delay: Duration) {
         let model = self.model
         let peripheral = self.peripheral
-        Task { [self] in
-            try? await Task.sleep(for: delay)
+        // On a dispatch queue, not a task: the restart must come even while every thread of the
+        // cooperative pool is blocked (a test waiting on a client process).
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
             state.withLock { state in
                 state.reboots += 1
                 state.assembler.reset()
