@@ -181,7 +181,7 @@ import Testing
         }
         let specified = spec.options.map { "\($0.name)\($0.valueName.map { " \($0)" } ?? "")\($0.repeatable ? "…" : "")" }
         #expect(documented == specified, "docs/cli.md: 'ota \(command)' options differ from its --help")
-        let positionals = joined.split(separator: " ").dropFirst(2).prefix { !$0.hasPrefix("[") }.map(String.init)
-        #expect(positionals == spec.positionals.map(\.name))
+        let positionals = joined.split(separator: " ").dropFirst(2).prefix { !$0.hasPrefix("[--") }.map(String.init)
+        #expect(positionals == spec.positionals.map { $0.isOptional ? "[\($0.name)]" : $0.name })
     }
 }
