@@ -39,6 +39,24 @@ public struct MCUmgrImageManager: Sendable {
         }
     }
 
+    /// OS echo: the text the device sends back.
+    public func echo(_ text: String, context: UpdateContext) async throws(OTAError) -> String {
+        try await withChannel(context) { (channel) throws(OTAError) in
+            let payload = try await channel.exchange(.echo(text))
+            guard let answer = payload["r"]?.textValue else {
+                throw MCUmgrWireError.malformed("the echo response has no 'r'").otaError
+            }
+            return answer
+        }
+    }
+
+    /// The device's SMP buffer size and count (OS group, MCUmgr parameters).
+    public func parameters(context: UpdateContext) async throws(OTAError) -> MCUmgrParameters {
+        try await withChannel(context) { (channel) throws(OTAError) in
+            try await channel.exchange(.parameters, as: MCUmgrParameters.init(payload:))
+        }
+    }
+
     /// Marks the image with `hash` for one test boot (MCUboot swaps it in at the next reset and
     /// reverts it at the one after unless it is confirmed), and returns the slots after.
     public func test(hash: Data, context: UpdateContext) async throws(OTAError) -> ImageStateResponse {
