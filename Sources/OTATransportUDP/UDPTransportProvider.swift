@@ -42,8 +42,8 @@ public struct UDPTransportProvider: TransportProvider {
     /// `udp`.
     public var name: String { "udp" }
 
-    /// "an SMP over UDP address (udp:HOST[:PORT])".
-    public var addressForm: String { "an address over UDP (udp:HOST[:PORT], port \(UDPAddress.defaultPort) by default)" }
+    /// "an SMP address over UDP (udp:HOST[:PORT])".
+    public var addressForm: String { "an SMP address over UDP (udp:HOST[:PORT])" }
 
     /// Whether `address` starts with `udp:`.
     public func recognises(_ address: String) -> Bool { address.hasPrefix(UDPAddress.scheme) }

@@ -61,10 +61,13 @@ import Testing
         #if os(Linux)
         #expect(
             streams.standardError
-                == "ota: error: device 'foo' is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device (sim:NAME) (see 'ota update --help')\n"
+                == "ota: error: device 'foo' is none of a Bluetooth address (AA:BB:CC:DD:EE:FF), a simulated device (sim:NAME) or an SMP address over UDP (udp:HOST[:PORT]) (see 'ota update --help')\n"
         )
         #else
-        #expect(streams.standardError == "ota: error: device 'foo' is not a simulated device (sim:NAME) (see 'ota update --help')\n")
+        #expect(
+            streams.standardError
+                == "ota: error: device 'foo' is neither a simulated device (sim:NAME) nor an SMP address over UDP (udp:HOST[:PORT]) (see 'ota update --help')\n"
+        )
         #endif
     }
 

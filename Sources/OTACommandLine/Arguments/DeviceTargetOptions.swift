@@ -14,7 +14,7 @@ extension CommandSpec.Option {
             Self(name: "--protocol", valueName: "NAME", help: protocolHelp),
             Self(
                 name: "--device", valueName: "ADDRESS",
-                help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress)" + deviceNote),
+                help: "AA:BB:CC:DD:EE:FF (BlueZ), sim:NAME or udp:HOST[:PORT] (SMP); default \(SimulatedTarget.defaultAddress)" + deviceNote),
             Self(
                 name: "--adapter", valueName: "NAME",
                 help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
