@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .library(name: "OTATransportCoreBluetooth", targets: ["OTATransportCoreBluetooth"]),
         .library(name: "OTATransportUDP", targets: ["OTATransportUDP"]),
+        .library(name: "OTATransportSerial", targets: ["OTATransportSerial"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -78,6 +79,9 @@ let package = Package(
         // Datagrams, one protocol packet each (SMP over UDP, `udp:HOST[:PORT]`), and a server that
         // serves a device model that way (docs/decisions/0026-smp-over-udp-and-image-commands.md).
         .target(name: "OTATransportUDP", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        // A protocol's packets on a serial line (SMP's console framing, `serial:/dev/ttyACM0`),
+        // framed as the protocol says; a server for a device model on a pseudo-terminal.
+        .target(name: "OTATransportSerial", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // A test double with CoreBluetooth's Swift surface, whose peripherals are simulated devices.
         .target(name: "CoreBluetoothStandIn", dependencies: ["OTACore", "OTATransportSimulator"], swiftSettings: strictSettings),
 
@@ -86,7 +90,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -230,12 +234,17 @@ let package = Package(
         ),
         .testTarget(
             name: "OTATransportUDPTests",
-            dependencies: ["OTACore", "OTATransportUDP", "OTAProtocolMCUmgr"],
+            dependencies: ["OTACore", "OTATransportUDP", "OTATransportSerial", "OTAProtocolMCUmgr"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTATransportSerialTests",
+            dependencies: ["OTACore", "OTATransportSerial", "OTAProtocolMCUmgr"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "OTACommandLineTests",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP"],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

@@ -14,6 +14,8 @@ public final class UDPTransport: Transport {
     private struct State {
         var assembler: PacketAssembler
         var subscriber: AsyncStream<Data>.Continuation?
+        /// Which subscription ``subscriber`` is, so that an older one's end does not drop a newer one.
+        var subscription = 0
         var disconnection: AsyncStream<DisconnectReason>.Continuation?
         var lost: DisconnectReason?
         var datagramsSent = 0
@@ -101,15 +103,18 @@ public final class UDPTransport: Transport {
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
         try requireCharacteristic(characteristic, allowing: .notify)
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let lost: DisconnectReason? = state.withLock { state in
-            if let lost = state.lost { return lost }
+        let subscribed: Result<Int, TransportError> = state.withLock { state in
+            if let lost = state.lost { return .failure(.disconnected(lost)) }
             state.subscriber?.finish()
             state.subscriber = continuation
-            return nil
+            state.subscription += 1
+            return .success(state.subscription)
         }
-        if let lost { throw .disconnected(lost) }
+        let subscription = try subscribed.get()
         continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { state in state.subscriber = nil }
+            self?.state.withLock { state in
+                if state.subscription == subscription { state.subscriber = nil }
+            }
         }
         return stream
     }

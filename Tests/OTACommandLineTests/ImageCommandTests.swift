@@ -1,6 +1,7 @@
 import Foundation
 import OTACore
 import OTAProtocolMCUmgr
+import OTATransportSerial
 import OTATransportUDP
 import Testing
 
@@ -227,5 +228,29 @@ import Testing
         let malformed = await runTool(["image", "list", "--device", "udp:[::1"])
         #expect(malformed.code == 2)
         #expect(malformed.streams.standardError.contains("closing ']'"), "\(malformed.streams.standardError)")
+    }
+
+    // MARK: - Over a serial line
+
+    @Test("over serial: ota update and ota image list through a pseudo-terminal, Zephyr's console framing")
+    func overSerial() async throws {
+        let pty = try PseudoTerminal.open()
+        let model = MCUmgrDeviceModel(settings: .init(bufferSize: 512, bufferCount: 2))
+        let server = SerialDeviceServer(
+            model: model, characteristic: MCUmgrGATTProfile().smp, flash: NORFlash(capacity: 256 * 1024), descriptor: pty.controller,
+            framing: MCUmgrSerial.framing)
+        server.start()
+        defer { server.stop() }
+        let device = "serial:\(pty.path)"
+        let bytes = try Data(contentsOf: Self.fixture)
+        let updated = await runTool(["update", Self.fixture.path, "--device", device, "--param", "mode=upload"])
+        #expect(updated.code == 0, "\(updated.streams.standardError)")
+        #expect(server.flash.read(0..<bytes.count) == bytes)
+        let listed = await runTool(["image", "list", "--device", device])
+        #expect(listed.code == 0, "\(listed.streams.standardError)")
+        #expect(listed.streams.outputLines.last == "slot 1  1.2.3  \(try Self.fixtureHash())  bootable")
+        let missing = await runTool(["image", "list", "--device", "serial:/dev/nonexistent-ota-port"])
+        #expect(missing.code == 4)
+        #expect(missing.streams.standardError.contains("cannot open /dev/nonexistent-ota-port"), "\(missing.streams.standardError)")
     }
 }

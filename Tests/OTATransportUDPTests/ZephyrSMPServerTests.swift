@@ -1,22 +1,35 @@
 import Foundation
 import OTACore
 import OTAProtocolMCUmgr
+import OTATransportSerial
 import OTATransportUDP
 import Testing
 
 /// Our client against a real Zephyr SMP server over UDP, when `OTA_ZEPHYR_SMP_UDP=HOST:PORT`
-/// names one (docs/protocols/mcumgr.md says how to run Zephyr's `smp_svr` on native_sim);
-/// skipped otherwise. OS group: echo and MCUmgr parameters. Image group: when the server has it,
+/// names one, or on a serial line (Zephyr's console framing), when `OTA_ZEPHYR_SMP_SERIAL=PATH`
+/// does (docs/protocols/mcumgr.md says how to run Zephyr's `smp_svr` on native_sim); skipped
+/// otherwise. OS group: echo and MCUmgr parameters. Image group: when the server has it,
 /// an image upload into slot 1 checked by image state; a server built without it (the published
 /// native_sim UDP builds) must answer image state with `rc 8`, unless `OTA_ZEPHYR_SMP_IMG=1`
 /// says it has the group, which then fails the test.
-@Suite("A real Zephyr SMP server over UDP")
+@Suite("A real Zephyr SMP server over UDP or serial")
 struct ZephyrSMPServerTests {
     static let target = ProcessInfo.processInfo.environment["OTA_ZEPHYR_SMP_UDP"]
+    static let serialTarget = ProcessInfo.processInfo.environment["OTA_ZEPHYR_SMP_SERIAL"]
     static let requiresImageGroup = ProcessInfo.processInfo.environment["OTA_ZEPHYR_SMP_IMG"] == "1"
     static let smp = MCUmgrGATTProfile().smp
 
-    static func connector() throws -> UDPConnector {
+    static func connector() throws -> any Connector {
+        if let serialTarget {
+            return SerialConnector(
+                address: try SerialAddress(parsing: "serial:" + serialTarget), characteristic: smp,
+                framing: SerialFraming(
+                    packetLength: SMPHeader.messageLength(of:), encode: { SMPSerialFraming.encode($0) },
+                    makeDecoder: {
+                        let decoder = SMPSerialStreamDecoder()
+                        return { decoder.messages(from: $0) }
+                    }))
+        }
         let address = try UDPAddress(parsing: "udp:" + (target ?? ""))
         return UDPConnector(
             address: address, characteristic: smp, maximumWrite: UDPTransportProvider.maximumWriteLength, packetLength: SMPHeader.messageLength(of:))
@@ -31,7 +44,9 @@ struct ZephyrSMPServerTests {
 
     @Test(
         "echo, MCUmgr parameters and image state (or upload) against Zephyr",
-        .enabled(if: target != nil, "set OTA_ZEPHYR_SMP_UDP=HOST:PORT to a Zephyr SMP server over UDP"))
+        .enabled(
+            if: target != nil || serialTarget != nil,
+            "set OTA_ZEPHYR_SMP_UDP=HOST:PORT or OTA_ZEPHYR_SMP_SERIAL=PATH to a Zephyr SMP server"))
     func zephyr() async throws {
         let connector = try Self.connector()
         var configuration = MCUmgrConfiguration()
@@ -42,6 +57,13 @@ struct ZephyrSMPServerTests {
             (try await manager.echo("swift-ble-ota", context: context), try await manager.parameters(context: context))
         }
         #expect(echo == "swift-ble-ota")
+        // A message of two serial lines each way (a continuation line), within buf_size and the
+        // two line buffers Zephyr's UART transport has by default (more lines are dropped there).
+        let long = String(repeating: "0123456789", count: min(12, (parameters.bufferSize - 40) / 10))
+        let longEcho = try await Self.engine.withConnection(using: client, connector: connector) { context throws(OTAError) in
+            try await manager.echo(long, context: context)
+        }
+        #expect(longEcho == long)
         #expect(parameters.bufferSize >= 64 && parameters.bufferCount >= 1)
         print("zephyr: echo ok; buf_size \(parameters.bufferSize), buf_count \(parameters.bufferCount)")
 

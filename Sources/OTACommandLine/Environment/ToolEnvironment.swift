@@ -1,6 +1,7 @@
 import Foundation
 import OTACore
 import OTAProtocolMCUmgr
+import OTATransportSerial
 import OTATransportUDP
 
 #if canImport(OTATransportBlueZ)
@@ -63,8 +64,8 @@ public struct ToolEnvironment: Sendable {
     }
 
     /// The transports `ota` registers: BlueZ where the build has it, the simulator serving
-    /// `fleet` with the device models of `registry`, and SMP over UDP (`udp:HOST[:PORT]`) when
-    /// `registry` has MCUmgr. The one place the tool names transports.
+    /// `fleet` with the device models of `registry`, SMP over UDP (`udp:HOST[:PORT]`) and over
+    /// serial lines (`serial:PATH`) when `registry` has MCUmgr. The one place the tool names transports.
     public static func standardTransports(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) -> TransportRegistry {
         var providers: [any TransportProvider] = []
         #if canImport(OTATransportBlueZ)
@@ -77,6 +78,10 @@ public struct ToolEnvironment: Sendable {
                 UDPTransportProvider(
                     protocolName: MCUmgrProtocol.name, characteristic: profile.smp, advertisedService: profile.smp.service,
                     packetLength: SMPHeader.messageLength(of:)))
+            providers.append(
+                SerialTransportProvider(
+                    protocolName: MCUmgrProtocol.name, characteristic: profile.smp, advertisedService: profile.smp.service,
+                    framing: MCUmgrSerial.framing))
         }
         return TransportRegistry(providers)
     }

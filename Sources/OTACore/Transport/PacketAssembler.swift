@@ -1,7 +1,8 @@
 import Foundation
 
 /// Joins a byte stream cut at arbitrary points (a protocol's writes, a device model's
-/// notifications) into whole packets, each of which a datagram transport sends alone.
+/// notifications) into whole packets, each of which a packet transport (a datagram, a framed
+/// serial line) sends alone.
 ///
 /// The packet format is not this type's: ``packetLength`` reads the length of the packet at the
 /// start of the bytes (SMP: its 8-byte header plus the header's length field), or `nil` while
