@@ -61,12 +61,12 @@ import Testing
         #if os(Linux)
         #expect(
             streams.standardError
-                == "ota: error: device 'foo' is none of a Bluetooth address (AA:BB:CC:DD:EE:FF), a simulated device (sim:NAME) or an SMP address over UDP (udp:HOST[:PORT]) (see 'ota update --help')\n"
+                == "ota: error: device 'foo' is none of a Bluetooth address (AA:BB:CC:DD:EE:FF), a simulated device (sim:NAME), an SMP address over UDP (udp:HOST[:PORT]) or a serial port (serial:/dev/ttyACM0) (see 'ota update --help')\n"
         )
         #else
         #expect(
             streams.standardError
-                == "ota: error: device 'foo' is neither a simulated device (sim:NAME) nor an SMP address over UDP (udp:HOST[:PORT]) (see 'ota update --help')\n"
+                == "ota: error: device 'foo' is none of a simulated device (sim:NAME), an SMP address over UDP (udp:HOST[:PORT]) or a serial port (serial:/dev/ttyACM0) (see 'ota update --help')\n"
         )
         #endif
     }

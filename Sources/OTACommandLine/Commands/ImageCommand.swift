@@ -165,7 +165,9 @@ enum MCUmgrCommands {
         [
             .init(
                 name: "--device", valueName: "ADDRESS",
-                help: "sim:NAME, udp:HOST[:PORT] (SMP over UDP, port 1337 by default) or AA:BB:CC:DD:EE:FF (BlueZ); default sim:zephyr-sensor"),
+                help:
+                    "sim:NAME, udp:HOST[:PORT] (SMP over UDP, port 1337 by default), serial:PATH[@BAUD] (SMP on a serial line) or AA:BB:CC:DD:EE:FF (BlueZ); default sim:zephyr-sensor"
+            ),
             .init(name: "--adapter", valueName: "NAME", help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),
             .init(
                 name: "--param", valueName: "KEY=VALUE", help: "an mcumgr parameter, repeatable (reset-wait-ms, erase-timeout-ms; see 'ota protocols')",
