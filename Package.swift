@@ -99,7 +99,9 @@ let package = Package(
         // real-stack tests and demos (Linux only: elsewhere it says so and exits).
         .executableTarget(
             name: "ota-peripheral",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTATransportUDP", blueZ],
+            dependencies: [
+                "OTACommandLine", "OTACore", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", blueZ,
+            ],
             swiftSettings: strictSettings
         ),
 

@@ -5,7 +5,7 @@
 //                  [--flash-size BYTES] [--image-out PATH] [--image-size BYTES]
 //                  [--drop-link-after BYTES] [--dying-link-after BYTES] [--dying-link-for SECONDS]
 //                  [--softdevice FWID] [--readvertise SECONDS]
-//   ota-peripheral --protocol mcumgr --smp-udp PORT [--udp-host ADDRESS] [--flash-size BYTES]
+//   ota-peripheral --protocol mcumgr --smp-udp PORT [--udp-host ADDRESS] | --smp-pty [--flash-size BYTES]
 //                  [--image-out PATH] [--image-size BYTES]
 //
 // Prints `ready <adapter address>` on standard output once the GATT application and the
@@ -24,6 +24,7 @@ import OTACore
 import OTAProtocolMCUmgr
 import OTAProtocolNordicDFU
 import OTATransportBlueZ
+import OTATransportSerial
 import OTATransportUDP
 
 let spec = CommandSpec(
@@ -56,6 +57,8 @@ let spec = CommandSpec(
             name: "--smp-udp", valueName: "PORT",
             help: "mcumgr: serve SMP over UDP on PORT (0: a free one) instead of GATT, one message per datagram, as Zephyr does"),
         .init(name: "--udp-host", valueName: "ADDRESS", help: "with --smp-udp: the local address to listen on (default 127.0.0.1)"),
+        .init(
+            name: "--smp-pty", help: "mcumgr: serve SMP on a new pseudo-terminal instead of GATT, in Zephyr's serial console framing"),
     ],
     discussion: """
         Prints "ready <address>" on standard output when advertising (with --smp-udp: "ready
@@ -91,6 +94,7 @@ struct Options {
     var readvertise: Duration?
     var smpUDPPort: UInt16?
     var udpHost = "127.0.0.1"
+    var smpPTY = false
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -144,6 +148,11 @@ func parseOptions(_ arguments: [String]) -> Options {
         options.smpUDPPort = port
     }
     options.udpHost = parsed.value("--udp-host") ?? options.udpHost
+    if parsed.flag("--smp-pty") {
+        guard protocolName == MCUmgrProtocol.name else { usageError("--smp-pty serves SMP: it applies to --protocol \(MCUmgrProtocol.name)") }
+        guard options.smpUDPPort == nil else { usageError("--smp-pty and --smp-udp: choose one") }
+        options.smpPTY = true
+    }
     guard options.flashSize > 0, options.flashSize % NORFlash.defaultSectorSize == 0 else {
         usageError("--flash-size must be a positive multiple of \(NORFlash.defaultSectorSize)")
     }
@@ -183,6 +192,36 @@ func writeImageOut() -> Int32 {
     }
 }
 
+/// Serves until SIGTERM or SIGINT, then stops `stop` and writes --image-out.
+func serveUntilSignalled(stop: () -> Void, statistics: () -> String) async -> Never {
+    let waiting = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+    let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
+        printError("ota-peripheral: signal \(signalNumber), stopping\n")
+        waiting.cancel()
+    }
+    await waiting.value
+    interrupt.cancel()
+    stop()
+    printError("ota-peripheral: stats \(statistics())\n")
+    exit(writeImageOut())
+}
+
+if options.smpPTY {
+    // SMP on a serial line without hardware: a pseudo-terminal whose other side a client opens.
+    let terminal: PseudoTerminal
+    do {
+        terminal = try PseudoTerminal.open()
+    } catch {
+        printError("ota-peripheral: error: \(error.message)\n")
+        exit(1)
+    }
+    let server = SerialDeviceServer(
+        model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, descriptor: terminal.controller, framing: MCUmgrSerial.framing)
+    server.start()
+    FileHandle.standardOutput.write(Data("ready serial:\(terminal.path)\n".utf8))
+    await serveUntilSignalled(stop: server.stop, statistics: { "serial \(terminal.path)" })
+}
+
 if let port = options.smpUDPPort {
     // SMP over UDP: no Bluetooth at all (third-party clients such as smpclient talk to it).
     let server: UDPDeviceServer
@@ -197,17 +236,12 @@ if let port = options.smpUDPPort {
     server.start()
     let host = options.udpHost.contains(":") ? "[\(options.udpHost)]" : options.udpHost
     FileHandle.standardOutput.write(Data("ready udp:\(host):\(server.port)\n".utf8))
-    let waiting = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
-    let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
-        printError("ota-peripheral: signal \(signalNumber), stopping\n")
-        waiting.cancel()
-    }
-    await waiting.value
-    interrupt.cancel()
-    server.stop()
-    let statistics = server.statistics
-    printError("ota-peripheral: stats requests=\(statistics.requests) responses=\(statistics.responses) reboots=\(statistics.reboots)\n")
-    exit(writeImageOut())
+    await serveUntilSignalled(
+        stop: server.stop,
+        statistics: {
+            let statistics = server.statistics
+            return "requests=\(statistics.requests) responses=\(statistics.responses) reboots=\(statistics.reboots)"
+        })
 }
 let configuration = {
     var configuration = BlueZPeripheral.Configuration(

@@ -5,7 +5,9 @@
 #   2. smpmgr (the CLI) against `ota-peripheral --protocol mcumgr --smp-udp 1337` (smpmgr always
 #      uses Zephyr's port 1337): upgrade (upload + reset), image state-read, state-write (test),
 #      os reset, state-read (the image runs, unconfirmed), state-write --confirm; and slot 1's bytes
-#      compared with the image (--image-out) after an upload without reset.
+#      compared with the image (--image-out) after an upload without reset;
+#   3. smpclient's serial transport against `ota-peripheral --protocol mcumgr --smp-pty` (Zephyr's
+#      console framing on a pseudo-terminal): upload byte-identical, image state, test mark.
 # Needs PyPI once (Tests/ThirdParty/setup-venv.sh). Prints "N passed, N failed" last; exit 1 on a failure.
 #
 #   Tests/ThirdParty/smp-udp.sh
@@ -77,6 +79,23 @@ sys.exit(0 if s[0]['hash'] == sys.argv[2] and s[0]['active'] and s[0]['confirmed
     out=$("$bin/ota" image list --device udp:127.0.0.1:1337 --json)
     slot0 "$out" "$hash" confirmed && ok "smpmgr image state-write --confirm confirms the running image" || { echo "$out"; fail "smpmgr confirm"; }
     stop
+fi
+
+# smpclient's serial transport (Zephyr's console framing) against the model on a pseudo-terminal.
+"$bin/ota-peripheral" --protocol mcumgr --smp-pty --image-out "$work/serial-slot1.bin" --image-size "$size" > "$work/ready" 2> "$work/server.log" &
+server=$!
+for _ in $(seq 50); do grep -q '^ready' "$work/ready" && break; sleep 0.1; done
+pty=$(sed -n 's/^ready serial://p' "$work/ready")
+if [ -z "$pty" ]; then
+    cat "$work/server.log"
+    fail "ota-peripheral --smp-pty did not start"
+else
+    out=$(timeout 300 "$venv/bin/python" Tests/ThirdParty/smpclient_udp.py serial "$pty" "$work/app.bin" 2>&1)
+    echo "$out" | sed 's/^/  serial: /'
+    grep -q FAILED <<< "$out" || ! grep -q "ok: slot 1 holds the image" <<< "$out" \
+        && fail "smpclient over serial (upload, image state, test mark)" || ok "smpclient over serial: upload, image state, test mark"
+    stop
+    cmp -s "$work/serial-slot1.bin" "$work/app.bin" && ok "slot 1 holds smpclient's serial upload byte-identically" || fail "slot 1 differs after the serial upload"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

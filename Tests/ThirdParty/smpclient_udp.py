@@ -1,7 +1,9 @@
-"""Uploads an MCUboot image with smpclient (Intercreate's SMP client, from PyPI) over UDP to an SMP
-server, checks the image state, marks the image for a test boot and checks it is pending.
+"""Uploads an MCUboot image with smpclient (Intercreate's SMP client, from PyPI) over UDP (or a
+serial line) to an SMP server, checks the image state, marks the image for a test boot and
+checks it is pending.
 
     python smpclient_udp.py HOST PORT IMAGE [--reset]
+    python smpclient_udp.py serial PATH IMAGE [--reset]     (smpclient's serial transport)
 
 With --reset it then resets the server and checks that the image runs in slot 0, unconfirmed
 (a test boot). Prints one line per check and exits 0 when all pass, 1 otherwise. The MCUboot
@@ -17,6 +19,7 @@ from smpclient import SMPClient
 from smpclient.generics import error, success
 from smpclient.requests.image_management import ImageStatesRead, ImageStatesWrite
 from smpclient.requests.os_management import ResetWrite
+from smpclient.transport.serial import SMPSerialTransport
 from smpclient.transport.udp import SMPUDPTransport
 
 
@@ -61,10 +64,16 @@ def slot(states, number):
     return next((s for s in states.images if s.slot == number and (s.image or 0) == 0), None)
 
 
-async def main(host: str, port: int, path: str, reset: bool) -> int:
+def connect(host: str, port: str) -> SMPClient:
+    if host == "serial":
+        return SMPClient(SMPSerialTransport(), port, timeout_s=5.0)
+    return SMPClient(PortUDPTransport(int(port)), host, timeout_s=5.0)
+
+
+async def main(host: str, port: str, path: str, reset: bool) -> int:
     image = open(path, "rb").read()
     expected = mcuboot_hash(image)
-    async with SMPClient(PortUDPTransport(port), host, timeout_s=5.0) as client:
+    async with connect(host, port) as client:
         before = await client.request(ImageStatesRead())
         check(success(before) and slot(before, 0) is not None and slot(before, 0).active, "image state read: slot 0 active before the upload")
 
@@ -91,7 +100,7 @@ async def main(host: str, port: int, path: str, reset: bool) -> int:
             await client.request(ResetWrite())
     if reset:
         await asyncio.sleep(1.0)
-        async with SMPClient(PortUDPTransport(port), host, timeout_s=5.0) as client:
+        async with connect(host, port) as client:
             booted = await client.request(ImageStatesRead())
             primary = slot(booted, 0) if success(booted) else None
             check(
@@ -106,4 +115,4 @@ if __name__ == "__main__":
     if len(arguments) != 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    sys.exit(asyncio.run(main(arguments[0], int(arguments[1]), arguments[2], "--reset" in sys.argv)))
+    sys.exit(asyncio.run(main(arguments[0], arguments[1], arguments[2], "--reset" in sys.argv)))
