@@ -1,6 +1,7 @@
 #!/bin/sh
 # Makes (once) the Python virtual environment the third-party SMP tests use: smpclient and smpmgr
-# (Intercreate's SMP client and CLI) and imgtool (MCUboot's image tool), pinned, from PyPI.
+# (Intercreate's SMP client and CLI), mcumgr-toolkit (a Python API over a Rust MCUmgr client)
+# and imgtool (MCUboot's image tool), pinned, from PyPI.
 # Idempotent: a venv that already has these versions is left as it is. Works on a fresh Debian
 # machine with PyPI reachable (installs python3-venv with apt-get when it is missing and we are root).
 #
@@ -8,7 +9,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 venv=${1:-${OTA_THIRD_PARTY_VENV:-$root/.build/third-party-venv}}
-packages="smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0"
+packages="smpclient==7.3.0 smpmgr==0.19.1 mcumgr-toolkit==0.20.0 imgtool==2.5.0"
 
 if "$venv/bin/python" -c 'import importlib.metadata as m, sys
 want = dict(p.split("==") for p in sys.argv[1:])

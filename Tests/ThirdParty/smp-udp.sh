@@ -7,7 +7,9 @@
 #      os reset, state-read (the image runs, unconfirmed), state-write --confirm; and slot 1's bytes
 #      compared with the image (--image-out) after an upload without reset;
 #   3. smpclient's serial transport against `ota-peripheral --protocol mcumgr --smp-pty` (Zephyr's
-#      console framing on a pseudo-terminal): upload byte-identical, image state, test mark.
+#      console framing on a pseudo-terminal): upload byte-identical, image state, test mark;
+#   4. mcumgr-toolkit over UDP and over the pseudo-terminal: echo, upload byte-identical, image
+#      state, test mark.
 # Needs PyPI once (Tests/ThirdParty/setup-venv.sh). Prints "N passed, N failed" last; exit 1 on a failure.
 #
 #   Tests/ThirdParty/smp-udp.sh
@@ -97,5 +99,28 @@ else
     stop
     cmp -s "$work/serial-slot1.bin" "$work/app.bin" && ok "slot 1 holds smpclient's serial upload byte-identically" || fail "slot 1 differs after the serial upload"
 fi
+# mcumgr-toolkit, over UDP and over a pseudo-terminal.
+for transport in udp serial; do
+    if [ "$transport" = udp ]; then
+        "$bin/ota-peripheral" --protocol mcumgr --smp-udp 0 --image-out "$work/toolkit-slot1.bin" --image-size "$size" > "$work/ready" 2> "$work/server.log" &
+    else
+        "$bin/ota-peripheral" --protocol mcumgr --smp-pty --image-out "$work/toolkit-slot1.bin" --image-size "$size" > "$work/ready" 2> "$work/server.log" &
+    fi
+    server=$!
+    for _ in $(seq 50); do grep -q '^ready' "$work/ready" && break; sleep 0.1; done
+    address=$(sed -n 's/^ready //p' "$work/ready")
+    case $address in
+        udp:*) target=(udp 127.0.0.1 "${address##*:}") ;;
+        serial:*) target=(serial "${address#serial:}") ;;
+        *) cat "$work/server.log"; fail "ota-peripheral for mcumgr-toolkit over $transport did not start"; stop; continue ;;
+    esac
+    out=$(timeout 300 "$venv/bin/python" Tests/ThirdParty/mcumgr_toolkit_check.py "${target[@]}" "$work/app.bin" 2>&1)
+    echo "$out" | sed "s/^/  mcumgr-toolkit $transport: /"
+    grep -q "ok: image set state (test): slot 1 pending" <<< "$out" && ! grep -q FAILED <<< "$out" \
+        && ok "mcumgr-toolkit over $transport: echo, upload, image state, test mark" || fail "mcumgr-toolkit over $transport"
+    stop
+    cmp -s "$work/toolkit-slot1.bin" "$work/app.bin" && ok "slot 1 holds mcumgr-toolkit's $transport upload byte-identically" \
+        || fail "slot 1 differs after mcumgr-toolkit's $transport upload"
+done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
