@@ -32,6 +32,8 @@ let package = Package(
         .library(name: "OTATransportSimulator", targets: ["OTATransportSimulator"]),
         .library(name: "OTATransportBlueZ", targets: ["OTATransportBlueZ"]),
         .library(name: "OTATransportCoreBluetooth", targets: ["OTATransportCoreBluetooth"]),
+        .library(name: "OTATransportUDP", targets: ["OTATransportUDP"]),
+        .library(name: "OTATransportSerial", targets: ["OTATransportSerial"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -74,6 +76,12 @@ let package = Package(
         .target(name: "OTATransportBlueZ", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // CoreBluetooth for iOS and macOS apps; on Linux it builds against the stand-in below.
         .target(name: "OTATransportCoreBluetooth", dependencies: ["OTACore", coreBluetoothStandIn], swiftSettings: strictSettings),
+        // Datagrams, one protocol packet each (SMP over UDP, `udp:HOST[:PORT]`), and a server that
+        // serves a device model that way (docs/decisions/0026-smp-over-udp-and-image-commands.md).
+        .target(name: "OTATransportUDP", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        // A protocol's packets on a serial line (SMP's console framing, `serial:/dev/ttyACM0`),
+        // framed as the protocol says; a server for a device model on a pseudo-terminal.
+        .target(name: "OTATransportSerial", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // A test double with CoreBluetooth's Swift surface, whose peripherals are simulated devices.
         .target(name: "CoreBluetoothStandIn", dependencies: ["OTACore", "OTATransportSimulator"], swiftSettings: strictSettings),
 
@@ -82,7 +90,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTAProtocolEspressif", "OTATransportSimulator", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -91,7 +99,9 @@ let package = Package(
         // real-stack tests and demos (Linux only: elsewhere it says so and exits).
         .executableTarget(
             name: "ota-peripheral",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolNordicDFU", blueZ],
+            dependencies: [
+                "OTACommandLine", "OTACore", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", blueZ,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -225,8 +235,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "OTATransportUDPTests",
+            dependencies: ["OTACore", "OTATransportUDP", "OTATransportSerial", "OTAProtocolMCUmgr"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTATransportSerialTests",
+            dependencies: ["OTACore", "OTATransportSerial", "OTAProtocolMCUmgr"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "OTACommandLineTests",
-            dependencies: ["OTACommandLine", "OTACore"],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

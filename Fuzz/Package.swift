@@ -21,6 +21,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("nordic-wire", ["OTAProtocolNordicDFU"]),
     ("cbor", ["OTAProtocolMCUmgr"]),
     ("smp", ["OTAProtocolMCUmgr"]),
+    ("smp-serial", ["OTAProtocolMCUmgr"]),
     ("mcuboot-image", ["OTAProtocolMCUmgr"]),
     ("trace", ["OTACore", "OTATransportSimulator"]),
     ("esp-app-image", ["OTAProtocolEspressif"]),

@@ -17,7 +17,7 @@ seconds=${1:-60}
 shift || true
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: Fuzz/run.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 
-all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp mcuboot-image trace esp-app-image espressif-wire trusted-key)
+all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp smp-serial mcuboot-image trace esp-app-image espressif-wire trusted-key)
 targets=("${@:-${all[@]}}")
 for target in "${targets[@]}"; do
     [[ -d Corpus/$target ]] || { echo "run.sh: no target '$target' (targets: ${all[*]})" >&2; exit 64; }

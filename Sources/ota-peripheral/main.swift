@@ -5,20 +5,27 @@
 //                  [--flash-size BYTES] [--image-out PATH] [--image-size BYTES]
 //                  [--drop-link-after BYTES] [--dying-link-after BYTES] [--dying-link-for SECONDS]
 //                  [--softdevice FWID] [--readvertise SECONDS]
+//   ota-peripheral --protocol mcumgr --smp-udp PORT [--udp-host ADDRESS] | --smp-pty [--flash-size BYTES]
+//                  [--image-out PATH] [--image-size BYTES]
 //
 // Prints `ready <adapter address>` on standard output once the GATT application and the
 // advertisement are registered, then serves until SIGTERM or SIGINT. On the way out it unregisters
 // both and, with --image-out, writes the first --image-size bytes of the device's flash (the whole
 // flash without --image-size) to PATH, so that a test can compare them with the image it sent.
-// Diagnostics and a final `stats ...` line go to standard error.
+// Diagnostics and a final `stats ...` line go to standard error. With --smp-udp it serves the
+// MCUmgr device model as an SMP server over UDP instead (no Bluetooth), for third-party clients
+// (Tests/ThirdParty/smp-udp.sh), and prints `ready udp:HOST:PORT`.
 //
 // Exit status: 0 after a signal, 1 when serving failed, 2 for bad arguments.
 #if os(Linux)
 import Foundation
 import OTACommandLine
 import OTACore
+import OTAProtocolMCUmgr
 import OTAProtocolNordicDFU
 import OTATransportBlueZ
+import OTATransportSerial
+import OTATransportUDP
 
 let spec = CommandSpec(
     name: "",
@@ -50,9 +57,16 @@ let spec = CommandSpec(
         .init(
             name: "--readvertise", valueName: "SECONDS",
             help: "while no central is connected, advertise again this often (for btvirt)"),
+        .init(
+            name: "--smp-udp", valueName: "PORT",
+            help: "mcumgr: serve SMP over UDP on PORT (0: a free one) instead of GATT, one message per datagram, as Zephyr does"),
+        .init(name: "--udp-host", valueName: "ADDRESS", help: "with --smp-udp: the local address to listen on (default 127.0.0.1)"),
+        .init(
+            name: "--smp-pty", help: "mcumgr: serve SMP on a new pseudo-terminal instead of GATT, in Zephyr's serial console framing"),
     ],
     discussion: """
-        Prints "ready <address>" on standard output when advertising; serves until SIGTERM or SIGINT.
+        Prints "ready <address>" on standard output when advertising (with --smp-udp: "ready
+        udp:HOST:PORT" when listening); serves until SIGTERM or SIGINT.
         Exit status: 0 after a signal, 1 when serving failed, 2 for bad arguments.
         """,
     program: "ota-peripheral"
@@ -84,6 +98,9 @@ struct Options {
     var readvertise: Duration?
     var security = BlueZPeripheral.Security.open
     var passkey: UInt32?
+    var smpUDPPort: UInt16?
+    var udpHost = "127.0.0.1"
+    var smpPTY = false
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -143,6 +160,17 @@ func parseOptions(_ arguments: [String]) -> Options {
         }
         options.passkey = passkey
     }
+    if let text = parsed.value("--smp-udp") {
+        guard let port = UInt16(text) else { usageError("--smp-udp needs a UDP port in 0...65535, got '\(text)'") }
+        guard protocolName == MCUmgrProtocol.name else { usageError("--smp-udp serves SMP: it applies to --protocol \(MCUmgrProtocol.name)") }
+        options.smpUDPPort = port
+    }
+    options.udpHost = parsed.value("--udp-host") ?? options.udpHost
+    if parsed.flag("--smp-pty") {
+        guard protocolName == MCUmgrProtocol.name else { usageError("--smp-pty serves SMP: it applies to --protocol \(MCUmgrProtocol.name)") }
+        guard options.smpUDPPort == nil else { usageError("--smp-pty and --smp-udp: choose one") }
+        options.smpPTY = true
+    }
     guard options.flashSize > 0, options.flashSize % NORFlash.defaultSectorSize == 0 else {
         usageError("--flash-size must be a positive multiple of \(NORFlash.defaultSectorSize)")
     }
@@ -167,6 +195,72 @@ do {
     usageError(error.message)
 }
 let flash = NORFlash(capacity: options.flashSize)
+
+/// Writes the first --image-size bytes of flash (all of it without) to --image-out, if given.
+func writeImageOut() -> Int32 {
+    guard let imageOut = options.imageOut else { return 0 }
+    let contents = flash.read(0..<(options.imageSize ?? flash.capacity))
+    do {
+        try contents.write(to: URL(fileURLWithPath: imageOut))
+        printError("ota-peripheral: wrote \(contents.count) bytes of flash to \(imageOut)\n")
+        return 0
+    } catch {
+        printError("ota-peripheral: error: cannot write \(imageOut): \(error)\n")
+        return 1
+    }
+}
+
+/// Serves until SIGTERM or SIGINT, then stops `stop` and writes --image-out.
+func serveUntilSignalled(stop: () -> Void, statistics: () -> String) async -> Never {
+    let waiting = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+    let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
+        printError("ota-peripheral: signal \(signalNumber), stopping\n")
+        waiting.cancel()
+    }
+    await waiting.value
+    interrupt.cancel()
+    stop()
+    printError("ota-peripheral: stats \(statistics())\n")
+    exit(writeImageOut())
+}
+
+if options.smpPTY {
+    // SMP on a serial line without hardware: a pseudo-terminal whose other side a client opens.
+    let terminal: PseudoTerminal
+    do {
+        terminal = try PseudoTerminal.open()
+    } catch {
+        printError("ota-peripheral: error: \(error.message)\n")
+        exit(1)
+    }
+    let server = SerialDeviceServer(
+        model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, descriptor: terminal.controller, framing: MCUmgrSerial.framing)
+    server.start()
+    FileHandle.standardOutput.write(Data("ready serial:\(terminal.path)\n".utf8))
+    await serveUntilSignalled(stop: server.stop, statistics: { "serial \(terminal.path)" })
+}
+
+if let port = options.smpUDPPort {
+    // SMP over UDP: no Bluetooth at all (third-party clients such as smpclient talk to it).
+    let server: UDPDeviceServer
+    do {
+        server = try UDPDeviceServer(
+            model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, host: options.udpHost, port: port,
+            packetLength: SMPHeader.messageLength(of:), log: { printError("ota-peripheral: \($0)\n") })
+    } catch {
+        printError("ota-peripheral: error: \(error.message)\n")
+        exit(1)
+    }
+    server.start()
+    let host = options.udpHost.contains(":") ? "[\(options.udpHost)]" : options.udpHost
+    FileHandle.standardOutput.write(Data("ready udp:\(host):\(server.port)\n".utf8))
+    await serveUntilSignalled(
+        stop: server.stop,
+        statistics: {
+            let statistics = server.statistics
+            return "requests=\(statistics.requests) responses=\(statistics.responses) reboots=\(statistics.reboots)"
+        })
+}
 let configuration = {
     var configuration = BlueZPeripheral.Configuration(
         adapter: options.adapter,
@@ -223,16 +317,7 @@ if let statistics = peripheralBox.value?.statistics {
             + "notifications=\(statistics.notifications) reboots=\(statistics.reboots) "
             + "disconnectsRequested=\(statistics.disconnectsRequested)\n")
 }
-if let imageOut = options.imageOut {
-    let contents = flash.read(0..<(options.imageSize ?? flash.capacity))
-    do {
-        try contents.write(to: URL(fileURLWithPath: imageOut))
-        printError("ota-peripheral: wrote \(contents.count) bytes of flash to \(imageOut)\n")
-    } catch {
-        printError("ota-peripheral: error: cannot write \(imageOut): \(error)\n")
-        status = 1
-    }
-}
+if writeImageOut() != 0 { status = 1 }
 exit(status)
 #else
 // BlueZ is Linux's Bluetooth stack: elsewhere there is nothing to serve through.

@@ -117,6 +117,9 @@ import Testing
         #expect(try await Self.bashCompletions("ota update --write-path w") == ["writevalue"])
         #expect(try await Self.bashCompletions("ota scan --transport ") == ToolEnvironment.standard.transports.providers.map(\.name))
         #expect(try await Self.bashCompletions("ota completion ") == ["bash", "zsh"])
+        #expect(try await Self.bashCompletions("ota image ") == ["list", "test", "confirm", "erase"])
+        #expect(try await Self.bashCompletions("ota image --sl") == ["--slot"])
+        #expect(try await Self.bashCompletions("ota re") == ["reset"])
         // Readline replaces only what follows the ':' it breaks at.
         #expect(try await Self.bashCompletions("ota update --device sim:bolt") == ["bolt-lock"])
         #expect(try await Self.bashCompletions("ota abort --device sim:nrf52") == ["nrf52840-mtu244-2m"])
@@ -157,6 +160,7 @@ import Testing
         #expect(try await Self.zshCompletions("ota update --device sim:b") == ["sim:bolt-lock"])
         #expect(try await Self.zshCompletions("ota abort --device=sim:nrf") == ["sim:nrf-tracker", "sim:nrf52840-mtu244-2m"])
         #expect(try await Self.zshCompletions("ota completion ") == ["bash", "zsh"])
+        #expect(try await Self.zshCompletions("ota image ") == ["list", "test", "confirm", "erase"])
         #expect(try await Self.zshCompletions("ota update Examples/firmware/sa") == ["sample-app.bin"])
     }
 

@@ -21,6 +21,11 @@ import Testing
         "swift run ota update Examples/firmware/sample-app.bin --protocol generic --device AA:BB:CC:DD:EE:FF --adapter hci0":
             "needs a real device at that address; Tests/RealStack runs the same command against ota-peripheral",
         "swift run ota abort --protocol framed --device AA:BB:CC:DD:EE:FF": "needs a real device at that address",
+        "swift run ota-peripheral --protocol mcumgr --smp-udp 1337":
+            "serves until it is signalled; Tests/ThirdParty/smp-udp.sh runs it, and ImageCommandTests serve the same model over UDP in-process",
+        "swift run ota image list --device udp:127.0.0.1": "needs the server of the line before (ImageCommandTests.overUDP runs the same)",
+        "swift run ota update Tests/OTAProtocolMCUmgrTests/Fixtures/ecdsa-p256-4KB.bin --device udp:127.0.0.1:1337":
+            "needs the server above (ImageCommandTests.overUDP runs the same)",
     ]
 
     /// The ```sh blocks under a "## Installing" heading: a release build and files written outside
@@ -181,7 +186,7 @@ import Testing
         }
         let specified = spec.options.map { "\($0.name)\($0.valueName.map { " \($0)" } ?? "")\($0.repeatable ? "…" : "")" }
         #expect(documented == specified, "docs/cli.md: 'ota \(command)' options differ from its --help")
-        let positionals = joined.split(separator: " ").dropFirst(2).prefix { !$0.hasPrefix("[") }.map(String.init)
-        #expect(positionals == spec.positionals.map(\.name))
+        let positionals = joined.split(separator: " ").dropFirst(2).prefix { !$0.hasPrefix("[--") }.map(String.init)
+        #expect(positionals == spec.positionals.map { $0.isOptional ? "[\($0.name)]" : $0.name })
     }
 }

@@ -61,10 +61,13 @@ import Testing
         #if os(Linux)
         #expect(
             streams.standardError
-                == "ota: error: device 'foo' is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device (sim:NAME) (see 'ota update --help')\n"
+                == "ota: error: device 'foo' is none of a Bluetooth address (AA:BB:CC:DD:EE:FF), a simulated device (sim:NAME), an SMP address over UDP (udp:HOST[:PORT]) or a serial port (serial:/dev/ttyACM0) (see 'ota update --help')\n"
         )
         #else
-        #expect(streams.standardError == "ota: error: device 'foo' is not a simulated device (sim:NAME) (see 'ota update --help')\n")
+        #expect(
+            streams.standardError
+                == "ota: error: device 'foo' is none of a simulated device (sim:NAME), an SMP address over UDP (udp:HOST[:PORT]) or a serial port (serial:/dev/ttyACM0) (see 'ota update --help')\n"
+        )
         #endif
     }
 

@@ -172,7 +172,7 @@ import Testing
 
     @Test(arguments: [
         (["update", "IMAGE", "--protocol", "generic", "--device", "lamp"], "device 'lamp' is none of a fake device (fake:NAME), "),
-        (["scan", "--transport", "serial"], "no transport 'serial' (available: fake, "),
+        (["scan", "--transport", "usb"], "no transport 'usb' (available: fake, "),
         (["abort", "--device", "fake:nope", "--protocol", "framed"], "no simulated device or profile 'nope'"),
     ])
     func refusalsAreOneLineUsageErrors(arguments: [String], fragment: String) async throws {

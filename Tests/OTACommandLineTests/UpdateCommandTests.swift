@@ -66,7 +66,7 @@ import Testing
         (["update", "IMAGE", "--protocol", "generic", "--device", "sim:esp99"], 2, "no simulated device or profile 'esp99'"),
         (
             ["update", "IMAGE", "--protocol", "generic", "--device", "AA:BB:CC:DD"], 2,
-            "is neither a Bluetooth address (AA:BB:CC:DD:EE:FF) nor a simulated device"
+            "is none of a Bluetooth address (AA:BB:CC:DD:EE:FF), a simulated device"
         ),
         (["update", "IMAGE", "--protocol", "generic", "--mtu", "9"], 2, "--mtu '9' is out of range, expected 23...517"),
         (["update", "IMAGE", "--protocol", "generic", "--max-chunk", "0"], 2, "--max-chunk '0' is out of range, expected 1...512"),

@@ -86,6 +86,19 @@ struct DeviceUnderTest {
         body: Data((0..<30_000).map { UInt8(truncatingIfNeeded: $0) }), version: .init(major: 2, minor: 1, revision: 3))
     static var hash: Data { try! MCUbootImage(parsing: image).hash }
 
+    /// Zephyr registers its echo handler for read and write alike; mcumgr-toolkit sends a read.
+    /// (Bytes as mcumgr-toolkit 0.20.0 sent them over UDP.)
+    @Test func answersEchoSentAsARead() throws {
+        let device = DeviceUnderTest()
+        let request = Data(hexString: "0800000600009100a16164626869")
+        _ = device.model.write(request, to: device.model.profile.smp, kind: .withoutResponse, peripheral: device.peripheral)
+        var reassembler = SMPReassembler()
+        let frames = try device.peripheral.takeNotifications().flatMap { try reassembler.append($0) }
+        let response = try SMPMessage(decoding: try #require(frames.first))
+        #expect(response.header.operation == .readResponse && response.header.sequence == 0x91)
+        #expect(response.payload["r"]?.textValue == "hi")
+    }
+
     @Test func startsWithAConfirmedFactoryImageAndAnswersParametersAndEcho() throws {
         var device = DeviceUnderTest(settings: .init(bufferSize: 512, bufferCount: 3))
         let state = try device.state()

@@ -100,6 +100,13 @@ enum Seeds {
             ("two-replies", Data([7]) + uploadReply.encoded + stateReply.encoded),
         ]
 
+        // Serial lines: the first byte picks the piece size; console output between frames.
+        seeds["smp-serial"] = [
+            ("state-read", Data([7]) + SMPSerialFraming.encode(stateRead.encoded)),
+            ("upload-write", Data([60]) + SMPSerialFraming.encode(uploadWrite.encoded, lineLength: 40)),
+            ("console-and-reply", Data([127]) + Data("*** Booting Zephyr OS ***\r\n".utf8) + SMPSerialFraming.encode(stateReply.encoded)),
+        ]
+
         // Manufacturer, model, hardware revision, firmware revision, battery level; 0xFF between.
         func information(_ fields: [Data]) -> Data { Data(fields.joined(separator: [0xFF])) }
         seeds["device-information"] = [

@@ -51,7 +51,7 @@ package enum ArgumentParser {
             let extra = parsed.positionals[spec.positionals.count]
             throw UsageError("unexpected argument '\(extra)' for '\(spec.invocation)'", command: spec.name)
         }
-        if parsed.positionals.count < spec.positionals.count {
+        if parsed.positionals.count < spec.positionals.count, !spec.positionals[parsed.positionals.count].isOptional {
             let missing = spec.positionals[parsed.positionals.count]
             throw UsageError("missing \(missing.name) for '\(spec.invocation)'", command: spec.name)
         }

@@ -22,10 +22,13 @@ package struct CommandSpec: Sendable {
     package struct Positional: Sendable {
         package var name: String
         package var help: String
+        /// Whether it may be left out (only the last positionals may be).
+        package var isOptional = false
 
-        package init(name: String, help: String) {
+        package init(name: String, help: String, isOptional: Bool = false) {
             self.name = name
             self.help = help
+            self.isOptional = isOptional
         }
     }
 
@@ -60,7 +63,7 @@ package struct CommandSpec: Sendable {
     /// The text `--help` prints.
     package var help: String {
         var usage = "usage: \(invocation)"
-        for positional in positionals { usage += " \(positional.name)" }
+        for positional in positionals { usage += positional.isOptional ? " [\(positional.name)]" : " \(positional.name)" }
         if !options.isEmpty { usage += " [options]" }
         var lines = [summary, "", usage]
         if !positionals.isEmpty {

@@ -14,7 +14,8 @@ extension CommandSpec.Option {
             Self(name: "--protocol", valueName: "NAME", help: protocolHelp),
             Self(
                 name: "--device", valueName: "ADDRESS",
-                help: "AA:BB:CC:DD:EE:FF (BlueZ) or sim:NAME; default \(SimulatedTarget.defaultAddress)" + deviceNote),
+                help: "AA:BB:CC:DD:EE:FF (BlueZ), sim:NAME, or for SMP udp:HOST[:PORT] and serial:PATH[@BAUD]; default \(SimulatedTarget.defaultAddress)"
+                    + deviceNote),
             Self(
                 name: "--adapter", valueName: "NAME",
                 help: "Bluetooth adapter for a real device, e.g. hci0; default the first powered one"),

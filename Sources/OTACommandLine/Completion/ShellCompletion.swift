@@ -63,6 +63,7 @@ package struct ShellCompletion: Sendable {
     package func values(of positional: CommandSpec.Positional) -> Values {
         switch positional.name {
         case "SHELL": .words(Shell.allCases.map(\.rawValue))
+        case "ACTION": .words(ImageCommand.actions)
         default: Self.values(named: positional.name)
         }
     }
@@ -215,7 +216,7 @@ package struct ShellCompletion: Sendable {
             lines.append("                '(- *)'{-h,--help}'[show this help]' \\")
             var specs = command.options.map { zshSpec($0, in: command) }
             specs += command.positionals.enumerated().map { index, positional in
-                "\(index + 1):\(positional.name):\(zshAction(values(of: positional)))"
+                "\(index + 1)\(positional.isOptional ? "::" : ":")\(positional.name):\(zshAction(values(of: positional)))"
             }
             for (index, spec) in specs.enumerated() {
                 lines.append("                " + Self.zshQuoted(spec) + (index == specs.count - 1 ? " ;;" : " \\"))

@@ -146,6 +146,15 @@ struct SimulatorOptions: Sendable {
                 throw OTAError(.invalidParameter, "\(file.path): cannot restore the simulated device (\(error)); delete it to start with erased flash")
             }
         }
+        if let persistent = model as? any PersistentDeviceModel, let file = modelStateFile(for: profile),
+            FileManager.default.fileExists(atPath: file.path)
+        {
+            do {
+                try persistent.restore(persistentState: try Data(contentsOf: file))
+            } catch {
+                throw OTAError(.invalidParameter, "\(file.path): cannot restore the simulated device's state (\(error)); delete it to start afresh")
+            }
+        }
         return device
     }
 
@@ -155,6 +164,9 @@ struct SimulatorOptions: Sendable {
         do {
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try device.flash.snapshot().write(to: file, options: .atomic)
+            if let persistent = device.model as? any PersistentDeviceModel, let modelFile = modelStateFile(for: device.profile) {
+                try persistent.persistentState.write(to: modelFile, options: .atomic)
+            }
         } catch {
             throw OTAError(.invalidParameter, "\(file.path): cannot save the simulated device (\(error))")
         }
@@ -162,5 +174,11 @@ struct SimulatorOptions: Sendable {
 
     private func stateFile(for profile: DeviceProfile) -> URL? {
         stateDirectory?.appendingPathComponent("\(profile.name).flash")
+    }
+
+    /// Where a ``PersistentDeviceModel`` keeps what it holds outside the flash (MCUboot's slot 0
+    /// and flags).
+    private func modelStateFile(for profile: DeviceProfile) -> URL? {
+        stateDirectory?.appendingPathComponent("\(profile.name).state")
     }
 }

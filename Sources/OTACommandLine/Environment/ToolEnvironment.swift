@@ -1,5 +1,8 @@
 import Foundation
 import OTACore
+import OTAProtocolMCUmgr
+import OTATransportSerial
+import OTATransportUDP
 
 #if canImport(OTATransportBlueZ)
 import OTATransportBlueZ
@@ -60,14 +63,26 @@ public struct ToolEnvironment: Sendable {
         TransportRegistry(addedTransports + Self.standardTransports(registry: registry, fleet: fleet).providers)
     }
 
-    /// The transports `ota` registers: BlueZ where the build has it, and the simulator serving
-    /// `fleet` with the device models of `registry`. The one place the tool names transports.
+    /// The transports `ota` registers: BlueZ where the build has it, the simulator serving
+    /// `fleet` with the device models of `registry`, SMP over UDP (`udp:HOST[:PORT]`) and over
+    /// serial lines (`serial:PATH`) when `registry` has MCUmgr. The one place the tool names transports.
     public static func standardTransports(registry: ProtocolRegistry, fleet: [SimulatedFleetDevice]) -> TransportRegistry {
         var providers: [any TransportProvider] = []
         #if canImport(OTATransportBlueZ)
         providers.append(BlueZTransportProvider())
         #endif
         providers.append(SimulatorTransportProvider(registry: registry, fleet: fleet))
+        if registry.all.contains(where: { $0.name == MCUmgrProtocol.name }) {
+            let profile = MCUmgrGATTProfile()
+            providers.append(
+                UDPTransportProvider(
+                    protocolName: MCUmgrProtocol.name, characteristic: profile.smp, advertisedService: profile.smp.service,
+                    packetLength: SMPHeader.messageLength(of:)))
+            providers.append(
+                SerialTransportProvider(
+                    protocolName: MCUmgrProtocol.name, characteristic: profile.smp, advertisedService: profile.smp.service,
+                    framing: MCUmgrSerial.framing))
+        }
         return TransportRegistry(providers)
     }
 

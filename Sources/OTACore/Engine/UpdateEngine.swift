@@ -91,6 +91,29 @@ public struct UpdateEngine: Sendable {
         }
     }
 
+    /// Connects through `connector`, gives `body` the protocol's context on that link (its
+    /// characteristics checked, the chunk plan made, the engine's timeouts), and disconnects:
+    /// for a protocol's commands that are not an update, such as reading or changing the
+    /// device's image state. No preflight, no resume: a lost link fails `body`.
+    ///
+    /// - Throws: what connecting or `body` throws; ``OTAError/Code/missingCharacteristic`` when
+    ///   the device lacks what `updateProtocol` requires.
+    public func withConnection<R: Sendable>(
+        using updateProtocol: any UpdateProtocol, connector: any Connector, _ body: (UpdateContext) async throws(OTAError) -> R
+    ) async throws(OTAError) -> R {
+        let recorder = EventRecorder(sink: nil, stopwatch: Stopwatch(clock: clock), configuration: configuration, totalBytes: 0, device: DeviceProgress())
+        let transport = try await connect(connector, recorder: recorder)
+        do throws(OTAError) {
+            let context = try prepare(updateProtocol, over: transport, recorder: recorder)
+            let result = try await body(context)
+            await transport.disconnect()
+            return result
+        } catch {
+            await transport.disconnect()
+            throw error
+        }
+    }
+
     /// Errors after which a resumable protocol reconnects and continues.
     private static let resumableCodes: Set<OTAError.Code> = [.disconnected, .stalled, .timeout, .connectionFailed, .transport]
 

@@ -59,3 +59,15 @@ extension DeviceModel {
     public func advertising(hardwareAddress: String) -> AdvertisedIdentity? { nil }
     public var runningVersion: ReportedVersion? { nil }
 }
+
+/// A device model with state of its own that a real device keeps in non-volatile memory outside
+/// the update slot (MCUboot's primary slot and trailer flags), so that a host that keeps a
+/// simulated device between runs (`--sim-state`) keeps that state too, beside the flash.
+public protocol PersistentDeviceModel: DeviceModel {
+    /// The non-volatile state, in a form of the model's own.
+    var persistentState: Data { get }
+    /// Restores state saved from ``persistentState``.
+    ///
+    /// - Throws: an error naming what is wrong when `data` is not such a state.
+    func restore(persistentState data: Data) throws
+}

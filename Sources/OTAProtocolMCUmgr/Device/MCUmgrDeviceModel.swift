@@ -19,7 +19,7 @@ import Synchronization
 ///   unless it was confirmed. Confirm of slot 1 swaps it in for good. Erasing or uploading into
 ///   a slot that is pending or holds the revert image fails with `NO_FREE_SLOT` (9); confirming
 ///   while a test is pending fails with `IMAGE_ALREADY_PENDING` (28).
-public final class MCUmgrDeviceModel: DeviceModel {
+public final class MCUmgrDeviceModel: PersistentDeviceModel {
     /// What the device is like.
     public struct Settings: Sendable, Hashable {
         /// How slot 1 is erased for an upload.
@@ -137,6 +137,43 @@ public final class MCUmgrDeviceModel: DeviceModel {
 
     /// The image state the device reports now.
     public var imageState: ImageStateResponse { state.withLock { imageState(&$0) } }
+
+    // MARK: - Non-volatile state
+
+    private static let stateMagic = Data("MCUmgr-model-1\n".utf8)
+
+    /// Slot 0 and MCUboot's flags (pending test or permanent, test boot, swaps), which a real
+    /// device keeps in flash outside slot 1: what `--sim-state` keeps beside slot 1.
+    public var persistentState: Data {
+        state.withLock { state in
+            var data = Self.stateMagic
+            data.append(state.pending == .test ? 1 : state.pending == .permanent ? 2 : 0)
+            data.append(state.primaryUnderTest ? 1 : 0)
+            let swaps = UInt32(clamping: state.swaps)
+            data.append(contentsOf: [UInt8(swaps >> 24), UInt8(swaps >> 16 & 0xFF), UInt8(swaps >> 8 & 0xFF), UInt8(swaps & 0xFF)])
+            data.append(state.primary)
+            return data
+        }
+    }
+
+    /// Restores what ``persistentState`` saved.
+    public func restore(persistentState data: Data) throws {
+        let bytes = Array(data)
+        let magic = Array(Self.stateMagic)
+        guard bytes.count > magic.count + 6, Array(bytes[0..<magic.count]) == magic, bytes[magic.count] <= 2, bytes[magic.count + 1] <= 1 else {
+            throw OTAError(.invalidParameter, "not a saved MCUmgr device state")
+        }
+        let flags = magic.count
+        let swaps = bytes[(flags + 2)..<(flags + 6)].reduce(0) { $0 << 8 | Int($1) }
+        let primary = Data(bytes[(flags + 6)...])
+        state.withLock { state in
+            state.pending = [nil, .test, .permanent][Int(bytes[flags])]
+            state.primaryUnderTest = bytes[flags + 1] == 1
+            state.swaps = swaps
+            state.primary = primary
+            state.secondaryCache = nil
+        }
+    }
 
     // MARK: - DeviceModel
 

@@ -170,7 +170,7 @@ public enum MCUmgrRequest: Sendable, Hashable, CustomStringConvertible {
         let payload = message.payload
         guard payload.mapEntries != nil else { throw .malformed("the \(command) request is not a CBOR map") }
         switch (command, operation) {
-        case (.echo, .write):
+        case (.echo, .write), (.echo, .read):  // Zephyr's os_mgmt answers echo as either (mcumgr-toolkit reads)
             self = .echo(payload["d"]?.textValue ?? "")
         case (.reset, .write):
             self = .reset

@@ -69,6 +69,13 @@ public struct SMPHeader: Sendable, Hashable {
         command = b[7]
     }
 
+    /// The length of the SMP message `bytes` start with, header included; `nil` when they hold
+    /// fewer than the 8 header bytes. What a datagram transport (SMP over UDP) joins writes into
+    /// messages by.
+    @Sendable public static func messageLength(of bytes: Data) -> Int? {
+        SMPHeader(bytes).map { length + Int($0.payloadLength) }
+    }
+
     /// The header's 8 bytes.
     public var encoded: Data {
         Data([

@@ -1,0 +1,118 @@
+"""Uploads an MCUboot image with smpclient (Intercreate's SMP client, from PyPI) over UDP (or a
+serial line) to an SMP server, checks the image state, marks the image for a test boot and
+checks it is pending.
+
+    python smpclient_udp.py HOST PORT IMAGE [--reset]
+    python smpclient_udp.py serial PATH IMAGE [--reset]     (smpclient's serial transport)
+
+With --reset it then resets the server and checks that the image runs in slot 0, unconfirmed
+(a test boot). Prints one line per check and exits 0 when all pass, 1 otherwise. The MCUboot
+hash it expects is read from the image's SHA-256 TLV here, independently of the Swift code.
+"""
+
+import asyncio
+import struct
+import sys
+import time
+
+from smpclient import SMPClient
+from smpclient.generics import error, success
+from smpclient.requests.image_management import ImageStatesRead, ImageStatesWrite
+from smpclient.requests.os_management import ResetWrite
+from smpclient.transport.serial import SMPSerialTransport
+from smpclient.transport.udp import SMPUDPTransport
+
+
+class PortUDPTransport(SMPUDPTransport):
+    """smpclient's UDP transport on a port other than Zephyr's default 1337."""
+
+    def __init__(self, port: int, mtu: int = 1500) -> None:
+        super().__init__(mtu=mtu)
+        self._port = port
+
+    async def connect(self, address: str, timeout_s: float, port: int = 1337) -> None:  # noqa: ARG002
+        await super().connect(address, timeout_s, port=self._port)
+
+
+def mcuboot_hash(image: bytes) -> bytes:
+    """The SHA-256 TLV (type 0x10) of an MCUboot image."""
+    magic, _load, header_size, protected_size, image_size = struct.unpack_from("<IIHHI", image, 0)
+    assert magic == 0x96F3B83D, f"not an MCUboot image (magic {magic:#x})"
+    offset = header_size + image_size + protected_size
+    info_magic, total = struct.unpack_from("<HH", image, offset)
+    assert info_magic == 0x6907, f"no TLV area at {offset} ({info_magic:#x})"
+    end, offset = offset + total, offset + 4
+    while offset < end:
+        kind, length = struct.unpack_from("<HH", image, offset)
+        if kind == 0x10:
+            return image[offset + 4 : offset + 4 + length]
+        offset += 4 + length
+    raise AssertionError("the image has no SHA-256 TLV")
+
+
+failures = 0
+
+
+def check(condition: bool, what: str) -> None:
+    global failures
+    print(("ok: " if condition else "FAILED: ") + what, flush=True)
+    if not condition:
+        failures += 1
+
+
+def slot(states, number):
+    return next((s for s in states.images if s.slot == number and (s.image or 0) == 0), None)
+
+
+def connect(host: str, port: str) -> SMPClient:
+    if host == "serial":
+        return SMPClient(SMPSerialTransport(), port, timeout_s=5.0)
+    return SMPClient(PortUDPTransport(int(port)), host, timeout_s=5.0)
+
+
+async def main(host: str, port: str, path: str, reset: bool) -> int:
+    image = open(path, "rb").read()
+    expected = mcuboot_hash(image)
+    async with connect(host, port) as client:
+        before = await client.request(ImageStatesRead())
+        check(success(before) and slot(before, 0) is not None and slot(before, 0).active, "image state read: slot 0 active before the upload")
+
+        started = time.monotonic()
+        last = 0
+        async for offset in client.upload(image):
+            last = offset
+        elapsed = time.monotonic() - started
+        check(last == len(image), f"smpclient uploaded {len(image)} bytes (last offset {last}) in {elapsed:.2f} s")
+
+        after = await client.request(ImageStatesRead())
+        secondary = slot(after, 1) if success(after) else None
+        check(secondary is not None and secondary.hash == expected, f"slot 1 holds the image, hash {expected.hex()[:16]}...")
+        check(secondary is not None and not secondary.pending, "slot 1 not pending before the test mark")
+
+        marked = await client.request(ImageStatesWrite(hash=expected, confirm=False))
+        secondary = slot(marked, 1) if success(marked) else None
+        check(secondary is not None and secondary.pending and not secondary.permanent, "image state write (test): slot 1 pending")
+
+        unknown = await client.request(ImageStatesWrite(hash=bytes(32), confirm=False))
+        check(error(unknown), f"image state write of an unknown hash refused: {unknown}")
+
+        if reset:
+            await client.request(ResetWrite())
+    if reset:
+        await asyncio.sleep(1.0)
+        async with connect(host, port) as client:
+            booted = await client.request(ImageStatesRead())
+            primary = slot(booted, 0) if success(booted) else None
+            check(
+                primary is not None and primary.hash == expected and primary.active and not primary.confirmed,
+                "after the reset slot 0 runs the image on a test boot (active, not confirmed)",
+            )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(arguments) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(asyncio.run(main(arguments[0], arguments[1], arguments[2], "--reset" in sys.argv)))
