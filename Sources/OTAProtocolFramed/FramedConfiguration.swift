@@ -18,10 +18,15 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
     public static let imageVersionParameter = ProtocolParameter<UInt32>.integer(
         "image-version", summary: "version number in the session identity", default: 0, in: 0...UInt32.max
     )
+    /// `version`: the highest protocol version offered at BEGIN.
+    public static let versionParameter = ProtocolParameter<UInt8>.integer(
+        "version", summary: "highest protocol version offered (2: compact chunks; 1: offset and CRC per chunk)", default: 2, in: 1...2
+    )
     /// Every parameter the framed protocol reads, in the order `ota protocols` lists them: its
     /// own, then its GATT profile's.
     public static let parameters =
-        [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec] + FramedGATTProfile.parameters
+        [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec, versionParameter.spec]
+        + FramedGATTProfile.parameters
     /// `framed`, for the message about an undeclared parameter.
     public static var protocolName: String { FramedProtocol.name }
 
@@ -36,10 +41,14 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
     /// The image version in the session identity. Default 0.
     public var imageVersion = Self.imageVersionParameter.defaultValue
 
+    /// The highest protocol version BEGIN offers; a version-1 device is then asked again in
+    /// version 1. Default 2.
+    public var version = Self.versionParameter.defaultValue
+
     /// The defaults.
     public init() {}
 
-    /// Reads `batch`, `window`, `ack-timeout-ms`, `image-version` and the profile's UUIDs.
+    /// Reads `batch`, `window`, `ack-timeout-ms`, `image-version`, `version` and the profile's UUIDs.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a value out of range.
     public init(reading reader: ProtocolParameterReader) throws(OTAError) {
@@ -48,5 +57,6 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
         windowBatches = try reader.value(Self.windowParameter)
         ackTimeout = try reader.value(Self.ackTimeoutParameter)
         imageVersion = try reader.value(Self.imageVersionParameter)
+        version = try reader.value(Self.versionParameter)
     }
 }

@@ -16,8 +16,11 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
 
     private var profile: FramedGATTProfile { configuration.profile }
 
-    /// Each data write carries a ``FramedChunk`` header; written without response.
-    public var dataWrites: DataWriteShape { DataWriteShape(headerLength: FramedChunk.headerLength) }
+    /// Each data write carries a ``FramedChunk`` header (2 bytes in version 2, 8 in version 1);
+    /// written without response.
+    public var dataWrites: DataWriteShape {
+        DataWriteShape(headerLength: configuration.version >= FramedCommand.compactVersion ? FramedChunk.compactHeaderLength : FramedChunk.headerLength)
+    }
 
     /// Data, Control and Status, with the properties the protocol uses.
     public var requirements: [CharacteristicRequirement] {
@@ -65,7 +68,8 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         context: UpdateContext
     ) async throws(OTAError) -> UpdateOutcome {
         var session = FramedSession(
-            image: image, identity: try identity(of: image), batch: UInt16(configuration.batch), knownStatus: point?.checkpoint
+            image: image, identity: try identity(of: image), batch: UInt16(configuration.batch), knownStatus: point?.checkpoint,
+            version: configuration.version
         )
         let control = profile.control
         return try await context.withNotifications(from: control) { (inbox) throws(OTAError) -> UpdateOutcome in
@@ -87,7 +91,7 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
                     context.rewound(to: offset)
                     action = session.positioned()
                 case .transfer(let offset, let batch):
-                    try await transfer(image, from: offset, batch: batch, inbox: inbox, context: context)
+                    try await transfer(image, from: offset, batch: batch, version: session.version, inbox: inbox, context: context)
                     action = session.transferFinished()
                 case .commit:
                     context.enter(.verifying)
@@ -152,21 +156,28 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         _ image: FirmwareImage,
         from offset: Int,
         batch: Int,
+        version: UInt8,
         inbox: NotificationInbox,
         context: UpdateContext
     ) async throws(OTAError) {
         let plan = context.chunkPlan
+        // The plan leaves room for the header offered; after a fallback to version 1 it is longer.
+        let header = version == FramedCommand.compactVersion ? FramedChunk.compactHeaderLength : FramedChunk.headerLength
+        let payloadSize = plan.payloadSize + dataWrites.headerLength - header
+        guard payloadSize > (version == FramedCommand.compactVersion ? FramedChunk.batchCheckLength : 0) else {
+            throw OTAError(.invalidParameter, "the link's writes of \(plan.payloadSize + dataWrites.headerLength) bytes are too short for framed version \(version) chunks")
+        }
         let configuration = self.configuration
         let data = profile.data
         context.enter(.transferring)
         let window = try await context.withStallWatchdog { () async throws -> FramedTransferWindow in
             var window = FramedTransferWindow(
-                image: image, payloadSize: plan.payloadSize, batch: batch,
-                windowBatches: configuration.windowBatches, startingAt: offset
+                image: image, payloadSize: payloadSize, batch: batch,
+                windowBatches: configuration.windowBatches, startingAt: offset, version: version
             )
             while !window.isComplete {
-                while let chunk = window.nextChunk() {
-                    try await context.writeData(FramedChunk.encode(offset: chunk.lowerBound, payload: image[chunk]), to: data, covering: chunk)
+                while let (chunk, bytes) = window.nextWrite() {
+                    try await context.writeData(bytes, to: data, covering: chunk)
                 }
                 let outcome = try await Self.awaitAcknowledgement(&window, inbox: inbox, context: context, timeout: configuration.ackTimeout)
                 context.acknowledged(total: window.acknowledged)
@@ -175,7 +186,9 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
             return window
         }
         if window.naks + window.timeouts > 0 {
-            context.note("transfer recovered from \(window.naks) NAK(s) and \(window.timeouts) timeout(s)")
+            context.note(
+                "transfer recovered from \(window.naks) NAK(s) and \(window.timeouts) timeout(s); the window went down to \(window.smallestWindowBatches) of \(window.maximumWindowBatches) batches and ended at \(window.windowBatches)"
+            )
         }
     }
 
