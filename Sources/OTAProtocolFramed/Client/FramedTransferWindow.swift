@@ -113,8 +113,9 @@ public struct FramedTransferWindow: Sendable {
     /// Most bytes sent but not acknowledged, under the current window. Version 2 also keeps
     /// fewer chunks in flight than the sequence numbers can tell apart.
     public var windowBytes: Int {
-        let chunks = windowBatches * batch
-        return (isCompact ? min(chunks, Int(FramedChunk.sequenceHorizon) - 1) : chunks) * payloadSize
+        guard isCompact else { return windowBatches * batch * payloadSize }
+        let batches = min(windowBatches, (Int(FramedChunk.sequenceHorizon) - 1) / batch)
+        return max(1, batches) * (batch * payloadSize - FramedChunk.batchCheckLength)
     }
 
     /// The next chunk to send, or `nil` when the window is full or everything is sent.
