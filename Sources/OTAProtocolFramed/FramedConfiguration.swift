@@ -9,7 +9,9 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
         "batch", summary: "chunks per acknowledgement the app asks for", default: 16, in: 1...1024
     )
     /// `window`: batches in flight.
-    public static let windowParameter = ProtocolParameter.integer("window", summary: "batches in flight", default: 3, in: 2...64)
+    public static let windowParameter = ProtocolParameter.integer(
+        "window", summary: "most batches in flight (halves on each loss, grows back by one per clean ACK)", default: 3, in: 2...64
+    )
     /// `ack-timeout-ms`: silence before rewinding.
     public static let ackTimeoutParameter = ProtocolParameter.duration(
         "ack-timeout-ms", summary: "silence before resending from the last ACK", default: .seconds(2), milliseconds: 50...60_000

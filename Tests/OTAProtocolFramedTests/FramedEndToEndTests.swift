@@ -53,6 +53,27 @@ import Testing
         #expect(!v1.notes.contains { $0.contains("refused framed protocol version") })
     }
 
+    /// COMMIT goes right behind the last chunk. When that chunk is lost, the device answers
+    /// "incomplete" (no NAK: nothing came after the gap); the client resends from the last ACK
+    /// and commits again, instead of idling into the ACK timeout.
+    @Test(arguments: FramedDeviceKind.allCases)
+    func aLostLastChunkIsResentWhenTheEarlyCommitFindsItMissing(kind: FramedDeviceKind) async throws {
+        let image = try UpdateHarness.image(size: 10_000)
+        let clean = kind.harness()
+        _ = try await clean.update(image, using: Self.client).result.get()
+        let lastWrite = clean.device.dataWritesArrived - 1
+        let harness = kind.harness()
+        var faults = LinkFaults()
+        faults.dropWrites = [lastWrite]
+        harness.device.faults = faults
+        let outcome = try await harness.update(image, using: Self.client)
+        _ = try outcome.result.get()
+        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(outcome.notes.contains { $0.hasSuffix("again (COMMIT found the image incomplete)") })
+        #expect(!outcome.notes.contains { $0.hasPrefix("no acknowledgement") })
+        #expect(outcome.states == [.connecting, .negotiating, .transferring, .verifying, .completed])
+    }
+
     @Test(arguments: FramedDeviceKind.allCases)
     func corruptDuplicateReorderedAndMissingChunksAreRecovered(kind: FramedDeviceKind) async throws {
         let harness = kind.harness()

@@ -163,9 +163,14 @@ public struct FramedSession: Sendable {
         return .transfer(from: offset, batch: deviceBatch)
     }
 
-    /// The transfer window reported every byte acknowledged.
-    public mutating func transferFinished() -> Action {
+    /// The transfer window reported every byte acknowledged. `commitSent`: the transfer already
+    /// wrote COMMIT right behind the last chunk, so only its reply is awaited.
+    public mutating func transferFinished(commitSent: Bool = false) -> Action {
         guard state == .transferring else { return outOfOrder("transferFinished()") }
+        guard !commitSent else {
+            state = .awaitingCommit
+            return .awaitNotification(awaiting: "COMMIT reply", verdict: true)
+        }
         state = .committing
         return .commit
     }
