@@ -249,11 +249,8 @@ enum CampaignRun {
             }
         case .window(let batches, let batch):
             let window = batches * batch * report.chunkSize
-            // A COMMIT sent behind the last chunk that finds the end missing rewinds like a
-            // timeout would have: the last bytes never arrived.
-            let incompleteCommits = notes.filter { $0.hasSuffix("(COMMIT found the image incomplete)") }.count
-            let naks = notes.filter { $0.hasPrefix("device asked for byte") }.count - incompleteCommits
-            let timeouts = notes.filter { $0.hasPrefix("no acknowledgement for") }.count + incompleteCommits
+            let naks = notes.filter { $0.hasPrefix("device asked for byte") }.count
+            let timeouts = notes.filter { $0.hasPrefix("no acknowledgement for") }.count
             let rewinds = naks + timeouts
             // Only a damaged write makes the device NAK; only a link that stops carrying data
             // (a stall, a dying link) or a damaged write leaves the ACKs silent.

@@ -167,12 +167,9 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
     /// ACK first.
     private enum EarlyCommit {
         case notSent
-        /// Sent; `rewound`: a NAK or a timeout has rewound the window since, so an "incomplete"
-        /// reply needs no second rewind for the same loss.
-        case sent(rewound: Bool)
+        case sent
         /// An early COMMIT found the image incomplete: the rest of this transfer commits only
-        /// after the last ACK (a link whose data path died would otherwise spin through
-        /// incomplete COMMITs).
+        /// after the last ACK.
         case refused
         /// The device answered it before the window saw every byte acknowledged (it reports the
         /// verdict itself, as when it found the image already verified).
@@ -180,11 +177,6 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
 
         var awaitsReply: Bool {
             if case .sent = self { true } else { false }
-        }
-
-        /// Notes that the window rewound.
-        mutating func rewound() {
-            if case .sent = self { self = .sent(rewound: true) }
         }
     }
 
@@ -221,7 +213,7 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
                 }
                 if window.sent == window.size, case .notSent = commit {
                     try await context.write(FramedCommand.commit.encoded, to: control, kind: .withResponse, purpose: "COMMIT")
-                    commit = .sent(rewound: false)
+                    commit = .sent
                 }
                 let outcome = try await Self.awaitAcknowledgement(
                     &window, commit: &commit, inbox: inbox, context: context, timeout: configuration.ackTimeout
@@ -256,7 +248,6 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         } catch {
             guard error.code == .timeout else { throw error }
             let outcome = window.timedOut()
-            commit.rewound()
             context.note("no acknowledgement for \(timeout.humanReadable); resending from byte \(window.acknowledged)")
             context.rewound(to: window.sent)
             return outcome
@@ -265,19 +256,17 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         case .ack(let offset, let crc):
             return window.receiveACK(offset: Int(offset), runningCRC: crc)
         case .commitReply(.incomplete) where commit.awaitsReply:
-            defer { commit = .refused }
-            // After a NAK the resend is under way already; otherwise the end was lost unseen.
-            guard case .sent(rewound: false) = commit else { return .proceed }
-            let outcome = window.commitFoundIncomplete()
-            context.note("device asked for byte \(window.acknowledged) again (COMMIT found the image incomplete)")
-            context.rewound(to: window.sent)
-            return outcome
+            // The end was lost with nothing after it to show a gap (or a NAK's resend is under
+            // way). Not rewound here: on a link whose data path died that would resend a window
+            // into it; the ACK timeout rewinds, as without the early COMMIT.
+            commit = .refused
+            context.note("COMMIT found the image incomplete; committing again after the last ACK")
+            return .proceed
         case .commitReply where commit.awaitsReply:
             commit = .answered(value)
             return .proceed
         case .nak(let reason, let offset, let crc):
             let outcome = window.receiveNAK(reason, offset: Int(offset), runningCRC: crc)
-            commit.rewound()
             context.note("device asked for byte \(offset) again (\(reason))")
             context.rewound(to: window.sent)
             return outcome

@@ -230,16 +230,6 @@ public struct FramedTransferWindow: Sendable {
         return .proceed
     }
 
-    /// COMMIT, sent right behind the last chunk, found bytes missing (the end of the image was
-    /// lost): resend from the last ACK.
-    public mutating func commitFoundIncomplete() -> Outcome {
-        naks += 1
-        sent = acknowledged
-        sentIndex = acknowledgedIndex
-        shrink()
-        return .proceed
-    }
-
     /// A loss: halve the batches in flight, to at least one.
     private mutating func shrink() {
         windowBatches = max(1, windowBatches / 2)
