@@ -234,7 +234,8 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
 
     /// Waits for an ACK or a NAK and feeds it to the window; a silence counts as a timeout. With
     /// COMMIT sent, its reply may come too: "incomplete" means bytes went missing at the end
-    /// (rewind to the last ACK, COMMIT again later); any other reply is the verdict.
+    /// (the ACK timeout resends them; COMMIT goes again after the last ACK); any other reply is
+    /// the verdict.
     private static func awaitAcknowledgement(
         _ window: inout FramedTransferWindow,
         commit: inout EarlyCommit,
