@@ -9,7 +9,9 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
         "batch", summary: "chunks per acknowledgement the app asks for", default: 16, in: 1...1024
     )
     /// `window`: batches in flight.
-    public static let windowParameter = ProtocolParameter.integer("window", summary: "batches in flight", default: 3, in: 2...64)
+    public static let windowParameter = ProtocolParameter.integer(
+        "window", summary: "most batches in flight (halves on each loss, grows back by one per clean ACK)", default: 3, in: 2...64
+    )
     /// `ack-timeout-ms`: silence before rewinding.
     public static let ackTimeoutParameter = ProtocolParameter.duration(
         "ack-timeout-ms", summary: "silence before resending from the last ACK", default: .seconds(2), milliseconds: 50...60_000
@@ -18,10 +20,15 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
     public static let imageVersionParameter = ProtocolParameter<UInt32>.integer(
         "image-version", summary: "version number in the session identity", default: 0, in: 0...UInt32.max
     )
+    /// `version`: the highest protocol version offered at BEGIN.
+    public static let versionParameter = ProtocolParameter<UInt8>.integer(
+        "version", summary: "highest protocol version offered (2: compact chunks; 1: offset and CRC per chunk)", default: 2, in: 1...2
+    )
     /// Every parameter the framed protocol reads, in the order `ota protocols` lists them: its
     /// own, then its GATT profile's.
     public static let parameters =
-        [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec] + FramedGATTProfile.parameters
+        [batchParameter.spec, windowParameter.spec, ackTimeoutParameter.spec, imageVersionParameter.spec, versionParameter.spec]
+        + FramedGATTProfile.parameters
     /// `framed`, for the message about an undeclared parameter.
     public static var protocolName: String { FramedProtocol.name }
 
@@ -36,10 +43,14 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
     /// The image version in the session identity. Default 0.
     public var imageVersion = Self.imageVersionParameter.defaultValue
 
+    /// The highest protocol version BEGIN offers; a version-1 device is then asked again in
+    /// version 1. Default 2.
+    public var version = Self.versionParameter.defaultValue
+
     /// The defaults.
     public init() {}
 
-    /// Reads `batch`, `window`, `ack-timeout-ms`, `image-version` and the profile's UUIDs.
+    /// Reads `batch`, `window`, `ack-timeout-ms`, `image-version`, `version` and the profile's UUIDs.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a value out of range.
     public init(reading reader: ProtocolParameterReader) throws(OTAError) {
@@ -48,5 +59,6 @@ public struct FramedConfiguration: ProtocolConfiguration, Hashable {
         windowBatches = try reader.value(Self.windowParameter)
         ackTimeout = try reader.value(Self.ackTimeoutParameter)
         imageVersion = try reader.value(Self.imageVersionParameter)
+        version = try reader.value(Self.versionParameter)
     }
 }

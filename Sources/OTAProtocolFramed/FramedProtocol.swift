@@ -1,8 +1,9 @@
 import Foundation
 import OTACore
 
-/// The framed resumable protocol: per-chunk offset and CRC-32, per-batch ACKs, resume after any
-/// disconnect (see docs/protocols/framed.md).
+/// The framed resumable protocol: a sequence number per chunk and a CRC-32 per batch (version 2;
+/// offset and CRC-32 per chunk in version 1), per-batch ACKs, resume after any disconnect (see
+/// docs/protocols/framed.md).
 public enum FramedProtocol {
     /// The name users select it by.
     public static let name = "framed"
@@ -10,7 +11,7 @@ public enum FramedProtocol {
     /// The protocol's registry entry.
     public static let descriptor = ProtocolDescriptor(
         name: name,
-        summary: "Framed chunks (offset + CRC-32), per-batch ACKs, resumes after any disconnect or reboot",
+        summary: "Framed chunks (sequence number, CRC-32 per batch), per-batch ACKs, resumes after any disconnect or reboot",
         parameters: FramedConfiguration.parameters,
         makeClient: { (parameters) throws(OTAError) in
             FramedClient(configuration: try FramedConfiguration(parameters: parameters))
@@ -18,6 +19,8 @@ public enum FramedProtocol {
         makeDeviceModel: { (parameters) throws(OTAError) in
             FramedDeviceModel(profile: try FramedConfiguration(parameters: parameters).profile)
         },
+        // The benchmark measures version 2 (the default) and version 1 side by side.
+        parameterVariants: [[:], [FramedConfiguration.versionParameter.spec.name: "1"]],
         defaultFamily: .init(
             name: "framed-ota",
             summary: "Firmware with the framed resumable OTA service",

@@ -135,7 +135,7 @@ import Testing
         let abort = await Self.run(["abort", "--device", "fake:bolt-lock", "--sim-state", state.path], journal)
         #expect(abort.code == 0, "\(abort.streams.standardError)")
         // The fake reaches its device through the simulator, whose connector names it.
-        #expect(abort.streams.standardOutput == "aborted the update in progress on sim:bolt-lock (it held 56640 of 100000 bytes)\n")
+        #expect(abort.streams.standardOutput == "aborted the update in progress on sim:bolt-lock (it held 58020 of 100000 bytes)\n")
         #expect(journal.all.suffix(2) == ["device fake:bolt-lock", "session framed 0 bytes"])
         // The aborted device starts over: the whole image is sent again.
         let again = await Self.run(["update", image.path, "--device", "fake:bolt-lock", "--sim-state", state.path, "--json"], journal)

@@ -140,7 +140,7 @@ struct CampaignProtocol: Sendable {
     static let framed = CampaignProtocol(
         name: "framed",
         links: [.small(.esp32MTU23), .small(.esp32MTU185), .small(.esp32S3MTU244OneM), .small(.nrf52840, mtu: 100)],
-        headerLength: FramedChunk.headerLength,
+        headerLength: FramedChunk.compactHeaderLength,  // version 2; batch ends carry 4 bytes more
         makeModel: { _ in FramedDeviceModel() },
         makeClient: { FramedClient() },
         installed: { ($0 as? FramedDeviceModel)?.sessionState == .installed },

@@ -4,16 +4,19 @@ import OTATestSupport
 import OTATransportSimulator
 import Testing
 
-/// The device implementations every end-to-end test runs against: the Swift device model and
-/// the portable C reference firmware.
+/// The device implementations every end-to-end test runs against: the Swift device model, the
+/// portable C reference firmware (both speak version 2), and the Swift model as a version-1-only
+/// device, which the client must fall back for.
 enum FramedDeviceKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case swift
     case c
+    case swiftVersion1 = "swift-v1"
 
     func makeModel() -> any DeviceModel {
         switch self {
         case .swift: FramedDeviceModel()
         case .c: FramedReferenceDevice()
+        case .swiftVersion1: FramedDeviceModel(highestVersion: 1)
         }
     }
 

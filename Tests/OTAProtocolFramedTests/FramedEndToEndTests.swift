@@ -21,7 +21,58 @@ import Testing
         let report = try outcome.result.get()
         #expect(harness.flashContents(size) == image.bytes)
         #expect(report.bytesSent == size)
-        #expect(report.chunkSize == profile.link.deviceMaximumMTU - 3 - FramedChunk.headerLength)
+        #expect(report.chunkSize == profile.link.deviceMaximumMTU - 3 - FramedChunk.compactHeaderLength)
+        #expect(outcome.states == [.connecting, .negotiating, .transferring, .verifying, .completed])
+    }
+
+    /// A version-1 device refuses BEGIN for version 2 (status 06); the client asks again in
+    /// version 1 and the update completes. A client told to speak version 1 does so with any device.
+    @Test(arguments: FramedDeviceKind.allCases)
+    func versionOneIsNegotiatedWithVersionOneDevicesOrOnRequest(kind: FramedDeviceKind) async throws {
+        let image = try UpdateHarness.image(size: 50_000)
+        let harness = kind.harness(.esp32MTU23)
+        let outcome = try await harness.update(image, using: Self.client)
+        _ = try outcome.result.get()
+        #expect(harness.flashContents(image.count) == image.bytes)
+        let fellBack = outcome.notes.contains { $0 == "device refused framed protocol version 2 (status 0x06, invalid parameter); using version 1" }
+        #expect(fellBack == (kind == .swiftVersion1))
+        // Version 1 carries 12 payload bytes per 20-byte write, version 2 18 (14 in a batch's last).
+        let writes = harness.device.dataWritesArrived
+        if kind == .swiftVersion1 {
+            #expect(writes >= 50_000 / 12)
+        } else {
+            #expect(writes < 50_000 / 12 && writes >= 50_000 / 18)
+        }
+
+        var configuration = FramedConfiguration()
+        configuration.version = 1
+        let v1Harness = kind.harness(.esp32MTU23)
+        let v1 = try await v1Harness.update(image, using: FramedClient(configuration: configuration))
+        _ = try v1.result.get()
+        #expect(v1Harness.flashContents(image.count) == image.bytes)
+        #expect(!v1.notes.contains { $0.contains("refused framed protocol version") })
+    }
+
+    /// COMMIT goes right behind the last chunk. When that chunk is lost, the device answers
+    /// "incomplete" (no NAK: nothing came after the gap); the ACK timeout resends from the last
+    /// ACK, and COMMIT goes again after the last ACK.
+    @Test(arguments: FramedDeviceKind.allCases)
+    func aLostLastChunkIsResentAndCommittedAgain(kind: FramedDeviceKind) async throws {
+        let image = try UpdateHarness.image(size: 10_000)
+        let clean = kind.harness()
+        let cleanRun = try await clean.update(image, using: Self.client)
+        _ = try cleanRun.result.get()
+        #expect(!cleanRun.notes.contains { $0.hasPrefix("COMMIT found the image incomplete") })
+        let lastWrite = clean.device.dataWritesArrived - 1
+        let harness = kind.harness()
+        var faults = LinkFaults()
+        faults.dropWrites = [lastWrite]
+        harness.device.faults = faults
+        let outcome = try await harness.update(image, using: Self.client)
+        _ = try outcome.result.get()
+        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(outcome.notes.contains("COMMIT found the image incomplete; committing again after the last ACK"))
+        #expect(outcome.notes.contains { $0.hasPrefix("no acknowledgement for") })
         #expect(outcome.states == [.connecting, .negotiating, .transferring, .verifying, .completed])
     }
 

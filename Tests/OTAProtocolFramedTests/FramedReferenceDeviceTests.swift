@@ -75,7 +75,7 @@ import Testing
     @Test func beginWithInvalidParametersIsRefused() {
         let bench = Bench()
         let invalid: [UInt8] = [0x90, 0x06, 0x00] + le32(0) + le16(0)
-        #expect(bench.control([0x10, 0x02] + le32(100) + le32(1) + le32(0) + le16(4)).replies == [invalid])  // version 2
+        #expect(bench.control([0x10, 0x03] + le32(100) + le32(1) + le32(0) + le16(4)).replies == [invalid])  // version 3
         #expect(bench.begin(size: 0, crc: 1, version: 0, batch: 4) == invalid)
         #expect(bench.begin(size: 100, crc: 1, version: 0, batch: 0) == invalid)
         #expect(bench.status()[1] == 0x00)
@@ -489,6 +489,113 @@ import Testing
         #expect(sessions > 1)
         #expect(bench.device.counters.naks > 0)
     }
+
+    // MARK: - Version 2 (compact chunks)
+
+    /// Version 2 at MTU 23: 18 payload bytes per 20-byte write, 14 in a batch's last chunk, ACKs
+    /// only after the batch check matched.
+    @Test func compactChunksAreAckedAfterEachBatchCheck() {
+        let bench = Bench(sectors: 8)
+        let image = makeImage(1000, seed: 21)
+        #expect(bench.begin(image, batch: 4, protocolVersion: 2) == [0x90, 0x00, 0x01] + le32(0) + le16(4))
+        var offset = 0
+        var sequence = 0
+        var acks = 0
+        while offset < image.count {
+            let (write, end, batchEnd) = compactChunk(image, at: offset, sequence: sequence, payload: 18, batch: 4)
+            let notifications = bench.data(write)
+            #expect(notifications == (batchEnd ? [ack(image, end)] : []), "chunk \(sequence)")
+            acks += batchEnd ? 1 : 0
+            offset = end
+            sequence += 1
+        }
+        #expect(bench.flash.bytes(0..<1000) == image)
+        #expect(bench.device.counters.acks == acks)
+        #expect(bench.status() == [0x01, 0x02] + le32(1000) + le32(crc(image)) + le32(1000) + le32(crc(image)) + le32(7) + le16(16))
+        #expect(bench.control([0x11]) == (.success, [[0x91, 0x00]]))
+    }
+
+    /// A corrupt payload has no CRC of its own in version 2: the batch check catches it, the
+    /// device goes back to its last ACK (repairing the flash it programmed since), and the
+    /// resent batch lands byte-identical on NOR flash.
+    @Test func compactCorruptionIsCaughtByTheBatchCheckAndResent() {
+        let bench = Bench(sectors: 8, sectorSize: 256)
+        let image = makeImage(600, seed: 22)
+        _ = bench.begin(image, batch: 4, protocolVersion: 2)
+        var offset = 0
+        for sequence in 0..<4 {
+            let next = compactChunk(image, at: offset, sequence: sequence, payload: 18, batch: 4)
+            #expect(bench.data(next.write) == (next.batchEnd ? [ack(image, next.end)] : []))
+            offset = next.end
+        }
+        let acked = 68  // 3 × 18 + 14
+        #expect(offset == acked)
+        var chunks: [(write: [UInt8], end: Int, batchEnd: Bool)] = []
+        var position = acked
+        for sequence in 4..<12 {
+            let next = compactChunk(image, at: position, sequence: sequence, payload: 18, batch: 4)
+            chunks.append(next)
+            position = next.end
+        }
+        var corrupt = chunks[1].write
+        corrupt[5] ^= 0x40  // a payload byte; the tag and the sequence are intact
+        #expect(bench.data(chunks[0].write).isEmpty)
+        #expect(bench.data(corrupt).isEmpty)  // nothing to see yet
+        #expect(bench.data(chunks[2].write).isEmpty)
+        #expect(bench.data(chunks[3].write) == [nak(1, image, acked)])  // the check failed: back to 68
+        #expect(bench.data(chunks[4].write).isEmpty)  // in flight behind it: a gap, NAK outstanding
+        for chunk in chunks { _ = bench.data(chunk.write) }
+        #expect(bench.status()[2..<6] == le32(chunks[7].end)[...])
+        #expect(bench.flash.bytes(0..<chunks[7].end) == Array(image[0..<chunks[7].end]))
+    }
+
+    @Test func compactGapIsNAKedOnceAndDuplicatesAreSilent() {
+        let bench = Bench()
+        let image = makeImage(400, seed: 23)
+        _ = bench.begin(image, batch: 4, protocolVersion: 2)
+        let c0 = compactChunk(image, at: 0, sequence: 0, payload: 18, batch: 4)
+        let c1 = compactChunk(image, at: c0.end, sequence: 1, payload: 18, batch: 4)
+        let c2 = compactChunk(image, at: c1.end, sequence: 2, payload: 18, batch: 4)
+        let c3 = compactChunk(image, at: c2.end, sequence: 3, payload: 18, batch: 4)
+        #expect(bench.data(c0.write).isEmpty)
+        #expect(bench.data(c2.write) == [nak(2, image, c0.end)])  // chunk 1 lost
+        #expect(bench.data(c3.write).isEmpty)  // one NAK per gap
+        #expect(bench.data(c0.write).isEmpty)  // a duplicate: silent
+        #expect(bench.data(c1.write).isEmpty)
+        #expect(bench.data(c2.write).isEmpty)
+        #expect(bench.data(c3.write) == [ack(image, c3.end)])
+        #expect(bench.device.counters.naks == 1)
+        // The last chunk of the image must carry the batch check.
+        let short = makeImage(10, seed: 24)
+        _ = bench.begin(short, batch: 4, protocolVersion: 2)
+        #expect(bench.data([0x00, 0x00] + short) == [nak(1, short, 0)])
+    }
+
+    /// Bytes past the last batch check are not trusted across a reconnection: BEGIN continues
+    /// from the check, and numbering restarts at 0 there.
+    @Test func compactBeginDropsTheUncheckedTail() {
+        let bench = Bench(sectors: 8, sectorSize: 256)
+        let image = makeImage(600, seed: 25)
+        _ = bench.begin(image, batch: 4, protocolVersion: 2)
+        var position = 0
+        for sequence in 0..<6 {
+            let next = compactChunk(image, at: position, sequence: sequence, payload: 18, batch: 4)
+            _ = bench.data(next.write)
+            position = next.end
+        }
+        bench.device.disconnected()
+        #expect(bench.begin(image, batch: 4, protocolVersion: 2) == [0x90, 0x00, 0x01] + le32(68) + le16(4))
+        position = 68
+        var sequence = 0
+        while position < image.count {
+            let next = compactChunk(image, at: position, sequence: sequence, payload: 18, batch: 4)
+            _ = bench.data(next.write)
+            position = next.end
+            sequence += 1
+        }
+        #expect(bench.control([0x11]) == (.success, [[0x91, 0x00]]))
+        #expect(bench.flash.bytes(0..<600) == image)
+    }
 }
 
 // MARK: - Bench
@@ -553,6 +660,16 @@ private final class Bench: Sendable {
     /// BEGIN for `image` as version 7.
     func begin(_ image: [UInt8], batch: UInt16) -> [UInt8]? {
         begin(size: UInt32(image.count), crc: crc(image), version: 7, batch: batch)
+    }
+
+    /// BEGIN for `image` as version 7, in protocol version `protocolVersion`.
+    func begin(_ image: [UInt8], batch: UInt16, protocolVersion: UInt8) -> [UInt8]? {
+        var command = beginCommand(size: UInt32(image.count), crc: crc(image), version: 7, batch: batch)
+        command[1] = protocolVersion
+        let (att, replies) = control(command)
+        #expect(att == .success)
+        #expect(replies.count == 1)
+        return replies.first
     }
 
     /// Streams `image[from..<through]` in order (after a BEGIN unless told not to), checking that
@@ -710,6 +827,16 @@ private func beginCommand(size: UInt32, crc: UInt32, version: UInt32, batch: UIn
 private func chunk(_ image: [UInt8], at offset: Int, length: Int) -> [UInt8] {
     let payload = Array(image[offset..<(offset + length)])
     return le32(offset) + le32(crc(payload)) + payload
+}
+
+/// Version-2 chunk `sequence` starting at `offset`, split as the spec's client does: `payload`
+/// bytes, or 4 fewer with the batch check in every `batch`-th chunk and the one reaching the end.
+private func compactChunk(_ image: [UInt8], at offset: Int, sequence: Int, payload: Int, batch: Int) -> (write: [UInt8], end: Int, batchEnd: Bool) {
+    let remaining = image.count - offset
+    let batchEnd = (sequence + 1) % batch == 0 || remaining <= payload
+    let end = offset + (batchEnd ? min(payload - 4, remaining) : payload)
+    let tag = UInt16(sequence & 0x7FFF) | (batchEnd ? 0x8000 : 0)
+    return (le16(tag) + Array(image[offset..<end]) + (batchEnd ? le32(crc(Array(image[..<end]))) : []), end, batchEnd)
 }
 
 private func ack(_ image: [UInt8], _ offset: Int) -> [UInt8] {

@@ -50,7 +50,7 @@ import Testing
         let report = try outcome.result.get()
         #expect(harness.flashContents(size) == image.bytes)
         #expect(report.bytesSent == size)
-        #expect(report.chunkSize == profile.link.deviceMaximumMTU - 3 - FramedChunk.headerLength)
+        #expect(report.chunkSize == profile.link.deviceMaximumMTU - 3 - FramedChunk.compactHeaderLength)
         #expect(outcome.states == [.connecting, .negotiating, .transferring, .verifying, .completed])
         #expect(harness.peripheral.writesDropped == 0)
     }

@@ -1,5 +1,5 @@
 /*
- * framed_ota_device.c: device side of the "framed" OTA protocol, version 1.
+ * framed_ota_device.c: device side of the "framed" OTA protocol, versions 1 and 2.
  *
  * The reference implementation of docs/protocols/framed.md. Read the spec first; this file
  * follows its sections in order: helpers, journal (Persistence), data flash, chunks (Data
@@ -7,7 +7,8 @@
  *
  * Invariants kept throughout:
  *   - expected <= image_size, and running_crc is the CRC-32 of image bytes [0, expected) as
- *     received (verified chunk by chunk);
+ *     received (version 1: verified chunk by chunk; version 2: verified up to durable_offset by
+ *     the batch checks, the rest dropped at the next BEGIN or a failed check);
  *   - durable_offset <= expected: the last journal record; an ACK is sent only after the
  *     record for its offset is in flash, so an ACK is never ahead of the journal;
  *   - when erased_known, [expected, erased_end) is erased flash, erased_end is sector-aligned
@@ -431,6 +432,9 @@ static void acknowledge(framed_ota_device *d)
 
 /* ---- Data chunks (spec: Data chunks) -------------------------------------------------------- */
 
+/* Version 2 chunks, below. */
+static void receive_compact(framed_ota_device *d, const uint8_t *data, uint16_t length);
+
 /** Stores `length` bytes (1 or more) that belong at `expected`, and ACKs when due. */
 static void accept(framed_ota_device *d, const uint8_t *payload, uint32_t length)
 {
@@ -465,6 +469,10 @@ void framed_ota_data_write(framed_ota_device *d, const uint8_t *data, uint16_t l
      * duplicates are dropped quietly. */
     if (d->state != FRAMED_OTA_STATE_RECEIVING && d->state != FRAMED_OTA_STATE_COMPLETE) {
         send_nak(d, FRAMED_OTA_NAK_NO_SESSION);
+        return;
+    }
+    if (d->version == FRAMED_OTA_PROTOCOL_VERSION_COMPACT) {
+        receive_compact(d, data, length);
         return;
     }
     /* A chunk needs its header and at least one payload byte. A shorter write cannot be placed;
@@ -503,6 +511,94 @@ void framed_ota_data_write(framed_ota_device *d, const uint8_t *data, uint16_t l
     }
 }
 
+/* ---- Version-2 chunks (spec: Data chunks, version 2) ----------------------------------------- */
+
+/**
+ * Forgets what arrived after the last batch check: back to durable_offset, whose sequence number
+ * was kept with it. The flash after it holds programmed bytes, so nothing beyond it counts as
+ * erased until repair_tail has looked (it runs before the next write, or at BEGIN).
+ */
+static void roll_back(framed_ota_device *d)
+{
+    d->expected = d->durable_offset;
+    d->running_crc = d->durable_crc;
+    d->expected_sequence = d->durable_sequence;
+    d->chunks_since_ack = 0;
+    d->erased_known = false;
+    d->erased_end = d->expected;
+}
+
+static void receive_compact(framed_ota_device *d, const uint8_t *data, uint16_t length)
+{
+    uint16_t tag, sequence, distance;
+    uint32_t payload_length, end;
+    bool batch_end;
+    const uint8_t *payload = data + FRAMED_OTA_COMPACT_HEADER_LENGTH;
+
+    if (data == NULL || length <= FRAMED_OTA_COMPACT_HEADER_LENGTH) {
+        send_nak(d, FRAMED_OTA_NAK_CRC);
+        return;
+    }
+    tag = get_u16(data);
+    batch_end = (tag & FRAMED_OTA_TAG_BATCH_END) != 0;
+    sequence = (uint16_t)(tag & FRAMED_OTA_TAG_SEQUENCE_MASK);
+    payload_length = (uint32_t)length - FRAMED_OTA_COMPACT_HEADER_LENGTH;
+    if (batch_end) {
+        if (payload_length <= FRAMED_OTA_BATCH_CHECK_LENGTH) {
+            send_nak(d, FRAMED_OTA_NAK_CRC);
+            return;
+        }
+        payload_length -= FRAMED_OTA_BATCH_CHECK_LENGTH;
+    }
+
+    distance = (uint16_t)((sequence - d->expected_sequence) & FRAMED_OTA_TAG_SEQUENCE_MASK);
+    if (distance != 0) {
+        if (distance < FRAMED_OTA_SEQUENCE_HORIZON) {
+            send_nak(d, FRAMED_OTA_NAK_GAP); /* ahead: a chunk was lost */
+        }
+        /* else behind: a duplicate, dropped silently */
+        return;
+    }
+    /* expected + payload_length > image_size, written so that it cannot wrap. */
+    if (payload_length > d->image_size - d->expected) {
+        send_nak(d, FRAMED_OTA_NAK_NO_SESSION);
+        return;
+    }
+    end = d->expected + payload_length;
+    if (end == d->image_size && !batch_end) {
+        /* The chunk that completes the image must carry the check of all of it. */
+        send_nak(d, FRAMED_OTA_NAK_CRC);
+        return;
+    }
+    if (!prepare_flash(d, end) || !flash_write(d, d->expected, payload, payload_length)) {
+        fail_transfer(d);
+        return;
+    }
+    d->running_crc = framed_ota_crc32(d->running_crc, payload, payload_length);
+    d->expected = end;
+    d->expected_sequence = (uint16_t)((d->expected_sequence + 1u) & FRAMED_OTA_TAG_SEQUENCE_MASK);
+    d->nak_outstanding = false;
+    if (!batch_end) {
+        return;
+    }
+    if (get_u32(payload + payload_length) != d->running_crc) {
+        /* Something since the last check was corrupt: back to it, and ask for it again. */
+        roll_back(d);
+        send_nak(d, FRAMED_OTA_NAK_CRC);
+        return;
+    }
+    if (d->expected == d->image_size) {
+        d->state = FRAMED_OTA_STATE_COMPLETE;
+    }
+    if (!journal_append(d, d->expected, d->running_crc)) {
+        fail_transfer(d);
+        return;
+    }
+    d->durable_sequence = d->expected_sequence;
+    d->chunks_since_ack = 0;
+    send_ack(d);
+}
+
 /* ---- Commands (spec: Commands and replies) -------------------------------------------------- */
 
 /**
@@ -510,7 +606,7 @@ void framed_ota_data_write(framed_ota_device *d, const uint8_t *data, uint16_t l
  * the BEGIN reply; the reply's state and offset are read from the device afterwards.
  */
 static uint8_t begin_session(framed_ota_device *d, uint32_t size, uint32_t crc, uint32_t version,
-                             uint16_t batch)
+                             uint16_t batch, uint8_t protocol_version)
 {
     const bool same_identity = d->image_size == size && d->image_crc == crc && d->image_version == version;
 
@@ -519,6 +615,15 @@ static uint8_t begin_session(framed_ota_device *d, uint32_t size, uint32_t crc, 
     d->batch = (uint16_t)(batch < FRAMED_OTA_MAX_BATCH ? batch : FRAMED_OTA_MAX_BATCH);
     d->chunks_since_ack = 0;
     d->nak_outstanding = false;
+    /* Version 2 bytes past the last batch check are unverified: the session continues from the
+     * check (a new session starts at 0 anyway). Then chunks are numbered from 0 at the offset this
+     * BEGIN replies with. */
+    if (d->version == FRAMED_OTA_PROTOCOL_VERSION_COMPACT && d->expected > d->durable_offset) {
+        roll_back(d);
+    }
+    d->version = protocol_version;
+    d->expected_sequence = 0;
+    d->durable_sequence = 0;
 
     if (same_identity && d->state == FRAMED_OTA_STATE_INSTALLED) {
         return FRAMED_OTA_STATUS_OK; /* already committed: nothing to do */
@@ -554,7 +659,7 @@ static uint8_t begin_session(framed_ota_device *d, uint32_t size, uint32_t crc, 
     return FRAMED_OTA_STATUS_OK;
 }
 
-/* BEGIN: 10 version:u8 size:u32 crc:u32 imageVersion:u32 batch:u16
+/* BEGIN: 10 version:u8(1 or 2) size:u32 crc:u32 imageVersion:u32 batch:u16
  * reply: 90 status:u8 state:u8 offset:u32 batch:u16 */
 static void handle_begin(framed_ota_device *d, const uint8_t *command)
 {
@@ -568,12 +673,13 @@ static void handle_begin(framed_ota_device *d, const uint8_t *command)
 
     if (!d->configured) {
         status = FRAMED_OTA_STATUS_FLASH_ERROR;
-    } else if (version != FRAMED_OTA_PROTOCOL_VERSION || size == 0 || batch == 0) {
+    } else if ((version != FRAMED_OTA_PROTOCOL_VERSION && version != FRAMED_OTA_PROTOCOL_VERSION_COMPACT) ||
+               size == 0 || batch == 0) {
         status = FRAMED_OTA_STATUS_INVALID_PARAMETER;
     } else if (size > max_image_size(d)) {
         status = FRAMED_OTA_STATUS_TOO_LARGE;
     } else {
-        status = begin_session(d, size, crc, image_version, batch);
+        status = begin_session(d, size, crc, image_version, batch, version);
     }
 
     reply[0] = FRAMED_OTA_OP_BEGIN_REPLY;

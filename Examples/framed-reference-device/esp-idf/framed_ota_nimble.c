@@ -220,8 +220,8 @@ int framed_ota_nimble_init(void)
         ESP_LOGE(TAG, "registering the GATT service failed: %d", rc);
         return rc;
     }
-    /* Ask for MTU 247: 244-byte writes carry 236 payload bytes; at MTU 23 only 12. The central
-     * still decides; the protocol works at any MTU. */
+    /* Ask for MTU 247: 244-byte writes carry 242 payload bytes (236 in version 1); at MTU 23
+     * only 18 (12). The central still decides; the protocol works at any MTU. */
     rc = ble_att_set_preferred_mtu(247);
     if (rc != 0) {
         ESP_LOGW(TAG, "ble_att_set_preferred_mtu(247): %d", rc);

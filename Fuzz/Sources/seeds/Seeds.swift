@@ -32,10 +32,11 @@ enum Seeds {
         guard let status = FramedDeviceStatus(decoding: statusBytes.data) else { fatalError("the status seed does not decode") }
         let identity = status.identity
         seeds["framed-wire"] = [
-            ("begin", FramedCommand.begin(identity, batch: 8).encoded),
+            ("begin", FramedCommand.begin(identity, batch: 8, version: FramedCommand.protocolVersion).encoded),
             ("commit", FramedCommand.commit.encoded),
             ("abort", FramedCommand.abort.encoded),
             ("chunk", FramedChunk.encode(offset: 240, payload: Data((0..<20).map { UInt8($0) }))),
+            ("compact-chunk", FramedChunk.encodeCompact(sequence: 3, payload: Data((0..<14).map { UInt8($0) }), batchCRC: 0x0D4A_1185)),
             ("begin-reply", FramedNotification.beginReply(.ok, state: .receiving, offset: 480, batch: 8).encoded),
             ("commit-reply", FramedNotification.commitReply(.crcMismatch).encoded),
             ("abort-reply", FramedNotification.abortReply(.ok).encoded),

@@ -14,6 +14,10 @@ enum BenchmarkCommand: Command {
             .init(name: "--size", valueName: "BYTES", help: "image size, e.g. 200000, 200K, 10M (decimal units); default 200K"),
             .init(name: "--seed", valueName: "N", help: "simulation seed; default 1"),
             .init(name: "--json", help: "print one JSON object per measurement"),
+            .init(
+                name: "--scale", valueName: "N",
+                help: "run N updates at once in one simulation per protocol and profile; report wall, CPU and peak RSS per update (1...10000)"
+            ),
         ],
         discussion: """
             Virtual time is the simulated link's and device's; wall and CPU time are this host's cost
@@ -22,6 +26,10 @@ enum BenchmarkCommand: Command {
             modelled link's one-way ATT goodput with the negotiated write length, so chunk headers
             count against goodput; 'headers' is their share of each write and 'notifs' the
             acknowledgements and replies the device sent (see docs/benchmarks.md).
+            With --scale N, N simulated devices of the profile each receive the image at the same
+            time, in one process and one virtual clock; the row says how many flashes hold the image
+            byte for byte ('identical'), the longest update's virtual time, and the host's wall time,
+            CPU time and peak resident memory divided by N.
             Build in release mode for meaningful host figures: swift run -c release ota benchmark
             """
     )
@@ -50,6 +58,7 @@ enum BenchmarkCommand: Command {
         let profiles: [DeviceProfile]
         let size: Int
         let seed: UInt64
+        var scale: Int?
         do {
             descriptors = try environment.registry.selected(by: arguments, command: "benchmark")
             var selectedProfiles: [DeviceProfile] = []
@@ -59,6 +68,12 @@ enum BenchmarkCommand: Command {
             profiles = selectedProfiles
             size = try parseSize(arguments.value("--size") ?? "200K")
             seed = try SimulatorOptions.seed(arguments.value("--seed") ?? "1", command: "benchmark")
+            if let text = arguments.value("--scale") {
+                guard let count = Int(text), (1...10_000).contains(count) else {
+                    throw UsageError("--scale '\(text)' is not a number of updates between 1 and 10000", command: "benchmark")
+                }
+                scale = count
+            }
         } catch {
             streams.err("ota: error: \(error)\n")
             return .usage
@@ -70,6 +85,9 @@ enum BenchmarkCommand: Command {
         } catch {
             streams.err("ota: error: \(error.message)\n")
             return .badInput
+        }
+        if let scale {
+            return await runScaled(scale, descriptors: descriptors, profiles: profiles, image: image, seed: seed, json: json, streams: streams)
         }
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
@@ -102,6 +120,117 @@ enum BenchmarkCommand: Command {
             await NordicBenchmark.report(nordic, measured: measured, profiles: profiles, image: image, seed: seed, streams: streams)
         }
         return failed ? .updateFailed : .success
+    }
+
+    // MARK: - --scale
+
+    struct ScaledMeasurement: Sendable {
+        var label: String
+        var profile: DeviceProfile
+        var count: Int
+        var identical: Int
+        var longest: Duration
+        var wall: Duration
+        var cpu: Duration
+        var peakResidentBytes: Int
+    }
+
+    private static func runScaled(
+        _ count: Int, descriptors: [ProtocolDescriptor], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool,
+        streams: any OutputStreams
+    ) async -> ExitCode {
+        let widths = [17, 20, 7, 10, 10, 12, 12, 12]
+        if !json {
+            streams.out("ota benchmark --scale \(count): \(image.count)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
+            streams.out("per update = this host's wall time, CPU time and peak resident memory of the process divided by \(count)\n\n")
+            streams.out(row(["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"], widths: widths) + "\n")
+        }
+        var failed = false
+        for descriptor in descriptors {
+            for variant in descriptor.parameterVariants {
+                for profile in profiles where image.count <= profile.slotSize {
+                    do {
+                        let m = try await measureScaled(descriptor, variant: variant, profile: profile, image: image, seed: seed, count: count)
+                        if m.identical != m.count { failed = true }
+                        if json {
+                            streams.out(
+                                JSONValue.object([
+                                    "variant": .string(m.label), "profile": .string(m.profile.name), "updates": .number(Double(m.count)),
+                                    "identical": .number(Double(m.identical)), "longestVirtualSeconds": .number(m.longest.seconds),
+                                    "wallSecondsPerUpdate": .number(m.wall.seconds / Double(m.count)),
+                                    "cpuSecondsPerUpdate": .number(m.cpu.seconds / Double(m.count)),
+                                    "peakResidentBytes": .number(Double(m.peakResidentBytes)),
+                                ]).serialized + "\n"
+                            )
+                        } else {
+                            streams.out(
+                                row(
+                                    [
+                                        m.label, m.profile.name, "\(m.count)", "\(m.identical)/\(m.count)", virtualCell(m.longest),
+                                        String(oneDecimal: m.wall.seconds * 1000 / Double(m.count)) + " ms",
+                                        String(oneDecimal: m.cpu.seconds * 1000 / Double(m.count)) + " ms",
+                                        String(oneDecimal: Double(m.peakResidentBytes) / Double(m.count) / 1000) + " kB",
+                                    ], widths: widths
+                                ) + "\n"
+                            )
+                        }
+                    } catch {
+                        failed = true
+                        streams.err("ota: error: \(label(descriptor.name, variant)) on \(profile.name), \(count) at once: \(error)\n")
+                    }
+                }
+            }
+        }
+        if !json {
+            streams.out("\npeak resident memory of the whole process: \(String(oneDecimal: Double(peakResidentBytes()) / 1_000_000)) MB\n")
+        }
+        return failed ? .updateFailed : .success
+    }
+
+    /// `count` devices of `profile` updated at once in one simulation; each flash is then
+    /// compared with the image.
+    static func measureScaled(
+        _ descriptor: ProtocolDescriptor, variant: ProtocolParameters, profile: DeviceProfile, image raw: FirmwareImage, seed: UInt64, count: Int
+    ) async throws -> ScaledMeasurement {
+        let simulation = Simulation(seed: seed)
+        var devices: [SimulatedDevice] = []
+        for _ in 0..<count {
+            devices.append(SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel(variant), simulation: simulation))
+        }
+        let client = try descriptor.makeClient(variant)
+        let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
+        let engine = UpdateEngine(clock: simulation.clock)
+        let cpuBefore = processCPUTime()
+        let wallBefore = ContinuousClock.now
+        let fleet = devices
+        let longest = try await simulation.run { () async throws -> Duration in
+            try await withThrowingTaskGroup(of: Duration.self) { group in
+                for device in fleet {
+                    group.addTask { try await engine.update(image, using: client, connector: SimulatedConnector(device: device)).protocolDuration }
+                }
+                var longest = Duration.zero
+                for try await duration in group { longest = max(longest, duration) }
+                return longest
+            }
+        }
+        let wall = ContinuousClock.now - wallBefore
+        let cpu = processCPUTime() - cpuBefore
+        let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
+        return ScaledMeasurement(
+            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: longest, wall: wall, cpu: cpu,
+            peakResidentBytes: peakResidentBytes()
+        )
+    }
+
+    /// The process's peak resident set so far, in bytes (`getrusage`; Linux reports kilobytes).
+    private static func peakResidentBytes() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #if os(Linux)
+        return Int(usage.ru_maxrss) * 1024
+        #else
+        return Int(usage.ru_maxrss)
+        #endif
     }
 
     /// "nordic-dfu prn=0".
@@ -185,7 +314,7 @@ enum BenchmarkCommand: Command {
         String(oneDecimal: duration.seconds) + " s"
     }
 
-    static func row(_ cells: [String]) -> String {
+    static func row(_ cells: [String], widths: [Int] = widths) -> String {
         zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
             .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
             .joined()

@@ -25,6 +25,13 @@ public struct CRC32: Sendable, Hashable {
         self.value = value
     }
 
+    /// Feeds more bytes of `Data` (one contiguous region: no generic iteration, no per-call
+    /// allocation, so a CRC over a small chunk costs little more than zlib's own work).
+    @inlinable
+    public mutating func update(_ bytes: Data) {
+        bytes.withUnsafeBytes { raw in update(raw) }
+    }
+
     /// Feeds more bytes.
     public mutating func update(_ bytes: some DataProtocol) {
         for region in bytes.regions {
@@ -47,6 +54,14 @@ public struct CRC32: Sendable, Hashable {
             remaining -= slice
         }
         value = UInt32(truncatingIfNeeded: crc)
+    }
+
+    /// The checksum of `bytes`.
+    @inlinable
+    public static func checksum(_ bytes: Data) -> UInt32 {
+        var crc = CRC32()
+        crc.update(bytes)
+        return crc.value
     }
 
     /// The checksum of `bytes`.

@@ -5,9 +5,10 @@ import Synchronization
 /// on whole sectors, and programming can only clear bits (writing over bytes that were not erased
 /// stores the bitwise AND of old and new, as real NOR flash does).
 ///
-/// Memory follows what was written, not the slot's size: the bytes are kept up to the highest
-/// sector ever programmed, and everything above it reads as erased, so a 12 MiB slot that
-/// received 200 KB holds 200 KB. Writes and erases work in bulk, not byte by byte.
+/// Memory follows what was written, not the slot's size: only sectors programmed since their last
+/// erase are kept, and every other sector reads as erased, so a 12 MiB slot that received 200 KB
+/// (and a journal record in its last sector) holds 200 KB and one sector. Writes and erases work
+/// in bulk, not byte by byte.
 ///
 /// It costs no time and injects no faults: ``BlueZPeripheral`` serves it as it is (a real
 /// peripheral process is as fast as it is), and the simulator's `SimulatedFlash` wraps it with
@@ -34,9 +35,9 @@ public final class NORFlash: FlashStorage, Sendable {
 
     public let capacity: Int
     public let sectorSize: Int
-    /// The slot from byte 0 up to a sector boundary at or above the highest byte programmed;
-    /// every byte above `bytes.count` is erased (`0xFF`).
-    private let bytes: Mutex<[UInt8]>
+    /// The sectors programmed since their last erase, by index; every other sector is erased
+    /// (`0xFF`).
+    private let sectors: Mutex<[Int: [UInt8]]>
 
     /// Creates an erased slot of `capacity` bytes in sectors of `sectorSize` bytes.
     ///
@@ -48,7 +49,7 @@ public final class NORFlash: FlashStorage, Sendable {
             "the capacity must be a positive whole number of \(sectorSize)-byte sectors")
         self.capacity = capacity
         self.sectorSize = sectorSize
-        bytes = Mutex([])
+        sectors = Mutex([:])
     }
 
     /// The bytes an erase of `range` resets: `range` rounded out to sector boundaries (empty for an
@@ -83,16 +84,10 @@ public final class NORFlash: FlashStorage, Sendable {
     public func erase(_ range: Range<Int>) throws(FlashError) {
         try checkErase(range)
         let erased = sectors(covering: range)
-        bytes.withLock { bytes in
-            let end = min(erased.upperBound, bytes.count)
-            guard erased.lowerBound < end else { return }
-            if end == bytes.count {
-                bytes.removeSubrange(erased.lowerBound..<end)  // the top of what is kept
-            } else {
-                bytes.withUnsafeMutableBufferPointer { buffer in
-                    UnsafeMutableBufferPointer(rebasing: buffer[erased.lowerBound..<end]).initialize(repeating: 0xFF)
-                }
-            }
+        guard !erased.isEmpty else { return }
+        let sectorSize = self.sectorSize
+        sectors.withLock { sectors in
+            for index in (erased.lowerBound / sectorSize)..<(erased.upperBound / sectorSize) { sectors[index] = nil }
         }
     }
 
@@ -103,16 +98,20 @@ public final class NORFlash: FlashStorage, Sendable {
     public func write(_ data: Data, at offset: Int) throws(FlashError) {
         try checkWrite(count: data.count, at: offset)
         guard !data.isEmpty else { return }
+        let sectorSize = self.sectorSize
         let end = offset + data.count
-        bytes.withLock { bytes in
-            if end > bytes.count {
-                let kept = min(capacity, (end + sectorSize - 1) / sectorSize * sectorSize)
-                bytes.append(contentsOf: [UInt8](repeating: 0xFF, count: kept - bytes.count))
-            }
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                data.withUnsafeBytes { source in
-                    let target = buffer.baseAddress! + offset
-                    for index in 0..<source.count { target[index] &= source[index] }
+        sectors.withLock { sectors in
+            data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
+                var position = offset
+                while position < end {
+                    let index = position / sectorSize
+                    let start = position - index * sectorSize
+                    let count = min(sectorSize - start, end - position)
+                    let from = position - offset
+                    sectors[index, default: [UInt8](repeating: 0xFF, count: sectorSize)].withUnsafeMutableBufferPointer { sector in
+                        for byte in 0..<count { sector[start + byte] &= source[from + byte] }
+                    }
+                    position += count
                 }
             }
         }
@@ -121,24 +120,32 @@ public final class NORFlash: FlashStorage, Sendable {
     /// Reads `range`, clamped to the slot (see the type's out-of-range behaviour).
     public func read(_ range: Range<Int>) -> Data {
         let clamped = range.clamped(to: 0..<capacity)
-        return bytes.withLock { bytes in
-            let kept = clamped.clamped(to: 0..<bytes.count)
-            guard clamped.upperBound > kept.upperBound else { return Data(bytes[kept]) }
-            // What lies above the kept bytes reads erased.
-            var data = Data(repeating: 0xFF, count: clamped.count)
-            if !kept.isEmpty {
-                bytes.withUnsafeBufferPointer { buffer in
-                    data.withUnsafeMutableBytes { target in
-                        target.copyMemory(from: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[kept])))
+        guard !clamped.isEmpty else { return Data() }
+        let sectorSize = self.sectorSize
+        var data = Data(repeating: 0xFF, count: clamped.count)
+        sectors.withLock { sectors in
+            guard !sectors.isEmpty else { return }
+            data.withUnsafeMutableBytes { target in
+                var position = clamped.lowerBound
+                while position < clamped.upperBound {
+                    let index = position / sectorSize
+                    let start = position - index * sectorSize
+                    let count = min(sectorSize - start, clamped.upperBound - position)
+                    if let sector = sectors[index] {
+                        sector.withUnsafeBytes { bytes in
+                            target.baseAddress!.advanced(by: position - clamped.lowerBound)
+                                .copyMemory(from: bytes.baseAddress!.advanced(by: start), byteCount: count)
+                        }
                     }
+                    position += count
                 }
             }
-            return data
         }
+        return data
     }
 
-    /// Bytes of memory the slot's contents take now (what was programmed, to a sector boundary).
-    public var residentBytes: Int { bytes.withLock { $0.count } }
+    /// Bytes of memory the slot's contents take now: the sectors programmed since their last erase.
+    public var residentBytes: Int { sectors.withLock { $0.count } * sectorSize }
 
     /// The whole slot's contents.
     public func snapshot() -> Data {
@@ -152,10 +159,13 @@ public final class NORFlash: FlashStorage, Sendable {
         guard snapshot.count == capacity else {
             throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
         }
-        // Kept up to the last sector that is not wholly erased.
+        // Kept: the sectors that are not wholly erased.
         let raw = [UInt8](snapshot)
-        var kept = raw.count
-        while kept > 0, raw[(kept - sectorSize)..<kept].allSatisfy({ $0 == 0xFF }) { kept -= sectorSize }
-        bytes.withLock { $0 = Array(raw.prefix(kept)) }
+        var kept: [Int: [UInt8]] = [:]
+        for index in 0..<(capacity / sectorSize) {
+            let sector = raw[(index * sectorSize)..<((index + 1) * sectorSize)]
+            if sector.contains(where: { $0 != 0xFF }) { kept[index] = Array(sector) }
+        }
+        sectors.withLock { $0 = kept }
     }
 }

@@ -16,8 +16,11 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
 
     private var profile: FramedGATTProfile { configuration.profile }
 
-    /// Each data write carries a ``FramedChunk`` header; written without response.
-    public var dataWrites: DataWriteShape { DataWriteShape(headerLength: FramedChunk.headerLength) }
+    /// Each data write carries a ``FramedChunk`` header (2 bytes in version 2, 8 in version 1);
+    /// written without response.
+    public var dataWrites: DataWriteShape {
+        DataWriteShape(headerLength: configuration.version >= FramedCommand.compactVersion ? FramedChunk.compactHeaderLength : FramedChunk.headerLength)
+    }
 
     /// Data, Control and Status, with the properties the protocol uses.
     public var requirements: [CharacteristicRequirement] {
@@ -65,7 +68,8 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         context: UpdateContext
     ) async throws(OTAError) -> UpdateOutcome {
         var session = FramedSession(
-            image: image, identity: try identity(of: image), batch: UInt16(configuration.batch), knownStatus: point?.checkpoint
+            image: image, identity: try identity(of: image), batch: UInt16(configuration.batch), knownStatus: point?.checkpoint,
+            version: configuration.version
         )
         let control = profile.control
         return try await context.withNotifications(from: control) { (inbox) throws(OTAError) -> UpdateOutcome in
@@ -87,8 +91,18 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
                     context.rewound(to: offset)
                     action = session.positioned()
                 case .transfer(let offset, let batch):
-                    try await transfer(image, from: offset, batch: batch, inbox: inbox, context: context)
-                    action = session.transferFinished()
+                    let commit = try await transfer(image, from: offset, batch: batch, version: session.version, inbox: inbox, context: context)
+                    switch commit {
+                    case .notSent, .refused:
+                        action = session.transferFinished()
+                    case .sent:
+                        context.enter(.verifying)
+                        action = session.transferFinished(commitSent: true)
+                    case .answered(let reply):
+                        context.enter(.verifying)
+                        _ = session.transferFinished(commitSent: true)
+                        action = session.receive(reply)
+                    }
                 case .commit:
                     context.enter(.verifying)
                     try await context.write(FramedCommand.commit.encoded, to: control, kind: .withResponse, purpose: "COMMIT")
@@ -148,40 +162,83 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
 
     // MARK: - Steps
 
+    /// Whether the transfer already sent COMMIT: it does so right behind the last chunk, so the
+    /// device verifies as soon as the last byte is in, without waiting a round trip for the last
+    /// ACK first.
+    private enum EarlyCommit {
+        case notSent
+        case sent
+        /// An early COMMIT found the image incomplete: the rest of this transfer commits only
+        /// after the last ACK.
+        case refused
+        /// The device answered it before the window saw every byte acknowledged (it reports the
+        /// verdict itself, as when it found the image already verified).
+        case answered(Data)
+
+        var awaitsReply: Bool {
+            if case .sent = self { true } else { false }
+        }
+    }
+
     private func transfer(
         _ image: FirmwareImage,
         from offset: Int,
         batch: Int,
+        version: UInt8,
         inbox: NotificationInbox,
         context: UpdateContext
-    ) async throws(OTAError) {
+    ) async throws(OTAError) -> EarlyCommit {
         let plan = context.chunkPlan
+        // The plan leaves room for the header offered; after a fallback to version 1 it is longer.
+        let header = version == FramedCommand.compactVersion ? FramedChunk.compactHeaderLength : FramedChunk.headerLength
+        let payloadSize = plan.payloadSize + dataWrites.headerLength - header
+        guard payloadSize > (version == FramedCommand.compactVersion ? FramedChunk.batchCheckLength : 0) else {
+            throw OTAError(
+                .invalidParameter, "the link's writes of \(plan.payloadSize + dataWrites.headerLength) bytes are too short for framed version \(version) chunks"
+            )
+        }
         let configuration = self.configuration
         let data = profile.data
+        let control = profile.control
         context.enter(.transferring)
-        let window = try await context.withStallWatchdog { () async throws -> FramedTransferWindow in
+        let (window, commit) = try await context.withStallWatchdog { () async throws -> (FramedTransferWindow, EarlyCommit) in
             var window = FramedTransferWindow(
-                image: image, payloadSize: plan.payloadSize, batch: batch,
-                windowBatches: configuration.windowBatches, startingAt: offset
+                image: image, payloadSize: payloadSize, batch: batch,
+                windowBatches: configuration.windowBatches, startingAt: offset, version: version
             )
+            var commit = EarlyCommit.notSent
             while !window.isComplete {
-                while let chunk = window.nextChunk() {
-                    try await context.writeData(FramedChunk.encode(offset: chunk.lowerBound, payload: image[chunk]), to: data, covering: chunk)
+                while let (chunk, bytes) = window.nextWrite() {
+                    try await context.writeData(bytes, to: data, covering: chunk)
                 }
-                let outcome = try await Self.awaitAcknowledgement(&window, inbox: inbox, context: context, timeout: configuration.ackTimeout)
+                if window.sent == window.size, case .notSent = commit {
+                    try await context.write(FramedCommand.commit.encoded, to: control, kind: .withResponse, purpose: "COMMIT")
+                    commit = .sent
+                }
+                let outcome = try await Self.awaitAcknowledgement(
+                    &window, commit: &commit, inbox: inbox, context: context, timeout: configuration.ackTimeout
+                )
                 context.acknowledged(total: window.acknowledged)
                 if case .fail(let error) = outcome { throw error }
+                if case .answered = commit { break }
             }
-            return window
+            return (window, commit)
         }
         if window.naks + window.timeouts > 0 {
-            context.note("transfer recovered from \(window.naks) NAK(s) and \(window.timeouts) timeout(s)")
+            context.note(
+                "transfer recovered from \(window.naks) NAK(s) and \(window.timeouts) timeout(s); the window went down to \(window.smallestWindowBatches) of \(window.maximumWindowBatches) batches and ended at \(window.windowBatches)"
+            )
         }
+        return commit
     }
 
-    /// Waits for an ACK or a NAK and feeds it to the window; a silence counts as a timeout.
+    /// Waits for an ACK or a NAK and feeds it to the window; a silence counts as a timeout. With
+    /// COMMIT sent, its reply may come too: "incomplete" means bytes went missing at the end
+    /// (the ACK timeout resends them; COMMIT goes again after the last ACK); any other reply is
+    /// the verdict.
     private static func awaitAcknowledgement(
         _ window: inout FramedTransferWindow,
+        commit: inout EarlyCommit,
         inbox: NotificationInbox,
         context: UpdateContext,
         timeout: Duration
@@ -199,6 +256,16 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         switch FramedNotification(decoding: value) {
         case .ack(let offset, let crc):
             return window.receiveACK(offset: Int(offset), runningCRC: crc)
+        case .commitReply(.incomplete) where commit.awaitsReply:
+            // The end was lost with nothing after it to show a gap (or a NAK's resend is under
+            // way). Not rewound here: on a link whose data path died that would resend a window
+            // into it; the ACK timeout rewinds, as without the early COMMIT.
+            commit = .refused
+            context.note("COMMIT found the image incomplete; committing again after the last ACK")
+            return .proceed
+        case .commitReply where commit.awaitsReply:
+            commit = .answered(value)
+            return .proceed
         case .nak(let reason, let offset, let crc):
             let outcome = window.receiveNAK(reason, offset: Int(offset), runningCRC: crc)
             context.note("device asked for byte \(offset) again (\(reason))")

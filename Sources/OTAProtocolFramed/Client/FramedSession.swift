@@ -77,16 +77,29 @@ public struct FramedSession: Sendable {
     private var deviceBatch = 1
     private var transferNeeded = false
     /// Whether the Status came with the resume point, whose detail the engine has already shown.
-    private let statusAlreadyReported: Bool
+    private var statusAlreadyReported: Bool
+    /// The chunk format: the version BEGIN offers, and once the device has answered, the one it
+    /// accepted. A device that refuses version 2 with status 06 is asked again in version 1.
+    public private(set) var version: UInt8
 
     /// Prepares a session for `image` announced as `identity`, asking for ACKs every `batch`
     /// chunks.
     ///
-    /// - Parameter knownStatus: the device's Status as read just before on this connection (the
-    ///   resume checkpoint); the session then does not read it again, nor note it a second time
-    ///   (the engine shows the resume point's "device holds …").
-    public init(image: FirmwareImage, identity: SessionIdentity, batch: UInt16, knownStatus: FramedDeviceStatus? = nil) {
+    /// - Parameters:
+    ///   - knownStatus: the device's Status as read just before on this connection (the resume
+    ///     checkpoint); the session then does not read it again, nor note it a second time (the
+    ///     engine shows the resume point's "device holds …").
+    ///   - version: the highest protocol version to offer (2: compact chunks; 1: offset and CRC
+    ///     per chunk).
+    public init(
+        image: FirmwareImage,
+        identity: SessionIdentity,
+        batch: UInt16,
+        knownStatus: FramedDeviceStatus? = nil,
+        version: UInt8 = FramedCommand.compactVersion
+    ) {
         statusAlreadyReported = knownStatus != nil
+        self.version = version
         self.identity = identity
         imageName = image.name
         imageSize = image.count
@@ -98,7 +111,7 @@ public struct FramedSession: Sendable {
     public mutating func start() -> Action {
         precondition(state == .idle, "start() called twice")
         state = .beginning
-        return .begin(.begin(identity, batch: batch), readingStatus: knownStatus == nil)
+        return .begin(.begin(identity, batch: batch, version: version), readingStatus: knownStatus == nil)
     }
 
     /// BEGIN was written and `status` is what Status read alongside it.
@@ -113,6 +126,7 @@ public struct FramedSession: Sendable {
         state = .awaitingBegin
         let awaiting = Action.awaitNotification(awaiting: "BEGIN reply", verdict: false)
         guard let status = knownStatus, status.state != .idle, !statusAlreadyReported else { return awaiting }
+        statusAlreadyReported = true
         let same = status.identity == identity ? "this image" : "another image (\(status.identity))"
         return .note("device status before BEGIN: \(status.state), \(status.offset) bytes of \(same)", then: awaiting)
     }
@@ -149,9 +163,14 @@ public struct FramedSession: Sendable {
         return .transfer(from: offset, batch: deviceBatch)
     }
 
-    /// The transfer window reported every byte acknowledged.
-    public mutating func transferFinished() -> Action {
+    /// The transfer window reported every byte acknowledged. `commitSent`: the transfer already
+    /// wrote COMMIT right behind the last chunk, so only its reply is awaited.
+    public mutating func transferFinished(commitSent: Bool = false) -> Action {
         guard state == .transferring else { return outOfOrder("transferFinished()") }
+        guard !commitSent else {
+            state = .awaitingCommit
+            return .awaitNotification(awaiting: "COMMIT reply", verdict: true)
+        }
         state = .committing
         return .commit
     }
@@ -168,6 +187,14 @@ public struct FramedSession: Sendable {
     private mutating func beginReplied(_ result: FramedResult, state deviceState: FramedSessionState, offset: UInt32, batch: UInt16) -> Action {
         switch result {
         case .ok: break
+        case .invalidParameter where version > FramedCommand.protocolVersion:
+            // A version-1 device refuses any other version with 06: ask again in version 1.
+            version = FramedCommand.protocolVersion
+            self.state = .beginning
+            return .note(
+                "device refused framed protocol version \(FramedCommand.compactVersion) (\(result)); using version 1",
+                then: .begin(.begin(identity, batch: self.batch, version: version), readingStatus: false)
+            )
         case .tooLarge:
             return fail(OTAError(.imageTooLarge, "device rejected BEGIN: \(result): \(imageName) (\(imageSize) bytes) does not fit its update slot"))
         default:

@@ -4,9 +4,14 @@ import OTACore
 /// The sending side of a framed transfer as a value-type state machine: which chunk to send
 /// next, and what an ACK, a NAK or a silence means.
 ///
-/// It keeps `sent − acknowledged` under the window (at least two batches, so waiting for an ACK
-/// never idles the link), checks every ACK's running CRC against the image, and rewinds to the
-/// device's offset on a NAK or to the last ACK on a timeout.
+/// It keeps `sent − acknowledged` under the window, checks every ACK's running CRC against the
+/// image, and rewinds to the device's offset on a NAK or to the last ACK on a timeout. The window
+/// adapts: it starts at the most batches allowed (at least two, so waiting for an ACK never idles
+/// a clean link), halves on every NAK or timeout (down to one batch, so a lossy link wastes less
+/// per loss) and grows by one batch per clean acknowledgement.
+///
+/// Version 1 chunks carry their offset and CRC; version 2 chunks a sequence number, with a
+/// batch check of the image prefix in every batch's last chunk (see ``FramedChunk``).
 public struct FramedTransferWindow: Sendable {
     /// What the driver does after an input.
     public enum Outcome: Sendable, Equatable {
@@ -29,12 +34,17 @@ public struct FramedTransferWindow: Sendable {
 
     /// Total image size.
     public let size: Int
-    /// Payload bytes per chunk.
+    /// Payload bytes per chunk (version 2: of a chunk that does not end a batch).
     public let payloadSize: Int
-    /// Most bytes sent but not acknowledged.
-    public let windowBytes: Int
+    /// Chunks per acknowledgement, as the device granted at BEGIN.
+    public let batch: Int
+    /// The most batches in flight: the window grows back to this after losses.
+    public let maximumWindowBatches: Int
     /// Timeouts in a row without progress before the transfer counts as stalled.
     public let maximumSilences: Int
+    /// The chunk wire format: ``FramedCommand/protocolVersion`` (1) or
+    /// ``FramedCommand/compactVersion`` (2).
+    public let version: UInt8
 
     /// Offset of the next byte to send.
     public private(set) var sent: Int
@@ -44,39 +54,122 @@ public struct FramedTransferWindow: Sendable {
     public private(set) var naks = 0
     /// Rewinds caused by silence.
     public private(set) var timeouts = 0
+    /// Batches allowed in flight now: halved (to at least 1) on every NAK or timeout, one more
+    /// after every acknowledgement with no loss since the last, up to ``maximumWindowBatches``.
+    public private(set) var windowBatches: Int
+    /// The smallest ``windowBatches`` reached, for the transfer's summary.
+    public private(set) var smallestWindowBatches: Int
     private var silencesInARow = 0
+    private var lossSinceLastACK = false
     private var acknowledgedCRC: CRC32
     private let image: FirmwareImage
+    // Version 2: chunk k after BEGIN carries sequence number k mod 2^15. The split of the image
+    // into chunks is a function of (BEGIN offset, payload size, batch) alone, so a resent chunk
+    // covers the same bytes under the same number as the first time.
+    private var sentIndex = 0
+    private var acknowledgedIndex = 0
+    // Version 2: the CRC-32 of [0, crcOffset), fed up to each batch end in one call.
+    private var crcOffset: Int
+    private var crc: CRC32
 
     /// Starts at the device's `offset`, whose prefix CRC the device reported as `runningCRC`.
+    ///
+    /// - Parameters:
+    ///   - payloadSize: payload bytes per chunk; in version 2 the write length less the 2-byte
+    ///     tag (batch-end chunks carry 4 bytes less, for the batch check), at least 5.
+    ///   - windowBatches: the most batches in flight (the window starts there).
+    ///   - version: the chunk format BEGIN negotiated.
     public init(
         image: FirmwareImage,
         payloadSize: Int,
         batch: Int,
         windowBatches: Int,
         startingAt offset: Int,
-        maximumSilences: Int = 3
+        maximumSilences: Int = 3,
+        version: UInt8 = FramedCommand.protocolVersion
     ) {
         self.image = image
         size = image.count
-        self.payloadSize = payloadSize
-        windowBytes = max(2, windowBatches) * max(1, batch) * payloadSize
+        self.version = version
+        self.payloadSize = version == FramedCommand.compactVersion ? max(FramedChunk.batchCheckLength + 1, payloadSize) : max(1, payloadSize)
+        self.batch = max(1, batch)
+        maximumWindowBatches = max(2, windowBatches)
+        self.windowBatches = maximumWindowBatches
+        smallestWindowBatches = maximumWindowBatches
         self.maximumSilences = maximumSilences
         sent = offset
         acknowledged = offset
         acknowledgedCRC = CRC32()
         acknowledgedCRC.update(image.bytes[0..<offset])
+        crcOffset = offset
+        crc = acknowledgedCRC
     }
 
     /// Whether every byte is acknowledged.
     public var isComplete: Bool { acknowledged >= size }
 
+    private var isCompact: Bool { version == FramedCommand.compactVersion }
+
+    /// Most bytes sent but not acknowledged, under the current window. Version 2 also keeps
+    /// fewer chunks in flight than the sequence numbers can tell apart.
+    public var windowBytes: Int {
+        guard isCompact else { return windowBatches * batch * payloadSize }
+        let batches = min(windowBatches, (Int(FramedChunk.sequenceHorizon) - 1) / batch)
+        return max(1, batches) * (batch * payloadSize - FramedChunk.batchCheckLength)
+    }
+
     /// The next chunk to send, or `nil` when the window is full or everything is sent.
     public mutating func nextChunk() -> Range<Int>? {
+        nextWrite()?.range
+    }
+
+    /// The next chunk to send and its bytes on the wire, or `nil` when the window is full or
+    /// everything is sent.
+    public mutating func nextWrite() -> (range: Range<Int>, bytes: Data)? {
         guard sent < size, sent - acknowledged < windowBytes else { return nil }
-        let chunk = sent..<min(sent + payloadSize, size)
+        guard isCompact else {
+            let chunk = sent..<min(sent + payloadSize, size)
+            sent = chunk.upperBound
+            return (chunk, FramedChunk.encode(offset: chunk.lowerBound, payload: image[chunk]))
+        }
+        let (chunk, batchEnd) = compactChunk(at: sent, index: sentIndex)
+        var check: UInt32?
+        if batchEnd {
+            // crc is the image's own prefix CRC at crcOffset; after a rewind behind it, start
+            // again from the acknowledged prefix.
+            if crcOffset > chunk.upperBound {
+                crc = acknowledgedCRC
+                crcOffset = acknowledged
+            }
+            crc.update(image.bytes[crcOffset..<chunk.upperBound])
+            crcOffset = chunk.upperBound
+            check = crc.value
+        }
+        let bytes = FramedChunk.encodeCompact(sequence: sentIndex, payload: image[chunk], batchCRC: check)
         sent = chunk.upperBound
-        return chunk
+        sentIndex += 1
+        return (chunk, bytes)
+    }
+
+    /// Version 2: the bytes of chunk `index` (which starts at `offset`) and whether it ends a
+    /// batch: every `batch`-th chunk does, and so does the chunk that reaches the image's end.
+    private func compactChunk(at offset: Int, index: Int) -> (Range<Int>, batchEnd: Bool) {
+        let remaining = size - offset
+        let batchEnd = (index + 1) % batch == 0 || remaining <= payloadSize
+        let length = batchEnd ? min(payloadSize - FramedChunk.batchCheckLength, remaining) : payloadSize
+        return (offset..<(offset + length), batchEnd)
+    }
+
+    /// Version 2: the index of the chunk that starts at `offset`, walking the split from the
+    /// last acknowledgement; `nil` when no chunk starts there.
+    private func compactIndex(of offset: Int) -> Int? {
+        var position = acknowledged
+        var index = acknowledgedIndex
+        while position < offset {
+            position = compactChunk(at: position, index: index).0.upperBound
+            index += 1
+        }
+        return position == offset ? index : nil
     }
 
     /// The device acknowledged `[0, offset)` with CRC-32 `runningCRC`.
@@ -84,12 +177,25 @@ public struct FramedTransferWindow: Sendable {
         guard offset <= size else {
             return .fail(OTAError(.malformedResponse, "device acknowledged offset \(offset), past the end of the \(size)-byte image"))
         }
-        if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
-        if offset > sent { sent = offset }
+        if isCompact {
+            guard offset >= acknowledged, let index = compactIndex(of: offset) else { return misplaced("acknowledged", offset) }
+            if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
+            acknowledgedIndex = index
+            if offset > sent {
+                sent = offset
+                sentIndex = index
+            }
+        } else {
+            if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
+            if offset > sent { sent = offset }
+        }
+        if windowBatches < maximumWindowBatches, !lossSinceLastACK { windowBatches += 1 }
+        lossSinceLastACK = false
         return isComplete ? .complete : .proceed
     }
 
-    /// The device refused what it got and needs `offset` next.
+    /// The device refused what it got and needs `offset` next. In version 2 the NAK's CRC may
+    /// cover bytes no batch check has vouched for yet, so only ACKs are checked against the image.
     public mutating func receiveNAK(_ reason: FramedNotification.NAKReason, offset: Int, runningCRC: UInt32) -> Outcome {
         if reason == .flashError {
             return .fail(OTAError(.deviceRejected, "device reported a flash write failure at byte \(offset); its flash may be worn or protected"))
@@ -97,9 +203,15 @@ public struct FramedTransferWindow: Sendable {
         guard offset <= size else {
             return .fail(OTAError(.malformedResponse, "device asked for offset \(offset), past the end of the \(size)-byte image"))
         }
-        if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
+        if isCompact {
+            guard offset >= acknowledged, let index = compactIndex(of: offset) else { return misplaced("asked for", offset) }
+            sentIndex = index
+        } else {
+            if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
+        }
         naks += 1
         sent = offset
+        shrink()
         return isComplete ? .complete : .proceed
     }
 
@@ -113,7 +225,25 @@ public struct FramedTransferWindow: Sendable {
             )
         }
         sent = acknowledged
+        sentIndex = acknowledgedIndex
+        shrink()
         return .proceed
+    }
+
+    /// A loss: halve the batches in flight, to at least one.
+    private mutating func shrink() {
+        windowBatches = max(1, windowBatches / 2)
+        smallestWindowBatches = min(smallestWindowBatches, windowBatches)
+        lossSinceLastACK = true
+    }
+
+    private func misplaced(_ verb: String, _ offset: Int) -> Outcome {
+        .fail(
+            OTAError(
+                .malformedResponse,
+                "device \(verb) byte \(offset), which is no chunk boundary at or after the \(acknowledged) it acknowledged; run the update again"
+            )
+        )
     }
 
     private mutating func advance(to offset: Int, runningCRC: UInt32) -> Outcome? {

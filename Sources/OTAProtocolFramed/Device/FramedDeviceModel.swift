@@ -6,6 +6,10 @@ import Synchronization
 /// chunk's position and CRC, acknowledges per batch after recording the offset in its flash
 /// journal, NAKs once per gap or corruption, verifies the whole image before installing, and
 /// picks its session up again after a disconnect or a reboot.
+///
+/// It speaks version 2 (compact chunks: a sequence number per chunk, a CRC-32 of the image
+/// prefix per batch) unless made as a version-1 device, which refuses BEGIN for version 2 with
+/// status 06 as every version-1 device does.
 public final class FramedDeviceModel: DeviceModel {
     /// The largest batch the device grants.
     public static let maximumBatch = 16
@@ -26,6 +30,11 @@ public final class FramedDeviceModel: DeviceModel {
         var nakOutstanding = false
         var erasedUpTo = 0
         var tailMayBeDirty = false
+        /// The chunk format BEGIN chose on this connection.
+        var version = FramedCommand.protocolVersion
+        /// Version 2: the sequence number expected next, and the one at `recordedOffset`.
+        var expectedIndex: UInt16 = 0
+        var recordedIndex: UInt16 = 0
         var acks = 0
         var naks = 0
 
@@ -41,15 +50,25 @@ public final class FramedDeviceModel: DeviceModel {
             erasedUpTo = 0
             tailMayBeDirty = false
         }
+
+        /// BEGIN chose `version`; version 2 numbers chunks from 0 at `expected`.
+        mutating func startChunks(version: UInt8) {
+            self.version = version
+            expectedIndex = 0
+            recordedIndex = 0
+        }
     }
 
     /// The GATT layout.
     public let profile: FramedGATTProfile
+    /// The highest protocol version BEGIN may ask for.
+    public let highestVersion: UInt8
     private let state = Mutex(State())
 
-    /// Creates a device.
-    public init(profile: FramedGATTProfile = FramedGATTProfile()) {
+    /// Creates a device speaking protocol versions 1 through `highestVersion` (1 or 2).
+    public init(profile: FramedGATTProfile = FramedGATTProfile(), highestVersion: UInt8 = FramedCommand.compactVersion) {
         self.profile = profile
+        self.highestVersion = highestVersion
     }
 
     public var services: [GATTServiceDefinition] { [profile.serviceDefinition] }
@@ -134,7 +153,7 @@ public final class FramedDeviceModel: DeviceModel {
 
     private func handle(_ command: FramedCommand, version: UInt8, state: inout State, flash: any FlashStorage) -> (FramedNotification, Bool) {
         switch command {
-        case .begin(let identity, let batch):
+        case .begin(let identity, let batch, _):
             return (begin(identity, batch: Int(batch), version: version, state: &state, flash: flash), false)
         case .commit:
             return commit(state: &state, flash: flash)
@@ -153,7 +172,8 @@ public final class FramedDeviceModel: DeviceModel {
     }
 
     private func begin(_ identity: SessionIdentity, batch: Int, version: UInt8, state: inout State, flash: any FlashStorage) -> FramedNotification {
-        guard version == FramedCommand.protocolVersion, identity.size > 0, batch > 0, var journal = state.journal else {
+        guard version >= FramedCommand.protocolVersion, version <= highestVersion, identity.size > 0, batch > 0, var journal = state.journal
+        else {
             return .beginReply(.invalidParameter, state: state.state, offset: 0, batch: 0)
         }
         guard Int(identity.size) <= journal.imageCapacity else {
@@ -167,6 +187,10 @@ public final class FramedDeviceModel: DeviceModel {
                 return .beginReply(.ok, state: .installed, offset: identity.size, batch: UInt16(state.batch))
             }
             do {
+                // Version 2 bytes past the last batch check are unverified: drop them.
+                if state.version == FramedCommand.compactVersion, state.expected > state.recordedOffset {
+                    try rollBack(&state, flash: flash)
+                }
                 if state.expected > state.recordedOffset {
                     try journal.record(offset: UInt32(state.expected), runningCRC: state.runningCRC.value, identity: identity, on: flash)
                     state.recordedOffset = state.expected
@@ -179,6 +203,7 @@ public final class FramedDeviceModel: DeviceModel {
                 return .beginReply(.flashError, state: .failed, offset: 0, batch: 0)
             }
             state.journal = journal
+            state.startChunks(version: version)
             return .beginReply(.ok, state: state.state, offset: UInt32(state.expected), batch: UInt16(state.batch))
         }
         do {
@@ -189,6 +214,7 @@ public final class FramedDeviceModel: DeviceModel {
             return .beginReply(.flashError, state: .failed, offset: 0, batch: 0)
         }
         state.receiveFromStart(identity, journal: journal)
+        state.startChunks(version: version)
         return .beginReply(.ok, state: .receiving, offset: 0, batch: UInt16(state.batch))
     }
 
@@ -202,6 +228,22 @@ public final class FramedDeviceModel: DeviceModel {
         let prefix = flash.read(sectorStart..<state.expected)
         try flash.erase(sectorStart..<sectorEnd)
         try flash.write(prefix, at: sectorStart)
+    }
+
+    /// Version 2: forgets the bytes received after the last batch check (`recordedOffset`) and
+    /// makes the flash after it programmable again.
+    private func rollBack(_ state: inout State, flash: any FlashStorage) throws(FlashError) {
+        state.expected = state.recordedOffset
+        state.runningCRC = CRC32(continuingFrom: state.recordedCRC)
+        state.expectedIndex = state.recordedIndex
+        state.chunksSinceACK = 0
+        if state.expected % flash.sectorSize == 0 {
+            state.erasedUpTo = state.expected
+            state.tailMayBeDirty = false
+        } else {
+            try cleanTail(state: &state, flash: flash)
+            state.erasedUpTo = roundUp(state.expected, flash.sectorSize)
+        }
     }
 
     private func commit(state: inout State, flash: any FlashStorage) -> (FramedNotification, Bool) {
@@ -244,6 +286,7 @@ public final class FramedDeviceModel: DeviceModel {
         guard let session = state.session, state.state == .receiving || state.state == .complete else {
             return nak(.outOfSession, state: &state)
         }
+        if state.version == FramedCommand.compactVersion { return receiveCompactChunk(value, session: session, state: &state, flash: flash) }
         guard let (offset, crc, payload) = FramedChunk.decode(value), CRC32.checksum(payload) == crc else {
             return nak(.crcMismatch, state: &state)
         }
@@ -280,6 +323,61 @@ public final class FramedDeviceModel: DeviceModel {
         }
         state.recordedOffset = end
         state.recordedCRC = state.runningCRC.value
+        if end == Int(session.size) { state.state = .complete }
+        state.acks += 1
+        return .ack(offset: UInt32(end), runningCRC: state.runningCRC.value)
+    }
+
+    /// A version-2 chunk: placed at `expected` when its sequence number is the one expected,
+    /// written at once, and vouched for by the batch check in the batch's last chunk before it is
+    /// recorded and acknowledged.
+    private func receiveCompactChunk(_ value: Data, session: SessionIdentity, state: inout State, flash: any FlashStorage) -> FramedNotification? {
+        guard let chunk = FramedChunk.decodeCompact(value) else { return nak(.crcMismatch, state: &state) }
+        let distance = (chunk.sequence &- state.expectedIndex) & FramedChunk.sequenceMask
+        if distance != 0 { return distance < FramedChunk.sequenceHorizon ? nak(.gap, state: &state) : nil }
+        let end = state.expected + chunk.payload.count
+        guard end <= Int(session.size) else { return nak(.outOfSession, state: &state) }
+        // The chunk that completes the image must carry the check of all of it.
+        if end == Int(session.size), chunk.batchCRC == nil { return nak(.crcMismatch, state: &state) }
+        do {
+            while state.erasedUpTo < end {
+                try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
+                state.erasedUpTo += flash.sectorSize
+            }
+            try flash.write(chunk.payload, at: state.expected)
+        } catch {
+            state.state = .failed
+            state.nakOutstanding = true
+            state.naks += 1
+            return .nak(.flashError, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+        }
+        state.runningCRC.update(chunk.payload)
+        state.expected = end
+        state.expectedIndex = (state.expectedIndex &+ 1) & FramedChunk.sequenceMask
+        state.nakOutstanding = false
+        guard let check = chunk.batchCRC else { return nil }
+        guard check == state.runningCRC.value else {
+            // Something since the last check was corrupt: back to it, and ask for it again.
+            do {
+                try rollBack(&state, flash: flash)
+            } catch {
+                state.state = .failed
+                state.nakOutstanding = true
+                state.naks += 1
+                return .nak(.flashError, offset: UInt32(state.recordedOffset), runningCRC: state.recordedCRC)
+            }
+            return nak(.crcMismatch, state: &state)
+        }
+        do {
+            try state.journal?.record(offset: UInt32(end), runningCRC: state.runningCRC.value, identity: session, on: flash)
+        } catch {
+            state.state = .failed
+            state.naks += 1
+            return .nak(.flashError, offset: UInt32(state.recordedOffset), runningCRC: state.recordedCRC)
+        }
+        state.recordedOffset = end
+        state.recordedCRC = state.runningCRC.value
+        state.recordedIndex = state.expectedIndex
         if end == Int(session.size) { state.state = .complete }
         state.acks += 1
         return .ack(offset: UInt32(end), runningCRC: state.runningCRC.value)

@@ -1,27 +1,105 @@
 import Foundation
 import OTACore
 
-/// A data chunk: `offset:u32 | crc:u32 | payload`, the CRC over the payload alone.
+/// A data chunk on the Data characteristic, in either wire format (docs/protocols/framed.md):
+///
+/// - version 1: `offset:u32 | crc:u32 | payload`, the CRC over the payload alone;
+/// - version 2 (compact): `tag:u16 | payload`, and after the payload of the last chunk of each
+///   batch `batchCRC:u32`, the CRC-32 of the image prefix `[0, end of this chunk)`. The tag's low
+///   15 bits are the chunk's sequence number since BEGIN, its top bit marks the batch's end.
+///
+/// Both encoders build the write in one allocation, without per-byte appends.
 public enum FramedChunk {
-    /// Bytes of header before the payload.
+    /// Bytes of a version-1 header before the payload.
     public static let headerLength = 8
+    /// Bytes of a version-2 header before the payload.
+    public static let compactHeaderLength = 2
+    /// Bytes of the batch check after the payload of a version-2 batch-end chunk.
+    public static let batchCheckLength = 4
+    /// The tag bit that marks a version-2 batch-end chunk.
+    public static let batchEndFlag: UInt16 = 0x8000
+    /// The tag bits that carry a version-2 sequence number (15 bits, wrapping).
+    public static let sequenceMask: UInt16 = 0x7FFF
+    /// Sequence numbers ahead of the expected one by less than this are a gap; the rest of the
+    /// 15-bit circle is behind (duplicates). The sender keeps fewer chunks in flight.
+    public static let sequenceHorizon: UInt16 = 0x4000
 
-    /// The bytes written for `payload` at `offset`.
+    /// The version-1 bytes written for `payload` at `offset`.
     public static func encode(offset: Int, payload: Data) -> Data {
-        var writer = ByteWriter(capacity: headerLength + payload.count)
-        writer.u32(UInt32(offset))
-        writer.u32(CRC32.checksum(payload))
-        var data = writer.data
-        data.append(payload)
+        var data = Data(count: headerLength + payload.count)
+        data.withUnsafeMutableBytes { raw in
+            payload.withUnsafeBytes { source in
+                var crc = CRC32()
+                crc.update(source)
+                store(UInt32(truncatingIfNeeded: offset), at: 0, in: raw)
+                store(crc.value, at: 4, in: raw)
+                if let base = source.baseAddress, source.count > 0 {
+                    raw.baseAddress!.advanced(by: headerLength).copyMemory(from: base, byteCount: source.count)
+                }
+            }
+        }
         return data
     }
 
-    /// Splits a chunk into offset, declared CRC and payload; `nil` when shorter than a header
-    /// plus one byte.
+    /// The version-2 bytes for `payload` as chunk `sequence` (taken modulo 2¹⁵); with
+    /// `batchCRC`, a batch-end chunk carrying that check of the image prefix it ends.
+    public static func encodeCompact(sequence: Int, payload: Data, batchCRC: UInt32?) -> Data {
+        let trailer = batchCRC == nil ? 0 : batchCheckLength
+        var data = Data(count: compactHeaderLength + payload.count + trailer)
+        data.withUnsafeMutableBytes { raw in
+            var tag = UInt16(truncatingIfNeeded: sequence) & sequenceMask
+            if batchCRC != nil { tag |= batchEndFlag }
+            raw[0] = UInt8(truncatingIfNeeded: tag)
+            raw[1] = UInt8(truncatingIfNeeded: tag >> 8)
+            payload.withUnsafeBytes { source in
+                if let base = source.baseAddress, source.count > 0 {
+                    raw.baseAddress!.advanced(by: compactHeaderLength).copyMemory(from: base, byteCount: source.count)
+                }
+            }
+            if let batchCRC { store(batchCRC, at: compactHeaderLength + payload.count, in: raw) }
+        }
+        return data
+    }
+
+    /// Splits a version-1 chunk into offset, declared CRC and payload; `nil` when shorter than a
+    /// header plus one byte.
     public static func decode(_ data: Data) -> (offset: UInt32, crc: UInt32, payload: Data)? {
         guard data.count > headerLength else { return nil }
         var reader = ByteReader(data)
         guard let offset = reader.u32(), let crc = reader.u32() else { return nil }
         return (offset, crc, reader.rest())
+    }
+
+    /// A decoded version-2 chunk.
+    public struct Compact: Sendable, Hashable {
+        /// The 15-bit sequence number.
+        public var sequence: UInt16
+        /// The payload.
+        public var payload: Data
+        /// For a batch-end chunk, the CRC-32 of the image prefix it ends.
+        public var batchCRC: UInt32?
+    }
+
+    /// Splits a version-2 chunk; `nil` when it has no payload byte.
+    public static func decodeCompact(_ data: Data) -> Compact? {
+        guard data.count > compactHeaderLength else { return nil }
+        let start = data.startIndex
+        let tag = UInt16(data[start]) | UInt16(data[start + 1]) << 8
+        let sequence = tag & sequenceMask
+        guard tag & batchEndFlag != 0 else {
+            return Compact(sequence: sequence, payload: data[(start + compactHeaderLength)...], batchCRC: nil)
+        }
+        guard data.count > compactHeaderLength + batchCheckLength else { return nil }
+        let end = data.endIndex - batchCheckLength
+        var crc: UInt32 = 0
+        for index in 0..<4 { crc |= UInt32(data[end + index]) << UInt32(8 * index) }
+        return Compact(sequence: sequence, payload: data[(start + compactHeaderLength)..<end], batchCRC: crc)
+    }
+
+    private static func store(_ value: UInt32, at offset: Int, in raw: UnsafeMutableRawBufferPointer) {
+        raw[offset] = UInt8(truncatingIfNeeded: value)
+        raw[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+        raw[offset + 2] = UInt8(truncatingIfNeeded: value >> 16)
+        raw[offset + 3] = UInt8(truncatingIfNeeded: value >> 24)
     }
 }

@@ -69,6 +69,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private var nextID: UInt64 = 0
     private var statistics = LinkStatistics()
     private var deliveryTime: Duration = .zero
+    /// The characteristic the last write without response went to, already checked.
+    private var lastUnacknowledgedTarget: CharacteristicID?
 
     init(device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow) {
         self.device = device
@@ -110,11 +112,17 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     // MARK: - Transport
 
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
-        try checkWrite(value, to: characteristic, kind: kind)
         switch kind {
         case .withoutResponse:
+            try checkLength(value, kind: kind)
             // Fast path: room in the queue, nobody waiting ahead of us.
-            let queued: Bool = withLock {
+            let queued: Bool = try withLock { () throws(TransportError) -> Bool in
+                // A data stream writes one characteristic: look it up once, not per write (the
+                // comparison is cheap when the caller passes the same value every time).
+                if lastUnacknowledgedTarget != characteristic {
+                    try check(characteristic, allows: .writeWithoutResponse)
+                    lastUnacknowledgedTarget = characteristic
+                }
                 guard disconnectReason == nil, blockedWriters.isEmpty, commandsQueued < profile.writeQueueDepth else { return false }
                 enqueueCommand(value, to: characteristic)
                 return true
@@ -122,6 +130,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             if queued { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
+            try checkWrite(value, to: characteristic, kind: kind)
             _ = try await request(.request, value: value, characteristic: characteristic).get()
         }
     }
@@ -200,6 +209,10 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private func checkWrite(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) throws(TransportError) {
         try check(characteristic, allows: kind.requiredProperty)
+        try checkLength(value, kind: kind)
+    }
+
+    private func checkLength(_ value: Data, kind: WriteKind) throws(TransportError) {
         let maximum = link.maximumWriteLength(for: kind)
         guard value.count <= maximum else {
             throw TransportError(

@@ -1,5 +1,5 @@
 /*
- * framed_ota_device.h: device side of the "framed" OTA protocol, version 1.
+ * framed_ota_device.h: device side of the "framed" OTA protocol, versions 1 and 2.
  *
  * The contract is docs/protocols/framed.md; this is its portable C reference implementation.
  * It is plain C99, allocates nothing, and touches no hardware: flash, notifications and the
@@ -42,16 +42,27 @@ extern "C" {
 
 /* ---- Protocol constants (docs/protocols/framed.md) ------------------------------------- */
 
-/** Protocol version carried in BEGIN and Status. */
+/** Protocol version 1 (offset and CRC-32 per chunk); Status always carries this number. */
 #define FRAMED_OTA_PROTOCOL_VERSION 1u
+/** Protocol version 2: compact chunks, tag:u16 (sequence, batch-end bit) and a CRC-32 per batch. */
+#define FRAMED_OTA_PROTOCOL_VERSION_COMPACT 2u
 /** Largest batch (chunks per ACK) this device uses: Status maxBatch, and the BEGIN clamp. */
 #define FRAMED_OTA_MAX_BATCH 16u
 /** Delay between the COMMIT reply and the reboot into the new image. */
 #define FRAMED_OTA_REBOOT_DELAY_MS 300u
 /** Length of the Status characteristic value. */
 #define FRAMED_OTA_STATUS_LENGTH 24u
-/** Bytes before the payload of a data chunk: offset:u32 crc:u32. */
+/** Bytes before the payload of a version-1 data chunk: offset:u32 crc:u32. */
 #define FRAMED_OTA_CHUNK_HEADER_LENGTH 8u
+/** Bytes before the payload of a version-2 data chunk: tag:u16. */
+#define FRAMED_OTA_COMPACT_HEADER_LENGTH 2u
+/** Bytes after the payload of a version-2 batch-end chunk: the CRC-32 of the image prefix. */
+#define FRAMED_OTA_BATCH_CHECK_LENGTH 4u
+/** Version-2 tag: the batch-end bit, and the 15 bits of the sequence number. */
+#define FRAMED_OTA_TAG_BATCH_END 0x8000u
+#define FRAMED_OTA_TAG_SEQUENCE_MASK 0x7FFFu
+/** Sequence numbers ahead of the expected one by less than this are a gap, the rest duplicates. */
+#define FRAMED_OTA_SEQUENCE_HORIZON 0x4000u
 
 /*
  * The largest flash sector (erase unit) supported. The device struct holds a buffer of this size
@@ -161,6 +172,12 @@ typedef struct {
     uint16_t chunks_since_ack;
     /** A NAK was sent and no chunk at `expected` has arrived since. */
     bool nak_outstanding;
+    /** The chunk format the last BEGIN chose (FRAMED_OTA_PROTOCOL_VERSION or _COMPACT). */
+    uint8_t version;
+    /** Version 2: the sequence number expected next, and the one at durable_offset. In version 2,
+     * [durable_offset, expected) is written but not yet vouched for by a batch check. */
+    uint16_t expected_sequence;
+    uint16_t durable_sequence;
     /** Sector buffer (resume read-modify-write, journal scan at boot, read-back at COMMIT). */
     uint8_t scratch[FRAMED_OTA_MAX_SECTOR_SIZE];
 } framed_ota_device;
@@ -188,7 +205,8 @@ void framed_ota_init(framed_ota_device *device, const framed_ota_platform *platf
 uint8_t framed_ota_control_write(framed_ota_device *device, const uint8_t *data, uint16_t length);
 
 /**
- * Handles a write (without response) to Data: one chunk, offset:u32 crc:u32 payload. ACKs and
+ * Handles a write (without response) to Data: one chunk in the format the last BEGIN chose
+ * (version 1: offset:u32 crc:u32 payload; version 2: tag:u16 payload [batchCRC:u32]). ACKs and
  * NAKs are notified from inside the call.
  */
 void framed_ota_data_write(framed_ota_device *device, const uint8_t *data, uint16_t length);

@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+
+@testable import OTACommandLine
+
+/// `ota benchmark --scale N`: N updates at once in one simulation, each flash checked.
+@Suite struct BenchmarkScaleCommandTests {
+    @Test func manyUpdatesAtOnceAllArriveByteIdentical() async throws {
+        let (code, streams) = await runTool(["benchmark", "--scale", "25", "--protocol", "framed", "--profile", "esp32s3-mtu244-2m", "--size", "20K"])
+        #expect(code == 0, "\(streams.standardError)")
+        let rows = streams.standardOutput.split(separator: "\n").filter { $0.hasPrefix("framed") }
+        #expect(rows.count == 2)  // version 2 and version 1
+        #expect(rows.allSatisfy { $0.contains(" 25/25 ") })
+        #expect(streams.standardOutput.contains("peak resident memory of the whole process:"))
+    }
+
+    @Test func jsonReportsEveryUpdateIdentical() async throws {
+        let (code, streams) = await runTool(["benchmark", "--scale", "5", "--protocol", "generic", "--profile", "nrf52840-mtu244-2m", "--size", "5K", "--json"])
+        #expect(code == 0, "\(streams.standardError)")
+        let line = try #require(streams.standardOutput.split(separator: "\n").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["updates"] as? Double == 5)
+        #expect(object["identical"] as? Double == 5)
+        #expect((object["peakResidentBytes"] as? Double ?? 0) > 0)
+        #expect((object["cpuSecondsPerUpdate"] as? Double ?? 0) > 0)
+    }
+
+    @Test(arguments: ["0", "10001", "many"])
+    func aScaleOutOfRangeIsAUsageError(value: String) async {
+        let (code, streams) = await runTool(["benchmark", "--scale", value])
+        #expect(code == 2)
+        #expect(
+            streams.standardError == "ota: error: --scale '\(value)' is not a number of updates between 1 and 10000 (see 'ota benchmark --help')\n"
+        )
+    }
+}
