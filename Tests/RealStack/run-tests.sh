@@ -36,7 +36,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 

@@ -46,7 +46,7 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -292,6 +292,16 @@ for test in $TESTS; do
     nordic-resume)            INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244" \
                                 run_case "$test" nordic-dfu ota 1 --drop-link-after 100000 ;;
     nordic-dying-link)        INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param prn=0" \
+                                run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
+    # The same with the pipelined object flow (issue 18, decision 0024: Execute and the next Create
+    # queued behind each object, prn=auto).
+    nordic-app-pipelined)     INPUT=$WORK/nordic-app.zip EXPECT=$WORK/nordic-app.expect OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
+                                run_case "$test" nordic-dfu ota 0 ;;
+    nordic-sd-bl-app-pipelined) INPUT=$WORK/nordic-sd-bl-app.zip EXPECT=$WORK/nordic-sd-bl-app.expect OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
+                                run_case "$test" nordic-dfu ota 0 --softdevice 0x0101 ;;
+    nordic-resume-pipelined)  INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
+                                run_case "$test" nordic-dfu ota 1 --drop-link-after 100000 ;;
+    nordic-dying-link-pipelined) INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
                                 run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
     # The write-path benchmark: the same generic update through AcquireWrite and through
     # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
