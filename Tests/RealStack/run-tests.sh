@@ -36,7 +36,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused smpclient-ble ota-mcumgr"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 
@@ -88,6 +88,18 @@ done
 
 # 3. A 200 KB image (the same bytes every run) in a work directory the VM shares read-write.
 WORK=$(mktemp -d /tmp/realstack.XXXXXX)
+# smpclient-ble: the third-party venv (smpclient, bleak, imgtool from PyPI; idempotent) and an
+# imgtool-made MCUboot image of 150 000 bytes.
+if grep -qwE "smpclient-ble|ota-mcumgr" <<< "$TESTS"; then
+  venv=${REAL_STACK_THIRD_PARTY_VENV:-$ROOT/.build/third-party-venv}
+  if "$ROOT/Tests/ThirdParty/setup-venv.sh" "$venv" > "$WORK/setup-venv.log" 2>&1; then
+    /usr/bin/python3 -c "import sys; open(sys.argv[1], 'wb').write(bytes((i * 197 + 3) & 255 for i in range(150000)))" "$WORK/mcuboot-payload.bin"
+    "$venv/bin/imgtool" create --header-size 0x200 --pad-header --slot-size 0x80000 --align 4 --version 4.5.6 \
+      "$WORK/mcuboot-payload.bin" "$WORK/mcuboot-app.bin" > /dev/null || echo "real-stack: imgtool failed; smpclient-ble will fail"
+  else
+    echo "real-stack: the third-party venv could not be made ($(tail -n1 "$WORK/setup-venv.log")); smpclient-ble will fail"
+  fi
+fi
 /usr/bin/python3 -c "import random, sys; random.seed(20240601); open(sys.argv[1], 'wb').write(random.randbytes($IMAGE_SIZE))" \
   "$WORK/image.bin" || { echo "real-stack: cannot write $WORK/image.bin"; exit 1; }
 # The Nordic packages (nrfutil's, from the unit tests' fixtures) and what the bootloader model's

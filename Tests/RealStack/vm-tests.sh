@@ -46,7 +46,8 @@ PERIPHERAL_ADDRESS=00:AA:01:01:00:01
 CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused"
+TP_VENV=${REAL_STACK_THIRD_PARTY_VENV:-$HERE/../../.build/third-party-venv}   # smpclient, bleak (run-tests.sh)
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused smpclient-ble ota-mcumgr"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -188,6 +189,11 @@ run_case() {
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/generic-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \
         --address $PERIPHERAL_ADDRESS > "$dir/central.out" 2> "$dir/central.err"
       status=$? ;;
+    smpclient-ble)
+      # Intercreate's smpclient (PyPI, in the venv run-tests.sh made) through bleak and BlueZ.
+      timeout "$CENTRAL_TIMEOUT" "$TP_VENV/bin/python" "$HERE/../ThirdParty/smpclient_udp.py" ble $PERIPHERAL_ADDRESS "$input" \
+        > "$dir/central.out" 2> "$dir/central.err"
+      status=$? ;;
     python-framed)
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/framed-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \
         --address $PERIPHERAL_ADDRESS --min-resumes "$min_resumes" > "$dir/central.out" 2> "$dir/central.err"
@@ -250,7 +256,7 @@ run_case() {
     read -r wall user system < "$dir/time" 2>/dev/null
     detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, 100 % shown ${r_tail:-?} s before the verdict, socket queue ≤ ${r_queue:-?} B, re-sent ${r_resent:-?} %, data as write ${r_writes:-?}, EATT $([ "$mode" = eatt ] && echo on || echo off), resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
   else
-    [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL' "$dir/central.out" || tail -n1 "$dir/central.err")"
+    [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL\|^FAILED' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
   fi
   if [ -z "$why" ] && [ $status != 0 ] && [ $status != 124 ]; then why="central exit status $status"; fi
@@ -303,6 +309,12 @@ for test in $TESTS; do
                                 run_case "$test" nordic-dfu ota 1 --drop-link-after 100000 ;;
     nordic-dying-link-pipelined) INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
                                 run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
+    # A third-party SMP client over real BlueZ (issue 12): smpclient's BLE transport (bleak)
+    # uploads an imgtool image to the MCUmgr device model, reads and writes the image state.
+    smpclient-ble)            INPUT=$WORK/mcuboot-app.bin EXPECT=$WORK/mcuboot-app.bin run_case "$test" mcumgr smpclient-ble 0 ;;
+    # ota's own MCUmgr client, pipelined, on the same device model and image, to compare.
+    ota-mcumgr)               INPUT=$WORK/mcuboot-app.bin EXPECT=$WORK/mcuboot-app.bin OTA_ARGS="--param mode=upload" \
+                                run_case "$test" mcumgr ota 0 ;;
     # The write-path benchmark: the same generic update through AcquireWrite and through
     # WriteValue per packet, side by side in one run (throughput and host CPU in each PASS line).
     bench-acquirewrite)       WRITE_PATH=acquire run_case "$test" generic ota 0 ;;

@@ -4,6 +4,7 @@ checks it is pending.
 
     python smpclient_udp.py HOST PORT IMAGE [--reset]
     python smpclient_udp.py serial PATH IMAGE [--reset]     (smpclient's serial transport)
+    python smpclient_udp.py ble ADDRESS IMAGE [--reset]     (smpclient's BLE transport, bleak on BlueZ)
 
 With --reset it then resets the server and checks that the image runs in slot 0, unconfirmed
 (a test boot). Prints one line per check and exits 0 when all pass, 1 otherwise. The MCUboot
@@ -19,6 +20,7 @@ from smpclient import SMPClient
 from smpclient.generics import error, success
 from smpclient.requests.image_management import ImageStatesRead, ImageStatesWrite
 from smpclient.requests.os_management import ResetWrite
+from smpclient.transport.ble import SMPBLETransport
 from smpclient.transport.serial import SMPSerialTransport
 from smpclient.transport.udp import SMPUDPTransport
 
@@ -64,7 +66,19 @@ def slot(states, number):
     return next((s for s in states.images if s.slot == number and (s.image or 0) == 0), None)
 
 
+class BlueZPeerBLETransport(SMPBLETransport):
+    """smpclient's BLE transport with writes of at most 510 bytes: a BlueZ 5.66 peripheral (the
+    real-stack tier's ota-peripheral) silently loses write commands of 512 and 514 bytes at ATT
+    MTU 517 (see docs/transports/bluez.md, "Chunk cap"), which bleak would send."""
+
+    async def connect(self, address: str, timeout_s: float) -> None:
+        await super().connect(address, timeout_s)
+        self._max_write_without_response_size = min(self._max_write_without_response_size, 510)
+
+
 def connect(host: str, port: str) -> SMPClient:
+    if host == "ble":
+        return SMPClient(BlueZPeerBLETransport(), port, timeout_s=10.0)
     if host == "serial":
         return SMPClient(SMPSerialTransport(), port, timeout_s=5.0)
     return SMPClient(PortUDPTransport(int(port)), host, timeout_s=5.0)
