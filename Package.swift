@@ -207,6 +207,11 @@ let package = Package(
         ),
         // The cross-protocol fault campaign: 1,000 seeded updates, each protocol one table entry.
         .testTarget(
+            name: "OTAFleetTests",
+            dependencies: ["OTACore", "OTATransportSimulator", "OTAProtocolGeneric"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "OTAFaultCampaignTests",
             dependencies: [
                 "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",

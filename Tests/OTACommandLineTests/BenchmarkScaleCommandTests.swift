@@ -25,6 +25,26 @@ import Testing
         #expect((object["cpuSecondsPerUpdate"] as? Double ?? 0) > 0)
     }
 
+    @Test func throughOneAdapterTheLimitHoldsAndTheCampaignIsNearTheIdeal() async throws {
+        let (code, streams) = await runTool([
+            "benchmark", "--scale", "20", "--adapter-limit", "4", "--protocol", "generic", "--profile", "nrf52840-mtu244-2m", "--size", "64K", "--json",
+        ])
+        #expect(code == 0, "\(streams.standardError)")
+        let line = try #require(streams.standardOutput.split(separator: "\n").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["identical"] as? Double == 20)
+        #expect(object["adapterLimit"] as? Double == 4)
+        #expect(object["adapterPeakConnections"] as? Double == 4)
+        let overIdeal = try #require(object["virtualOverIdeal"] as? Double)
+        #expect(overIdeal >= 0.99 && overIdeal <= 1.25, "\(overIdeal)")
+    }
+
+    @Test func anAdapterLimitNeedsScale() async {
+        let (code, streams) = await runTool(["benchmark", "--adapter-limit", "4"])
+        #expect(code == 2)
+        #expect(streams.standardError == "ota: error: --adapter-limit needs --scale N (see 'ota benchmark --help')\n")
+    }
+
     @Test(arguments: ["0", "10001", "many"])
     func aScaleOutOfRangeIsAUsageError(value: String) async {
         let (code, streams) = await runTool(["benchmark", "--scale", value])

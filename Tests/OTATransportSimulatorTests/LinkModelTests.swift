@@ -188,3 +188,69 @@ import Testing
         #expect(outcome == false)
     }
 }
+
+@Suite("SimulatedAdapter")
+struct SimulatedAdapterTests {
+    @Test("a connect beyond the adapter's limit is refused as a controller refuses it; a dropped link frees its slot")
+    func connectionLimit() async throws {
+        let simulation = Simulation(seed: 3)
+        let adapter = SimulatedAdapter(name: "hci0", connectionLimit: 2)
+        let devices = (0..<3).map { _ in SimulatedDevice(profile: .nrf52840, model: RecordingDevice(), simulation: simulation) }
+        let outcome = try await simulation.run { () async -> [String] in
+            var outcome: [String] = []
+            var links: [SimulatedConnection] = []
+            for device in devices {
+                do {
+                    links.append(try await SimulatedConnector(device: device, adapter: adapter).connectSimulated())
+                    outcome.append("up")
+                } catch {
+                    outcome.append("\(error)")
+                }
+            }
+            links[0].drop(DisconnectReason("test"))
+            do {
+                _ = try await SimulatedConnector(device: devices[2], adapter: adapter).connectSimulated()
+                outcome.append("up")
+            } catch {
+                outcome.append("\(error)")
+            }
+            return outcome
+        }
+        #expect(outcome[0] == "up" && outcome[1] == "up" && outcome[3] == "up")
+        #expect(outcome[2].contains("connection limit exceeded (2 of 2 in use)"))
+        #expect(adapter.peakConnections == 2)
+        #expect(adapter.refusedConnects == 1)
+        #expect(adapter.connectionCount == 2)
+    }
+
+    @Test("two busy links on one adapter share its airtime: each takes about twice as long as one alone")
+    func sharedAirtime() async throws {
+        func stream(links count: Int, adapter: SimulatedAdapter?) async throws -> Duration {
+            let simulation = Simulation(seed: 5)
+            var profile = DeviceProfile.nrf52840
+            profile.link.packetsPerEvent = nil
+            profile.link.packetErrorRate = 0
+            let devices = (0..<count).map { _ in SimulatedDevice(profile: profile, model: RecordingDevice(), simulation: simulation) }
+            return try await simulation.run {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for device in devices {
+                        group.addTask {
+                            let link = try await SimulatedConnector(device: device, adapter: adapter).connectSimulated()
+                            for _ in 0..<200 { try await link.write(Data(repeating: 1, count: 244), to: RecordingDevice.data, kind: .withoutResponse) }
+                            try await link.write(Data([0]), to: RecordingDevice.control, kind: .withResponse)
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                return simulation.now
+            }
+        }
+        let alone = try await stream(links: 1, adapter: SimulatedAdapter(connectionLimit: 4))
+        let shared = try await stream(links: 2, adapter: SimulatedAdapter(connectionLimit: 4))
+        let separateRadios = try await stream(links: 2, adapter: nil)
+        let setup = DeviceProfile.nrf52840.link.connectionSetupTime
+        let ratio = (shared - setup) / (alone - setup)
+        #expect(ratio > 1.8 && ratio < 2.2, "ratio \(ratio)")
+        #expect((separateRadios - setup) / (alone - setup) < 1.1)
+    }
+}

@@ -18,6 +18,10 @@ enum BenchmarkCommand: Command {
                 name: "--scale", valueName: "N",
                 help: "run N updates at once in one simulation per protocol and profile; report wall, CPU and peak RSS per update (1...10000)"
             ),
+            .init(
+                name: "--adapter-limit", valueName: "K",
+                help: "with --scale: the N updates share one simulated adapter of K connections and its airtime, scheduled by the fleet scheduler (1...64)"
+            ),
         ],
         discussion: """
             Virtual time is the simulated link's and device's; wall and CPU time are this host's cost
@@ -30,6 +34,10 @@ enum BenchmarkCommand: Command {
             time, in one process and one virtual clock; the row says how many flashes hold the image
             byte for byte ('identical'), the longest update's virtual time, and the host's wall time,
             CPU time and peak resident memory divided by N.
+            With --adapter-limit K as well, the N devices are updated through one simulated adapter
+            that holds K connections and whose links share one radio (FleetScheduler, decision 0031):
+            'virtual' is then the whole campaign's, 'peak' the adapter's most connections at once and
+            'ideal' the campaign's virtual time over the larger of its airtime and connection bounds.
             Build in release mode for meaningful host figures: swift run -c release ota benchmark
             """
     )
@@ -59,6 +67,7 @@ enum BenchmarkCommand: Command {
         let size: Int
         let seed: UInt64
         var scale: Int?
+        var adapterLimit: Int?
         do {
             descriptors = try environment.registry.selected(by: arguments, command: "benchmark")
             var selectedProfiles: [DeviceProfile] = []
@@ -74,6 +83,13 @@ enum BenchmarkCommand: Command {
                 }
                 scale = count
             }
+            if let text = arguments.value("--adapter-limit") {
+                guard let limit = Int(text), (1...64).contains(limit) else {
+                    throw UsageError("--adapter-limit '\(text)' is not a number of connections between 1 and 64", command: "benchmark")
+                }
+                guard scale != nil else { throw UsageError("--adapter-limit needs --scale N", command: "benchmark") }
+                adapterLimit = limit
+            }
         } catch {
             streams.err("ota: error: \(error)\n")
             return .usage
@@ -87,7 +103,9 @@ enum BenchmarkCommand: Command {
             return .badInput
         }
         if let scale {
-            return await runScaled(scale, descriptors: descriptors, profiles: profiles, image: image, seed: seed, json: json, streams: streams)
+            return await runScaled(
+                scale, adapterLimit: adapterLimit, descriptors: descriptors, profiles: profiles, image: image, seed: seed, json: json, streams: streams
+            )
         }
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
@@ -133,35 +151,53 @@ enum BenchmarkCommand: Command {
         var wall: Duration
         var cpu: Duration
         var peakResidentBytes: Int
+        /// With an adapter: its limit, its measured peak, and virtual time over the ideal.
+        var adapter: (limit: Int, peak: Int, overIdeal: Double)?
     }
 
     private static func runScaled(
-        _ count: Int, descriptors: [ProtocolDescriptor], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool,
+        _ count: Int, adapterLimit: Int?, descriptors: [ProtocolDescriptor], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool,
         streams: any OutputStreams
     ) async -> ExitCode {
-        let widths = [17, 20, 7, 10, 10, 12, 12, 12]
+        let widths = [17, 20, 7, 10, 10, 12, 12, 12] + (adapterLimit == nil ? [] : [6, 7])
         if !json {
             streams.out("ota benchmark --scale \(count): \(image.count)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
+            if let adapterLimit {
+                streams.out(
+                    "through one simulated adapter of \(adapterLimit) connections sharing its airtime: virtual = the whole campaign; peak = the adapter's most connections at once\n"
+                )
+            }
             streams.out("per update = this host's wall time, CPU time and peak resident memory of the process divided by \(count)\n\n")
-            streams.out(row(["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"], widths: widths) + "\n")
+            let adapterColumns = adapterLimit == nil ? [] : ["peak", "ideal"]
+            streams.out(
+                row(["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"] + adapterColumns, widths: widths)
+                    + "\n"
+            )
         }
         var failed = false
         for descriptor in descriptors {
             for variant in descriptor.parameterVariants {
                 for profile in profiles where image.count <= profile.slotSize {
                     do {
-                        let m = try await measureScaled(descriptor, variant: variant, profile: profile, image: image, seed: seed, count: count)
+                        let m = try await measureScaled(
+                            descriptor, variant: variant, profile: profile, image: image, seed: seed, count: count, adapterLimit: adapterLimit
+                        )
                         if m.identical != m.count { failed = true }
+                        if let adapter = m.adapter, adapter.peak > adapter.limit { failed = true }
                         if json {
-                            streams.out(
-                                JSONValue.object([
-                                    "variant": .string(m.label), "profile": .string(m.profile.name), "updates": .number(Double(m.count)),
-                                    "identical": .number(Double(m.identical)), "longestVirtualSeconds": .number(m.longest.seconds),
-                                    "wallSecondsPerUpdate": .number(m.wall.seconds / Double(m.count)),
-                                    "cpuSecondsPerUpdate": .number(m.cpu.seconds / Double(m.count)),
-                                    "peakResidentBytes": .number(Double(m.peakResidentBytes)),
-                                ]).serialized + "\n"
-                            )
+                            var fields: [String: JSONValue] = [
+                                "variant": .string(m.label), "profile": .string(m.profile.name), "updates": .number(Double(m.count)),
+                                "identical": .number(Double(m.identical)), "longestVirtualSeconds": .number(m.longest.seconds),
+                                "wallSecondsPerUpdate": .number(m.wall.seconds / Double(m.count)),
+                                "cpuSecondsPerUpdate": .number(m.cpu.seconds / Double(m.count)),
+                                "peakResidentBytes": .number(Double(m.peakResidentBytes)),
+                            ]
+                            if let adapter = m.adapter {
+                                fields["adapterLimit"] = .number(Double(adapter.limit))
+                                fields["adapterPeakConnections"] = .number(Double(adapter.peak))
+                                fields["virtualOverIdeal"] = .number(adapter.overIdeal)
+                            }
+                            streams.out(JSONValue.object(fields).serialized + "\n")
                         } else {
                             streams.out(
                                 row(
@@ -170,7 +206,7 @@ enum BenchmarkCommand: Command {
                                         String(oneDecimal: m.wall.seconds * 1000 / Double(m.count)) + " ms",
                                         String(oneDecimal: m.cpu.seconds * 1000 / Double(m.count)) + " ms",
                                         String(oneDecimal: Double(m.peakResidentBytes) / Double(m.count) / 1000) + " kB",
-                                    ], widths: widths
+                                    ] + (m.adapter.map { ["\($0.peak)/\($0.limit)", String(format: "%.3f×", $0.overIdeal)] } ?? []), widths: widths
                                 ) + "\n"
                             )
                         }
@@ -190,8 +226,14 @@ enum BenchmarkCommand: Command {
     /// `count` devices of `profile` updated at once in one simulation; each flash is then
     /// compared with the image.
     static func measureScaled(
-        _ descriptor: ProtocolDescriptor, variant: ProtocolParameters, profile: DeviceProfile, image raw: FirmwareImage, seed: UInt64, count: Int
+        _ descriptor: ProtocolDescriptor, variant: ProtocolParameters, profile: DeviceProfile, image raw: FirmwareImage, seed: UInt64, count: Int,
+        adapterLimit: Int? = nil
     ) async throws -> ScaledMeasurement {
+        if let adapterLimit {
+            return try await measureThroughAdapter(
+                descriptor, variant: variant, profile: profile, image: raw, seed: seed, count: count, limit: adapterLimit
+            )
+        }
         let simulation = Simulation(seed: seed)
         var devices: [SimulatedDevice] = []
         for _ in 0..<count {
@@ -219,6 +261,54 @@ enum BenchmarkCommand: Command {
         return ScaledMeasurement(
             label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: longest, wall: wall, cpu: cpu,
             peakResidentBytes: peakResidentBytes()
+        )
+    }
+
+    /// `count` devices of `profile` updated by the fleet scheduler through one simulated adapter of
+    /// `limit` connections; virtual time is compared with the ideal schedule of decision 0031.
+    static func measureThroughAdapter(
+        _ descriptor: ProtocolDescriptor, variant: ProtocolParameters, profile: DeviceProfile, image raw: FirmwareImage, seed: UInt64, count: Int,
+        limit: Int
+    ) async throws -> ScaledMeasurement {
+        let client = try descriptor.makeClient(variant)
+        let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
+        func campaign(_ count: Int) async throws -> (FleetReport, SimulatedAdapter, [SimulatedDevice]) {
+            let simulation = Simulation(seed: seed)
+            let adapter = SimulatedAdapter(name: "sim-adapter", connectionLimit: limit)
+            var devices: [SimulatedDevice] = []
+            for _ in 0..<count {
+                devices.append(SimulatedDevice(profile: profile, model: try descriptor.makeDeviceModel(variant), simulation: simulation))
+            }
+            let fleet = devices.map {
+                FleetDevice(
+                    id: $0.address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: $0, adapter: adapter))]
+                )
+            }
+            let scheduler = FleetScheduler(engine: UpdateEngine(clock: simulation.clock), policy: FleetPolicy(maximumAttempts: 1))
+            let adapters = [FleetAdapter(name: "sim-adapter", connectionLimit: limit)]
+            let report = try await simulation.run { await scheduler.run(fleet, adapters: adapters) }
+            return (report, adapter, devices)
+        }
+        let (alone, _, _) = try await campaign(1)
+        let cpuBefore = processCPUTime()
+        let wallBefore = ContinuousClock.now
+        let (report, adapter, devices) = try await campaign(count)
+        let wall = ContinuousClock.now - wallBefore
+        let cpu = processCPUTime() - cpuBefore
+        let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
+        // Decision 0031: the adapter carries what one link carries in full events (or k links
+        // within their per-event packet caps), so the airtime bound is N·b ÷ C plus one device's
+        // time off the air; each connection updates ⌈N ÷ k⌉ devices one after another.
+        var shared = profile.link
+        shared.packetsPerEvent = shared.packetsPerEvent.map { $0 * limit }
+        let chunk = alone.devices.first?.update?.chunkSize ?? report.devices.first?.update?.chunkSize ?? 1
+        let capacity = shared.theoreticalGoodput(valueLength: chunk)
+        let one = alone.duration.seconds
+        let airtime = Double(image.count) / capacity
+        let ideal = max(Double(count) * airtime + max(0, one - airtime), Double((count + limit - 1) / limit) * one)
+        return ScaledMeasurement(
+            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: report.duration, wall: wall,
+            cpu: cpu, peakResidentBytes: peakResidentBytes(), adapter: (limit, adapter.peakConnections, report.duration.seconds / ideal)
         )
     }
 

@@ -50,6 +50,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private unowned let simulation: Simulation
     private let profile: LinkProfile
     private let anchor: Duration
+    /// The adapter whose radio and connection slot this link uses, with its slot.
+    private let adapter: (adapter: SimulatedAdapter, slot: UInt64)?
     /// What to do with a write that ignores back-pressure when the queue is full.
     public let overflow: WriteQueueOverflow
     public let link: LinkParameters
@@ -72,8 +74,12 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// The characteristic the last write without response went to, already checked.
     private var lastUnacknowledgedTarget: CharacteristicID?
 
-    init(device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow) {
+    init(
+        device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow,
+        adapter: (adapter: SimulatedAdapter, slot: UInt64)? = nil
+    ) {
         self.device = device
+        self.adapter = adapter
         self.simulation = simulation
         self.profile = device.profile.link
         self.anchor = simulation.now
@@ -90,6 +96,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             table.merge(service.characteristicTable) { $1 }
         }
         characteristics = table
+        adapter?.adapter.bind(adapter!.slot, to: self)
     }
 
     private func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
@@ -313,12 +320,24 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         }
     }
 
+    /// Whether the link has packets to send at `time` (for the adapter's airtime sharing).
+    func hasAirWork(at time: Duration) -> Bool {
+        withLock {
+            guard disconnectReason == nil else { return false }
+            return centralHead < central.count || (peripheral.first.map { $0.readyAt <= time } ?? false)
+        }
+    }
+
     private func runEvent(at start: Duration) {
         let cap = profile.packetsPerEvent ?? .max
+        let budget =
+            adapter?.adapter.eventBudget(for: self, interval: profile.connectionInterval, at: start)
+            ?? (share: profile.connectionInterval, left: profile.connectionInterval)
         let llPayload = profile.llPayload
         var used: Duration = .zero
         var packets = 0
         var flowControlled = false
+        defer { adapter?.adapter.charge(used) }
         while packets < cap, disconnectReason == nil {
             let now = start + used
             var centralBytes = 0
@@ -335,7 +354,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             }
             guard centralBytes > 0 || peripheralBytes > 0 else { break }
             let pair = profile.pairTime(central: centralBytes, peripheral: peripheralBytes)
-            guard used + pair <= profile.connectionInterval else { break }
+            guard used < budget.share, used + pair <= min(profile.connectionInterval, budget.left) else { break }
             used += pair
             packets += 1
             statistics.packetPairs += 1
@@ -508,6 +527,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             return true
         }
         guard wasUp else { return }
+        if let adapter { adapter.adapter.release(adapter.slot) }
         device.detach(self)
         device.model.disconnected()
     }

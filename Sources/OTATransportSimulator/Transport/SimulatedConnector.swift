@@ -8,12 +8,18 @@ public struct SimulatedConnector: Connector {
     public var centralMTU: Int
     /// What the central's stack does with writes that ignore back-pressure.
     public var overflow: WriteQueueOverflow
+    /// The adapter the connection goes through, or `nil` for a central with unlimited
+    /// connections and a radio per link (every test before adapters existed).
+    public var adapter: SimulatedAdapter?
     /// The address the device was found at after it restarted elsewhere, for messages.
     var reachedAs: String?
 
     /// Creates a connector. The default MTU offer, 517, is what BlueZ and recent iPhones offer.
-    public init(device: SimulatedDevice, centralMTU: Int = 517, overflow: WriteQueueOverflow = .dropSilently) {
+    public init(
+        device: SimulatedDevice, centralMTU: Int = 517, overflow: WriteQueueOverflow = .dropSilently, adapter: SimulatedAdapter? = nil
+    ) {
         self.device = device
+        self.adapter = adapter
         self.centralMTU = centralMTU
         self.overflow = overflow
     }
@@ -46,7 +52,7 @@ public struct SimulatedConnector: Connector {
             switch rule.select(from: inRange.map(\.0)) {
             case .found(let match):
                 guard let found = inRange.first(where: { $0.0 == match })?.1 else { break }
-                var connector = SimulatedConnector(device: found, centralMTU: centralMTU, overflow: overflow)
+                var connector = SimulatedConnector(device: found, centralMTU: centralMTU, overflow: overflow, adapter: adapter)
                 connector.reachedAs = match.address
                 return connector
             case .ambiguous:
@@ -70,6 +76,9 @@ public struct SimulatedConnector: Connector {
     /// Connects and returns the concrete connection, for tests that inspect the link.
     public func connectSimulated() async throws(TransportError) -> SimulatedConnection {
         let simulation = device.simulation
+        let slot = try adapter?.reserve(for: device.address)
+        var connected = false
+        defer { if !connected, let slot { adapter?.release(slot) } }
         do {
             try await simulation.clock.sleep(for: device.profile.link.connectionSetupTime)
         } catch {
@@ -84,10 +93,13 @@ public struct SimulatedConnector: Connector {
             }
             throw TransportError(.connectionFailed, "\(device.address) did not answer: out of range or switched off")
         }
-        let connection = SimulatedConnection(device: device, simulation: simulation, centralMTU: centralMTU, overflow: overflow)
+        let connection = SimulatedConnection(
+            device: device, simulation: simulation, centralMTU: centralMTU, overflow: overflow, adapter: slot.map { (adapter!, $0) }
+        )
         guard device.attach(connection) else {
             throw TransportError(.connectionFailed, "\(device.address) is already connected to another central")
         }
+        connected = true
         device.model.connected(connection)
         return connection
     }
