@@ -45,7 +45,13 @@ public struct FleetScheduler: Sendable {
                 for start in schedule.start(at: now) {
                     let device = devices[start.device]
                     let adapter = adapters[start.adapter].name
-                    guard let connector = device.connectors.first(where: { $0.adapter == adapter })?.connector else { continue }
+                    guard let connector = device.connectors.first(where: { $0.adapter == adapter })?.connector else {
+                        // Cannot happen (a device's adapters come from its connectors); never leave it running.
+                        reports[start.device].failures.append(
+                            OTAError(.invalidParameter, "no connector for \(device.id) on adapter \(adapter)"))
+                        schedule.finished(start.device, succeeded: false, at: now)
+                        continue
+                    }
                     if firstStart[start.device] == nil { firstStart[start.device] = now }
                     reports[start.device].attempts = start.attempt
                     reports[start.device].adapter = adapter
