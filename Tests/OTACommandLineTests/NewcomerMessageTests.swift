@@ -44,7 +44,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: image) }
         let streams = CapturedStreams()
         let run = Task { await CommandLineTool.run(["update", image.path, "--protocol", "generic", "--sim-speed", "1"], streams: streams) }
-        try await Task.sleep(for: .milliseconds(800))
+        // Interrupt once data is flowing (not after a fixed delay, which a loaded machine can
+        // stretch past the whole 3.7 s update or cut before it starts).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !streams.standardError.contains("transferring"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(300))
         run.cancel()
         #expect(await run.value == 130)
         let lines = streams.standardError.split(separator: "\n").map(String.init)
