@@ -217,14 +217,17 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             default:
                 break
             }
-            if machine.isAwaitingErase {
+            // Only the wait for the first response (the slot erase) goes without the stall
+            // watchdog; its writes are data like any other, and a link that stops taking them
+            // must not hang the upload (campaign seed 515).
+            if Self.awaitsErase(machine, action) {
                 action = try await Self.perform(action, &machine, channel: channel)
             } else {
                 let (current, pending) = (machine, action)
                 (machine, action) = try await context.withStallWatchdog { () async throws -> (MCUmgrUploadStateMachine, MCUmgrUploadStateMachine.Action) in
                     var machine = current
                     var action = pending
-                    while !machine.isAwaitingErase {
+                    while !Self.awaitsErase(machine, action) {
                         switch action {
                         case .finished, .fail: return (machine, action)
                         default: action = try await Self.perform(action, &machine, channel: channel)
@@ -234,6 +237,13 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
                 }
             }
         }
+    }
+
+    /// Whether `action` waits for the answer to the first request, which the device sends only
+    /// after erasing its slot (the erase timeout, not the stall watchdog, bounds it).
+    private static func awaitsErase(_ machine: MCUmgrUploadStateMachine, _ action: MCUmgrUploadStateMachine.Action) -> Bool {
+        guard machine.isAwaitingErase, case .awaitResponse = action else { return false }
+        return true
     }
 
     /// Performs one action of the upload machine and feeds it the result.
@@ -251,7 +261,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             }
             return machine.sent()
         case .awaitResponse(let timeout, let awaiting):
-            let next = machine.received(try await channel.nextFrame(timeout: timeout, awaiting: awaiting))
+            let frame = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting, sequences: machine.sequencesInFlight)
+            if let sequence = SMPHeader(frame)?.sequence, machine.sequencesInFlight.contains(sequence) { channel.answered(sequence) }
+            let next = machine.received(frame)
             context.acknowledged(total: machine.acknowledged)
             return next
         case .wait(let duration, let purpose):

@@ -10,7 +10,13 @@ final class SMPChannel: Sendable {
         var reassembler = SMPReassembler()
         var frames: [Data] = []
         var sequence: UInt8 = 0
+        /// The sequence numbers answered last, newest last (at most ``answeredMemory``).
+        var answered: [UInt8] = []
     }
+
+    /// How many answered sequence numbers the channel remembers, to recognise a second answer
+    /// to one of them (a request that reached the device twice) and skip it.
+    static let answeredMemory = 16
 
     let context: UpdateContext
     let inbox: NotificationInbox
@@ -49,6 +55,31 @@ final class SMPChannel: Sendable {
         }
     }
 
+    /// Records that the request with `sequence` was answered.
+    func answered(_ sequence: UInt8) {
+        state.withLock { state in
+            state.answered.removeAll { $0 == sequence }
+            state.answered.append(sequence)
+            if state.answered.count > Self.answeredMemory { state.answered.removeFirst() }
+        }
+    }
+
+    /// Whether `frame` is a second answer to a request already answered (and not `awaiting`):
+    /// a write that reached the device twice makes it answer twice.
+    func isRepeatedAnswer(_ frame: Data, awaiting: [UInt8]) -> Bool {
+        guard let header = SMPHeader(frame), !awaiting.contains(header.sequence) else { return false }
+        return state.withLock { $0.answered.contains(header.sequence) }
+    }
+
+    /// The next whole frame that is not a repeated answer (see ``isRepeatedAnswer(_:awaiting:)``).
+    func nextAnswer(timeout: Duration?, awaiting purpose: String, sequences: [UInt8]) async throws(OTAError) -> Data {
+        while true {
+            let frame = try await nextFrame(timeout: timeout, awaiting: purpose)
+            guard isRepeatedAnswer(frame, awaiting: sequences) else { return frame }
+            context.note("skipped a second answer to SMP request \(SMPHeader(frame)?.sequence ?? 0), which reached the device twice")
+        }
+    }
+
     /// Writes a command frame, cut into ATT writes (no image progress counted).
     func write(_ frame: Data, purpose: String) async throws(OTAError) {
         var position = 0
@@ -67,7 +98,8 @@ final class SMPChannel: Sendable {
             return state.sequence
         }
         try await write(request.encoded(sequence: sequence), purpose: "the \(request)")
-        let frame = try await nextFrame(timeout: timeout, awaiting: "response to the \(request)")
+        let frame = try await nextAnswer(timeout: timeout, awaiting: "response to the \(request)", sequences: [sequence])
+        answered(sequence)
         do throws(MCUmgrWireError) {
             let message: SMPMessage
             do {
