@@ -64,7 +64,7 @@ enum ResendRule: Sendable {
 /// A protocol in the campaign: how to make its device and client, what its device installed,
 /// the errors it documents per fault, and its resend guarantee.
 ///
-/// Adding a protocol (MCUmgr, when it lands) is one more entry in ``CampaignProtocol/all``.
+/// Adding a protocol is one more entry in ``CampaignProtocol/all``.
 struct CampaignProtocol: Sendable {
     /// The protocol's name, as in summaries and replay commands.
     var name: String

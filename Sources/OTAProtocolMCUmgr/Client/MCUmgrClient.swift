@@ -24,6 +24,8 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     /// Which images this client reset the device for: MCUboot's state after a revert looks like
     /// a plain upload, so the flow remembers (for the life of the client, one `ota update`).
     private let record = ResetRecord()
+    /// SMP sequence numbers across this client's connections (see ``SMPSequences``).
+    private let sequences = SMPSequences()
 
     /// Creates a client.
     public init(configuration: MCUmgrConfiguration = MCUmgrConfiguration()) {
@@ -65,8 +67,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let configuration = self.configuration
+        let sequences = self.sequences
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? in
-            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences)
             let state = try await Self.readState(channel)
             if case .upload = flow.next(after: state) {
             } else {
@@ -96,8 +99,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let smp = self.smp
+        let sequences = self.sequences
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> UpdateOutcome in
-            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences)
             var uploadFrom: Int?
             var step: MCUmgrImageFlow.Step
             switch point?.checkpoint {
@@ -157,8 +161,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     /// when none is marked active), as MCUboot's header gives it; `nil` when the list has none.
     public func runningVersion(context: UpdateContext) async throws(OTAError) -> ReportedVersion? {
         let smp = self.smp
+        let sequences = self.sequences
         let state = try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ImageStateResponse in
-            try await Self.readState(SMPChannel(context: context, inbox: inbox, characteristic: smp))
+            try await Self.readState(SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences))
         }
         return Self.runningVersion(in: state)
     }
