@@ -215,6 +215,7 @@ let package = Package(
             name: "OTAFaultCampaignTests",
             dependencies: [
                 "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",
+                "OTAProtocolMCUmgr",
             ],
             swiftSettings: strictSettings
         ),

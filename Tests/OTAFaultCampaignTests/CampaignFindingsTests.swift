@@ -37,6 +37,39 @@ import Testing
         plan(8702, mtu: 247, size: 31363, [PlannedFault(kind: .duplicateWrite, point: 122)]),
     ]
 
+    static let mcumgr = CampaignProtocol.all.firstIndex { $0.name == CampaignProtocol.mcumgr.name }!
+    static let mcumgrTest = CampaignProtocol.all.firstIndex { $0.name == CampaignProtocol.mcumgrTest.name }!
+
+    /// MCUmgr: 515, a link that stopped taking writes during the first upload request hung the
+    /// update; 267, a request that reached the device twice was answered twice, and the second
+    /// answer failed the update; 1229, a finished upload whose `match: false` was lost with the
+    /// link was resumed as "all bytes held" (the model kept it), failing as `did not land`;
+    /// 6399, a second answer to the resume probe reached the run's own channel, which numbered
+    /// its requests from 0 again.
+    static let mcumgrFindings: [FaultPlan] = [
+        FaultPlan(
+            seed: 515, protocolIndex: mcumgr, protocolName: CampaignProtocol.mcumgr.name, link: .small(.nrf52840, mtu: 131), imageSize: 18177,
+            faults: [PlannedFault(kind: .stall, point: 256)]),
+        FaultPlan(
+            seed: 267, protocolIndex: mcumgr, protocolName: CampaignProtocol.mcumgr.name, link: .small(.nrf52840), imageSize: 7429,
+            faults: [PlannedFault(kind: .duplicateWrite, point: 0)]),
+        FaultPlan(
+            seed: 1229, protocolIndex: mcumgrTest, protocolName: CampaignProtocol.mcumgrTest.name, link: .small(.nrf52840), imageSize: 17887,
+            faults: [PlannedFault(kind: .disconnect, point: 17568), PlannedFault(kind: .duplicateWrite, point: 56)]),
+        FaultPlan(
+            seed: 6399, protocolIndex: mcumgr, protocolName: CampaignProtocol.mcumgr.name, link: .small(.nrf52840), imageSize: 16383,
+            faults: [PlannedFault(kind: .reboot, point: 15360), PlannedFault(kind: .duplicateWrite, point: 67)]),
+    ]
+
+    @Test(arguments: mcumgrFindings.map(\.seed))
+    func anMCUmgrRunThatFoundABugNowCompletes(seed: UInt64) async throws {
+        let plan = try #require(Self.mcumgrFindings.first { $0.seed == seed })
+        let result = await CampaignRun.run(plan, verbose: false)
+        #expect(result.violations.isEmpty, "\(plan): \(result.violations)")
+        #expect(result.outcome == .completed, "\(plan)")
+        #expect(result.fired.count == plan.faults.count, "\(plan)")
+    }
+
     @Test(arguments: findings.map(\.seed))
     func aRunThatFoundABugNowCompletes(seed: UInt64) async throws {
         let plan = try #require(Self.findings.first { $0.seed == seed })

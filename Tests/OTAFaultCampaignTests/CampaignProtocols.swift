@@ -2,6 +2,7 @@ import Foundation
 import OTACore
 import OTAProtocolFramed
 import OTAProtocolGeneric
+import OTAProtocolMCUmgr
 import OTAProtocolNordicDFU
 import OTATransportSimulator
 
@@ -51,12 +52,19 @@ enum ResendRule: Sendable {
     /// At most one data object of `size` bytes per link loss and per object the client sent
     /// again; a device reboot loses the bootloader's RAM progress and may restart from byte 0.
     case object(size: Int)
+    /// MCUmgr's pipelined upload: at most `count` upload requests (the client's window, its
+    /// `window` bounded by the device's `buf_count`) of at most `frame − 8` data bytes each per
+    /// link loss and per re-synchronisation from the device's `off` after a damaged write, where
+    /// `frame` is the device's `buf_size` rounded down to whole writes (the request size the
+    /// client aims at). A device reboot loses the upload (Zephyr keeps it in RAM) and may restart
+    /// from byte 0.
+    case requests(count: Int, bufferSize: Int)
 }
 
 /// A protocol in the campaign: how to make its device and client, what its device installed,
 /// the errors it documents per fault, and its resend guarantee.
 ///
-/// Adding a protocol (MCUmgr, when it lands) is one more entry in ``CampaignProtocol/all``.
+/// Adding a protocol is one more entry in ``CampaignProtocol/all``.
 struct CampaignProtocol: Sendable {
     /// The protocol's name, as in summaries and replay commands.
     var name: String
@@ -77,11 +85,19 @@ struct CampaignProtocol: Sendable {
     /// Whether the device recorded an image as installed (committed); the campaign then checks
     /// the slot holds exactly the image's bytes.
     var installed: @Sendable (any DeviceModel) -> Bool
+    /// The installed image's bytes, for a device that does not run it from the simulator's flash
+    /// (MCUboot swaps it into slot 0); `nil`: the flash's first image-size bytes.
+    var installedBytes: (@Sendable (any DeviceModel) -> Data)? = nil
     /// The errors the protocol documents when `fault` struck in `plan`'s run, alongside every
     /// fault in `fired`.
     var documentedErrors: @Sendable (_ fault: PlannedFault, _ plan: FaultPlan, _ fired: [PlannedFault]) -> [DocumentedError]
     /// Its resend guarantee.
     var resend: ResendRule
+    /// Whether a damaged write (dropped, duplicated, corrupted or reordered) may cost a
+    /// reconnection: SMP's reassembly goes by each frame's header length, so a frame missing a
+    /// write or holding one twice takes bytes of the next and the device never answers it; only
+    /// a new link resets the reassembly.
+    var damagedWritesMayReconnect = false
 
     /// The payload of one data write on `link`.
     func payloadSize(on link: CampaignLink) -> Int {
@@ -90,7 +106,7 @@ struct CampaignProtocol: Sendable {
     }
 
     /// Every protocol the campaign covers.
-    static let all: [CampaignProtocol] = [generic, framed, nordic, nordicPipelined]
+    static let all: [CampaignProtocol] = [generic, framed, nordic, nordicPipelined, mcumgr, mcumgrTest]
 
     // MARK: - Generic
 
@@ -229,5 +245,68 @@ struct CampaignProtocol: Sendable {
             return errors
         },
         resend: nordic.resend
+    )
+
+    // MARK: - MCUmgr
+
+    /// The simulated Zephyr device's buffers (`sim:zephyr-sensor`'s defaults).
+    static let mcumgrDevice = MCUmgrDeviceModel.Settings()
+
+    /// MCUmgr image upload (`mode=upload`): resumable from the device's `off`, which Zephyr keeps
+    /// in RAM across a disconnect and loses in a reboot (docs/protocols/mcumgr.md).
+    static let mcumgr = CampaignProtocol(
+        name: "mcumgr",
+        links: [.small(.nrf52840), .small(.nrf52840, mtu: 23), .small(.nrf52840, mtu: 131)],
+        makeModel: { _ in MCUmgrDeviceModel(settings: mcumgrDevice) },
+        makeClient: {
+            var configuration = MCUmgrConfiguration()
+            configuration.mode = .upload
+            return MCUmgrClient(configuration: configuration)
+        },
+        prepare: { raw in
+            try FirmwareImage(
+                bytes: MCUbootImageWriter.unsigned(body: raw.bytes, version: MCUbootVersion(major: 2, minor: 0, revision: 0)), name: raw.name)
+        },
+        installed: { ($0 as? MCUmgrDeviceModel)?.imageState.slot(1) != nil },
+        documentedErrors: { fault, _, _ in
+            switch fault.kind {
+            case .flashFailure:
+                [
+                    DocumentedError(.deviceRejected, "image management rc 12 (flash write failed)"),
+                    DocumentedError(.deviceRejected, "image management rc 13 (flash erase failed)"),
+                ]
+            case .dropWrite, .duplicateWrite, .corruptWrite, .reorderWrite:
+                // SMP carries no checksum per request: a damaged write that leaves a request's
+                // CBOR valid stores other bytes, found only by the device's SHA-256 check of the
+                // whole file (`match`) on the last response.
+                [DocumentedError(.verificationFailed, "device reports the uploaded image does not match its SHA-256; the transfer was corrupted")]
+            default: []
+            }
+        },
+        resend: .requests(count: min(MCUmgrConfiguration().window, mcumgrDevice.bufferCount), bufferSize: mcumgrDevice.bufferSize),
+        damagedWritesMayReconnect: true
+    )
+
+    /// `mode=test`: the upload as above, then the image marked for a test boot, a reset (the
+    /// engine reconnects), the image checked in slot 0 and confirmed. Installed means slot 0 runs
+    /// it confirmed.
+    static let mcumgrTest = CampaignProtocol(
+        name: "mcumgr-test",
+        links: mcumgr.links,
+        makeModel: mcumgr.makeModel,
+        makeClient: {
+            var configuration = MCUmgrConfiguration()
+            configuration.mode = .test
+            return MCUmgrClient(configuration: configuration)
+        },
+        prepare: mcumgr.prepare,
+        installed: { model in
+            guard let model = model as? MCUmgrDeviceModel else { return false }
+            return model.swapCount > 0 && !model.isTestBoot && model.primaryImage != MCUmgrDeviceModel.defaultFactoryImage
+        },
+        installedBytes: { ($0 as? MCUmgrDeviceModel)?.primaryImage ?? Data() },
+        documentedErrors: mcumgr.documentedErrors,
+        resend: mcumgr.resend,
+        damagedWritesMayReconnect: true
     )
 }

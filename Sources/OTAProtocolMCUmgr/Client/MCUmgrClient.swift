@@ -24,6 +24,8 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     /// Which images this client reset the device for: MCUboot's state after a revert looks like
     /// a plain upload, so the flow remembers (for the life of the client, one `ota update`).
     private let record = ResetRecord()
+    /// SMP sequence numbers across this client's connections (see ``SMPSequences``).
+    private let sequences = SMPSequences()
 
     /// Creates a client.
     public init(configuration: MCUmgrConfiguration = MCUmgrConfiguration()) {
@@ -65,8 +67,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let configuration = self.configuration
+        let sequences = self.sequences
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ResumePoint<MCUmgrCheckpoint>? in
-            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences)
             let state = try await Self.readState(channel)
             if case .upload = flow.next(after: state) {
             } else {
@@ -96,8 +99,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         let mcuboot = try record.parsed(image)
         let flow = flow(for: mcuboot)
         let smp = self.smp
+        let sequences = self.sequences
         return try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> UpdateOutcome in
-            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp)
+            let channel = SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences)
             var uploadFrom: Int?
             var step: MCUmgrImageFlow.Step
             switch point?.checkpoint {
@@ -157,8 +161,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     /// when none is marked active), as MCUboot's header gives it; `nil` when the list has none.
     public func runningVersion(context: UpdateContext) async throws(OTAError) -> ReportedVersion? {
         let smp = self.smp
+        let sequences = self.sequences
         let state = try await context.withNotifications(from: smp) { (inbox) throws(OTAError) -> ImageStateResponse in
-            try await Self.readState(SMPChannel(context: context, inbox: inbox, characteristic: smp))
+            try await Self.readState(SMPChannel(context: context, inbox: inbox, characteristic: smp, sequences: sequences))
         }
         return Self.runningVersion(in: state)
     }
@@ -217,14 +222,17 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             default:
                 break
             }
-            if machine.isAwaitingErase {
+            // Only the wait for the first response (the slot erase) goes without the stall
+            // watchdog; its writes are data like any other, and a link that stops taking them
+            // must not hang the upload (campaign seed 515).
+            if Self.awaitsErase(machine, action) {
                 action = try await Self.perform(action, &machine, channel: channel)
             } else {
                 let (current, pending) = (machine, action)
                 (machine, action) = try await context.withStallWatchdog { () async throws -> (MCUmgrUploadStateMachine, MCUmgrUploadStateMachine.Action) in
                     var machine = current
                     var action = pending
-                    while !machine.isAwaitingErase {
+                    while !Self.awaitsErase(machine, action) {
                         switch action {
                         case .finished, .fail: return (machine, action)
                         default: action = try await Self.perform(action, &machine, channel: channel)
@@ -234,6 +242,13 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
                 }
             }
         }
+    }
+
+    /// Whether `action` waits for the answer to the first request, which the device sends only
+    /// after erasing its slot (the erase timeout, not the stall watchdog, bounds it).
+    private static func awaitsErase(_ machine: MCUmgrUploadStateMachine, _ action: MCUmgrUploadStateMachine.Action) -> Bool {
+        guard machine.isAwaitingErase, case .awaitResponse = action else { return false }
+        return true
     }
 
     /// Performs one action of the upload machine and feeds it the result.
@@ -251,7 +266,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             }
             return machine.sent()
         case .awaitResponse(let timeout, let awaiting):
-            let next = machine.received(try await channel.nextFrame(timeout: timeout, awaiting: awaiting))
+            let frame = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting, sequences: machine.sequencesInFlight)
+            if let sequence = SMPHeader(frame)?.sequence, machine.sequencesInFlight.contains(sequence) { channel.answered(sequence) }
+            let next = machine.received(frame)
             context.acknowledged(total: machine.acknowledged)
             return next
         case .wait(let duration, let purpose):

@@ -2,25 +2,72 @@ import Foundation
 import OTACore
 import Synchronization
 
+/// The sequence numbers of one client's conversation, across the channels of its connections
+/// and calls: the next to hand out, and the last ones answered (at most
+/// ``SMPChannel/answeredMemory``). Shared, so a second answer still on its way when the next
+/// channel opens is recognised as one rather than taken for an answer to a new request.
+final class SMPSequences: Sendable {
+    private struct State {
+        var next: UInt8 = 0
+        var answered: [UInt8] = []
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// The next sequence number to use.
+    var next: UInt8 {
+        get { state.withLock { $0.next } }
+        set { state.withLock { $0.next = newValue } }
+    }
+
+    /// Hands out the next sequence number.
+    func take() -> UInt8 {
+        state.withLock { state in
+            defer { state.next &+= 1 }
+            return state.next
+        }
+    }
+
+    /// Records that the request with `sequence` was answered.
+    func answered(_ sequence: UInt8) {
+        state.withLock { state in
+            state.answered.removeAll { $0 == sequence }
+            state.answered.append(sequence)
+            if state.answered.count > SMPChannel.answeredMemory { state.answered.removeFirst() }
+        }
+    }
+
+    /// Whether `sequence` was answered lately.
+    func wasAnswered(_ sequence: UInt8) -> Bool { state.withLock { $0.answered.contains(sequence) } }
+}
+
 /// One run's SMP conversation over the characteristic: requests cut into ATT writes, responses
 /// reassembled from notifications by their header's length, sequence numbers handed out in
-/// order. Used by the driver only; the exchange logic is in the state machines.
+/// order (from the client's ``SMPSequences``). Used by the driver only; the exchange logic is in
+/// the state machines.
 final class SMPChannel: Sendable {
     private struct State {
         var reassembler = SMPReassembler()
         var frames: [Data] = []
-        var sequence: UInt8 = 0
     }
+
+    /// How many answered sequence numbers a client remembers, to recognise a second answer to
+    /// one of them (a request that reached the device twice) and skip it.
+    static let answeredMemory = 16
 
     let context: UpdateContext
     let inbox: NotificationInbox
     let characteristic: CharacteristicID
+    let sequences: SMPSequences
     private let state = Mutex(State())
 
-    init(context: UpdateContext, inbox: NotificationInbox, characteristic: CharacteristicID) {
+    init(context: UpdateContext, inbox: NotificationInbox, characteristic: CharacteristicID, sequences: SMPSequences = SMPSequences()) {
         self.context = context
         self.inbox = inbox
         self.characteristic = characteristic
+        self.sequences = sequences
     }
 
     /// Bytes per ATT write: the engine's chunk plan.
@@ -28,8 +75,8 @@ final class SMPChannel: Sendable {
 
     /// The next sequence number to use.
     var sequence: UInt8 {
-        get { state.withLock { $0.sequence } }
-        set { state.withLock { $0.sequence = newValue } }
+        get { sequences.next }
+        set { sequences.next = newValue }
     }
 
     /// The next whole frame.
@@ -49,6 +96,25 @@ final class SMPChannel: Sendable {
         }
     }
 
+    /// Records that the request with `sequence` was answered.
+    func answered(_ sequence: UInt8) { sequences.answered(sequence) }
+
+    /// Whether `frame` is a second answer to a request already answered (and not `awaiting`):
+    /// a write that reached the device twice makes it answer twice.
+    func isRepeatedAnswer(_ frame: Data, awaiting: [UInt8]) -> Bool {
+        guard let header = SMPHeader(frame), !awaiting.contains(header.sequence) else { return false }
+        return sequences.wasAnswered(header.sequence)
+    }
+
+    /// The next whole frame that is not a repeated answer (see ``isRepeatedAnswer(_:awaiting:)``).
+    func nextAnswer(timeout: Duration?, awaiting purpose: String, sequences: [UInt8]) async throws(OTAError) -> Data {
+        while true {
+            let frame = try await nextFrame(timeout: timeout, awaiting: purpose)
+            guard isRepeatedAnswer(frame, awaiting: sequences) else { return frame }
+            context.note("skipped a second answer to SMP request \(SMPHeader(frame)?.sequence ?? 0), which reached the device twice")
+        }
+    }
+
     /// Writes a command frame, cut into ATT writes (no image progress counted).
     func write(_ frame: Data, purpose: String) async throws(OTAError) {
         var position = 0
@@ -62,12 +128,10 @@ final class SMPChannel: Sendable {
     /// Sends `request` and returns its response's payload, errors in either form thrown with
     /// their meaning.
     func exchange(_ request: MCUmgrRequest, timeout: Duration? = nil) async throws(OTAError) -> CBOR {
-        let sequence = state.withLock { state in
-            defer { state.sequence &+= 1 }
-            return state.sequence
-        }
+        let sequence = sequences.take()
         try await write(request.encoded(sequence: sequence), purpose: "the \(request)")
-        let frame = try await nextFrame(timeout: timeout, awaiting: "response to the \(request)")
+        let frame = try await nextAnswer(timeout: timeout, awaiting: "response to the \(request)", sequences: [sequence])
+        answered(sequence)
         do throws(MCUmgrWireError) {
             let message: SMPMessage
             do {

@@ -394,6 +394,10 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         upload.offset = end
         state.upload = upload
         guard end == upload.length else { return .payload(ImageUploadResponse(offset: end).payload) }
+        // Done: `img_mgmt` resets its upload state, so a later request at offset 0 starts over
+        // (or, when slot 1 holds this file, is answered with its length) rather than resuming an
+        // upload whose bytes may not match (campaign seed 1229).
+        state.upload = nil
         state.secondaryCache = nil
         let match = upload.sha.map { Data(upload.digest.finalize()) == $0 }
         return .payload(ImageUploadResponse(offset: end, match: match).payload)
