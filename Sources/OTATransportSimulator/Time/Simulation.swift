@@ -81,7 +81,12 @@ public final class Simulation: Sendable {
                         run.outcome.withLock { $0 = result }
                         executor.stop()
                     }
-                    run.task.withLock { $0 = handle }
+                    // A cancellation that came before the handle was stored must not be lost.
+                    let cancelled = run.task.withLock { task in
+                        task = handle
+                        return run.cancelled.load(ordering: .relaxed)
+                    }
+                    if cancelled { handle.cancel() }
                     executor.runLoop {
                         run.deadlocked.store(true, ordering: .relaxed)
                         handle.cancel()
@@ -93,7 +98,10 @@ public final class Simulation: Sendable {
                 thread.start()
             }
         } onCancel: {
-            run.task.withLock { $0?.cancel() }
+            run.task.withLock { task in
+                run.cancelled.store(true, ordering: .relaxed)
+                task?.cancel()
+            }
         }
         if run.deadlocked.load(ordering: .relaxed) { throw SimulationError.deadlock }
         guard let result = run.outcome.withLock({ $0 }) else { throw SimulationError.deadlock }
@@ -106,6 +114,8 @@ private final class RunState<T: Sendable>: Sendable {
     let outcome = Mutex<Result<T, any Error>?>(nil)
     let task = Mutex<Task<Void, Never>?>(nil)
     let deadlocked = Atomic<Bool>(false)
+    /// Whether the caller was cancelled (set under ``task``'s lock).
+    let cancelled = Atomic<Bool>(false)
 }
 
 /// A failure of the simulation itself.
