@@ -211,7 +211,11 @@ func writeImageOut() -> Int32 {
 }
 
 /// Serves until SIGTERM or SIGINT, then stops `stop` and writes --image-out.
-func serveUntilSignalled(stop: () -> Void, statistics: () -> String) async -> Never {
+///
+/// The closures are escaping: Swift 6.3.1's release build crashed (an ownership-verifier failure,
+/// "Found outside of lifetime use") on non-escaping closures capturing a local passed to this
+/// `Never`-returning function.
+func serveUntilSignalled(stop: @escaping @Sendable () -> Void, statistics: @escaping @Sendable () -> String) async -> Never {
     let waiting = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
     let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
         printError("ota-peripheral: signal \(signalNumber), stopping\n")
@@ -224,8 +228,8 @@ func serveUntilSignalled(stop: () -> Void, statistics: () -> String) async -> Ne
     exit(writeImageOut())
 }
 
-if options.smpPTY {
-    // SMP on a serial line without hardware: a pseudo-terminal whose other side a client opens.
+/// SMP on a serial line without hardware: a pseudo-terminal whose other side a client opens.
+func servePseudoTerminal() async -> Never {
     let terminal: PseudoTerminal
     do {
         terminal = try PseudoTerminal.open()
@@ -233,15 +237,18 @@ if options.smpPTY {
         printError("ota-peripheral: error: \(error.message)\n")
         exit(1)
     }
+    let path = terminal.path
     let server = SerialDeviceServer(
         model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, descriptor: terminal.controller, framing: MCUmgrSerial.framing)
     server.start()
-    FileHandle.standardOutput.write(Data("ready serial:\(terminal.path)\n".utf8))
-    await serveUntilSignalled(stop: server.stop, statistics: { "serial \(terminal.path)" })
+    FileHandle.standardOutput.write(Data("ready serial:\(path)\n".utf8))
+    await serveUntilSignalled(stop: server.stop, statistics: { "serial \(path)" })
 }
 
-if let port = options.smpUDPPort {
-    // SMP over UDP: no Bluetooth at all (third-party clients such as smpclient talk to it).
+if options.smpPTY { await servePseudoTerminal() }
+
+/// SMP over UDP: no Bluetooth at all (third-party clients such as smpclient talk to it).
+func serveUDP(port: UInt16) async -> Never {
     let server: UDPDeviceServer
     do {
         server = try UDPDeviceServer(
@@ -261,6 +268,8 @@ if let port = options.smpUDPPort {
             return "requests=\(statistics.requests) responses=\(statistics.responses) reboots=\(statistics.reboots)"
         })
 }
+
+if let port = options.smpUDPPort { await serveUDP(port: port) }
 let configuration = {
     var configuration = BlueZPeripheral.Configuration(
         adapter: options.adapter,
