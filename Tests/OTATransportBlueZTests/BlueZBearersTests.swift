@@ -183,6 +183,7 @@ struct BlueZBearersTests {
     @Test func commandsCanBeKeptWithAWarning() async throws {
         var script = FakeBlueZ.Script()
         script.serverSupportedFeatures = [0x01]
+        script.receiptDescriptor = .answers
         try await FakeBlueZ.with(script) { bus, _ in
             let transport = try await FakeBlueZ.connector(on: bus) {
                 $0.bluetoothdSettings = Self.eatt
@@ -190,6 +191,9 @@ struct BlueZBearersTests {
             }.connectTransport()
             #expect(transport.writePaths == [FakeBlueZ.data: .acquiredSocket(mtu: 517)])
             #expect(transport.link.summary?.contains("write commands kept although they can arrive out of order") == true)
+            // A receipt on another bearer would prove nothing: none are read.
+            #expect(transport.link.summary?.contains("no delivery receipts (several ATT bearers may carry the writes)") == true)
+            #expect(transport.statistics.deliveryWindow == nil)
             await transport.disconnect()
         }
     }

@@ -28,7 +28,7 @@ import Testing
             #expect(
                 transport.link.summary
                     == "BlueZ hci0, write without response via AcquireWrite (at most 8192 bytes queued in the socket), "
-                    + "no delivery receipts (the device has no Client Characteristic Configuration descriptor, or several ATT bearers may carry the writes): "
+                    + "no delivery receipts (the device has no Client Characteristic Configuration descriptor): "
                     + "progress counts what bluetoothd queued, not what the device received")
             #expect(transport.statistics.socketQueueLimit == 8192)
             #expect(transport.writePaths == [FakeBlueZ.data: .acquiredSocket(mtu: 517)])

@@ -468,11 +468,15 @@ public struct BlueZConnector: Connector {
         let gatt = tree.gattCharacteristics(of: device.path)
         let bearers = await assessBearers(gatt, over: session)
         var writes = try await settleWrites(of: gatt, adapter: adapter, bearers: bearers, over: session)
-        writes.receipts = receiptPlan(
+        let receipts = deliveryReceipts(
             for: writes, descriptors: tree.clientConfigurationDescriptors(of: device.path), bearers: bearers)
-        if let note = writes.receipts?.summary ?? Self.receiptsOffNote(writes, configuration) {
-            writes.link.summary = [writes.link.summary, note].compactMap { $0 }.joined(separator: ", ")
-        }
+        writes.receipts = receipts.plan
+        let note =
+            receipts.plan?.summary
+            ?? receipts.offBecause.map {
+                "no delivery receipts (\($0)): progress counts what bluetoothd queued, not what the device received"
+            }
+        if let note { writes.link.summary = [writes.link.summary, note].compactMap { $0 }.joined(separator: ", ") }
         return BlueZTransport(
             session: session, address: address, adapter: adapter.name, devicePath: device.path, gatt: gatt,
             writes: writes, configuration: configuration, signals: signals, baselineSerial: baseline, clock: clock)
@@ -480,36 +484,28 @@ public struct BlueZConnector: Connector {
 
     /// Where receipts are read and how many bytes they let run ahead, when writes without
     /// response are write commands on one ATT bearer and the device has a Client Characteristic
-    /// Configuration descriptor (preferably in the service written to).
-    func receiptPlan(
+    /// Configuration descriptor (preferably in the service written to); otherwise why not, for
+    /// the link summary. Both `nil` when no write command is sent at all (write requests are
+    /// confirmed anyway).
+    func deliveryReceipts(
         for writes: BlueZTransport.Writes,
         descriptors: [(characteristic: CharacteristicID, descriptor: BlueZObjectTree.Descriptor)],
         bearers: BlueZBearerAssessment
-    ) -> BlueZTransport.ReceiptPlan? {
-        guard let window = configuration.deliveryWindow, !bearers.mayReorder else { return nil }
+    ) -> (plan: BlueZTransport.ReceiptPlan?, offBecause: String?) {
         let commandPaths = writes.paths.filter { if case .writeRequest = $0.value { false } else { true } }
-        guard !commandPaths.isEmpty else { return nil }
+        guard !commandPaths.isEmpty else { return (nil, nil) }
+        guard let window = configuration.deliveryWindow else { return (nil, "turned off") }
+        guard !bearers.mayReorder else { return (nil, "several ATT bearers may carry the writes") }
         let services = Set(commandPaths.keys.map(\.service))
         guard
             let chosen = descriptors.first(where: { services.contains($0.characteristic.service) })
                 ?? descriptors.first
-        else { return nil }
+        else { return (nil, "the device has no Client Characteristic Configuration descriptor") }
         let largest = writes.link.maximumWriteLength(for: .withoutResponse)
-        return BlueZTransport.ReceiptPlan(
+        let plan = BlueZTransport.ReceiptPlan(
             descriptorPath: chosen.descriptor.path, characteristic: chosen.characteristic,
             limit: DeliveryReceipts(limit: window, largestWrite: largest).limit)
-    }
-
-    /// What the link summary says when receipts are off although writes without response are
-    /// write commands, so progress may run ahead of the device.
-    static func receiptsOffNote(_ writes: BlueZTransport.Writes, _ configuration: Configuration) -> String? {
-        let commandPaths = writes.paths.filter { if case .writeRequest = $0.value { false } else { true } }
-        guard !commandPaths.isEmpty else { return nil }
-        if configuration.deliveryWindow == nil {
-            return "no delivery receipts (turned off): progress counts what bluetoothd queued, not what the device received"
-        }
-        return
-            "no delivery receipts (the device has no Client Characteristic Configuration descriptor, or several ATT bearers may carry the writes): progress counts what bluetoothd queued, not what the device received"
+        return (plan, nil)
     }
 
     /// bluetoothd's version, found once per process (it takes running `bluetoothd --version`);
