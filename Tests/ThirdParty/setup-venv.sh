@@ -1,7 +1,8 @@
 #!/bin/sh
 # Makes (once) the Python virtual environment the third-party SMP tests use: smpclient and smpmgr
 # (Intercreate's SMP client and CLI), mcumgr-toolkit (a Python API over a Rust MCUmgr client)
-# and imgtool (MCUboot's image tool), pinned, from PyPI.
+# and imgtool (MCUboot's image tool), pinned, from PyPI, with smpclient's BLE stack (bleak, dbus-fast)
+# pinned too, so that a new release cannot change what the real-stack tier measures.
 # Idempotent: a venv that already has these versions is left as it is. Works on a fresh Debian
 # machine with PyPI reachable (installs python3-venv with apt-get when it is missing and we are root).
 #
@@ -9,7 +10,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 venv=${1:-${OTA_THIRD_PARTY_VENV:-$root/.build/third-party-venv}}
-packages="smpclient==7.3.0 smpmgr==0.19.1 mcumgr-toolkit==0.20.0 imgtool==2.5.0"
+packages="smpclient==7.3.0 smpmgr==0.19.1 mcumgr-toolkit==0.20.0 imgtool==2.5.0 bleak==3.1.0 dbus-fast==5.2.0"
 
 if "$venv/bin/python" -c 'import importlib.metadata as m, sys
 want = dict(p.split("==") for p in sys.argv[1:])

@@ -12,6 +12,7 @@ hash it expects is read from the image's SHA-256 TLV here, independently of the 
 """
 
 import asyncio
+import contextlib
 import struct
 import sys
 import time
@@ -76,12 +77,35 @@ class BlueZPeerBLETransport(SMPBLETransport):
         self._max_write_without_response_size = min(self._max_write_without_response_size, 510)
 
 
-def connect(host: str, port: str) -> SMPClient:
+def make_client(host: str, port: str) -> SMPClient:
     if host == "ble":
         return SMPClient(BlueZPeerBLETransport(), port, timeout_s=10.0)
     if host == "serial":
         return SMPClient(SMPSerialTransport(), port, timeout_s=5.0)
     return SMPClient(PortUDPTransport(int(port)), host, timeout_s=5.0)
+
+
+# How long a connection may take. Over BLE that is bleak's scan for the address, the connection and
+# GATT discovery, which in the real-stack VM (TCG, its guest CPU following the host's load) takes
+# 5-15 s: smpclient's default (the request timeout, 10 s) failed there on a loaded host.
+CONNECT_TIMEOUT_S = {"ble": 60.0, "serial": 5.0}
+
+
+@contextlib.asynccontextmanager
+async def connect(host: str, port: str):
+    client = make_client(host, port)
+    started = time.monotonic()
+    limit = CONNECT_TIMEOUT_S.get(host, 5.0)
+    try:
+        await client.connect(limit)
+    except (TimeoutError, asyncio.TimeoutError):
+        print(f"FAILED: no connection to {port} within {limit:.0f} s (scan, connect, discovery)", flush=True)
+        raise
+    print(f"connected in {time.monotonic() - started:.2f} s", flush=True)
+    try:
+        yield client
+    finally:
+        await client.disconnect()
 
 
 async def main(host: str, port: str, path: str, reset: bool) -> int:
