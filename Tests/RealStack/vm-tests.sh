@@ -144,7 +144,17 @@ run_case() {
   mkdir -p "$dir"
   local mode=single
   { [ "${EATT:-0}" = 1 ] || [ "${REAL_STACK_EATT:-0}" = 1 ]; } && mode=eatt
+  local restart=0
   if [ "$mode" != "$(cat /run/realstack-bluetoothd.mode 2>/dev/null)" ]; then
+    restart=1
+  elif ! dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner string:org.bluez 2>/dev/null \
+      | grep -q 'boolean true'; then
+    # bluetoothd exited during an earlier case (that case failed on it): start it again, so that
+    # one crash does not fail every case after it.
+    echo "real-stack: bluetoothd was not running before $name (it exited during an earlier case); starting it again"
+    restart=1
+  fi
+  if [ $restart = 1 ]; then
     if ! /run/realstack-bluetoothd.sh $mode 2> "$dir/bluetoothd-restart.err"; then
       record FAIL "$name" "bluetoothd did not come back up in mode $mode: $(tail -n1 "$dir/bluetoothd-restart.err")"
       return
@@ -191,7 +201,7 @@ run_case() {
       status=$? ;;
     smpclient-ble)
       # Intercreate's smpclient (PyPI, in the venv run-tests.sh made) through bleak and BlueZ.
-      timeout "$CENTRAL_TIMEOUT" "$TP_VENV/bin/python" "$HERE/../ThirdParty/smpclient_udp.py" ble $PERIPHERAL_ADDRESS "$input" \
+      SMPCLIENT_BLE_ADAPTER=$CENTRAL_ADAPTER timeout "$CENTRAL_TIMEOUT" "$TP_VENV/bin/python" "$HERE/../ThirdParty/smpclient_udp.py" ble $PERIPHERAL_ADDRESS "$input" \
         > "$dir/central.out" 2> "$dir/central.err"
       status=$? ;;
     python-framed)

@@ -4,7 +4,8 @@ checks it is pending.
 
     python smpclient_udp.py HOST PORT IMAGE [--reset]
     python smpclient_udp.py serial PATH IMAGE [--reset]     (smpclient's serial transport)
-    python smpclient_udp.py ble ADDRESS IMAGE [--reset]     (smpclient's BLE transport, bleak on BlueZ)
+    python smpclient_udp.py ble ADDRESS IMAGE [--reset]     (smpclient's BLE transport, bleak on BlueZ;
+                                                             scanning on $SMPCLIENT_BLE_ADAPTER if set)
 
 With --reset it then resets the server and checks that the image runs in slot 0, unconfirmed
 (a test boot). Prints one line per check and exits 0 when all pass, 1 otherwise. The MCUboot
@@ -13,6 +14,7 @@ hash it expects is read from the image's SHA-256 TLV here, independently of the 
 
 import asyncio
 import contextlib
+import os
 import struct
 import sys
 import time
@@ -67,6 +69,25 @@ def slot(states, number):
     return next((s for s in states.images if s.slot == number and (s.image or 0) == 0), None)
 
 
+def scan_on(adapter: str) -> None:
+    """Makes bleak scan on `adapter` (hci0), not on the adapter it picks by itself.
+
+    Without an adapter bleak takes the first one in BlueZ's object list. The real-stack VM has
+    two, the central's (hci0) and the peripheral's (hci1), and that list's order varies: in about
+    one run of three bleak scanned on hci1, the peripheral's own adapter, and never found it.
+    smpclient passes no scanner arguments, so bleak's lookup is wrapped here; the client then
+    connects through the adapter the device was found on."""
+    from bleak import BleakScanner
+
+    find = BleakScanner.find_device_by_address.__func__
+
+    async def find_on_adapter(cls, device_identifier, timeout=10.0, **kwargs):
+        kwargs.setdefault("adapter", adapter)
+        return await find(cls, device_identifier, timeout, **kwargs)
+
+    BleakScanner.find_device_by_address = classmethod(find_on_adapter)
+
+
 class BlueZPeerBLETransport(SMPBLETransport):
     """smpclient's BLE transport with writes of at most 510 bytes: a BlueZ 5.66 peripheral (the
     real-stack tier's ota-peripheral) silently loses write commands of 512 and 514 bytes at ATT
@@ -79,6 +100,8 @@ class BlueZPeerBLETransport(SMPBLETransport):
 
 def make_client(host: str, port: str) -> SMPClient:
     if host == "ble":
+        if os.environ.get("SMPCLIENT_BLE_ADAPTER"):
+            scan_on(os.environ["SMPCLIENT_BLE_ADAPTER"])
         return SMPClient(BlueZPeerBLETransport(), port, timeout_s=10.0)
     if host == "serial":
         return SMPClient(SMPSerialTransport(), port, timeout_s=5.0)
