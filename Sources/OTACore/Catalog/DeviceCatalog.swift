@@ -74,17 +74,8 @@ public struct DeviceCatalog: Sendable {
 
     /// Loads a catalog file.
     public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
-        let data: Data
-        do {
-            data = try BoundedFileRead.contents(of: url, limit: maximumFileSize)
-        } catch {
-            let path = MessageText.name(url.path)
-            switch error {
-            case .unreadable: throw OTAError(.invalidManifest, "\(path): cannot be read (does it exist?)")
-            case .notRegular: throw OTAError(.invalidManifest, "\(path): is not a regular file")
-            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
-            }
-        }
+        let data = try BoundedFileRead.contents(
+            of: url, limit: maximumFileSize, code: .invalidManifest, subject: MessageText.name(url.path), largest: "the \(maximumFileSize) a catalog may have")
         return try parse(data, source: url.path, registry: registry)
     }
 
