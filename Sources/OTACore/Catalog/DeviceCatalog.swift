@@ -199,7 +199,7 @@ public struct DeviceCatalog: Sendable {
             let companyNode = try manufacturer.required("company")
             var companyText = try companyNode.string()
             if companyText.hasPrefix("0x") || companyText.hasPrefix("0X") { companyText.removeFirst(2) }
-            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ ManifestReader.Node.asciiHexValue($0) != nil }),
+            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ Hex.digitValue($0) != nil }),
                 let company = UInt16(companyText, radix: 16)
             else {
                 throw OTAError(.invalidManifest, "\(node.source): \(companyNode.path): expected a 16-bit company identifier such as \"0x0059\"")
