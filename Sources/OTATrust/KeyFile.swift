@@ -11,17 +11,9 @@ extension TrustedKey {
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` naming the file and what it lacks.
     public init(contentsOf url: URL) throws(OTAError) {
-        let name = MessageText.name(url.path)
-        let data: Data
-        do {
-            data = try BoundedFileRead.contents(of: url, limit: Self.maximumFileSize)
-        } catch {
-            switch error {
-            case .unreadable: throw OTAError(.invalidParameter, "key \(name): no such file, or not readable")
-            case .notRegular: throw OTAError(.invalidParameter, "key \(name): not a regular file")
-            case .tooLarge(let size): throw OTAError(.invalidParameter, "key \(name): \(size) bytes, more than a key file may be")
-            }
-        }
+        let data = try BoundedFileRead.contents(
+            of: url, limit: Self.maximumFileSize, code: .invalidParameter, subject: "key \(MessageText.name(url.path))",
+            largest: "the \(Self.maximumFileSize >> 10) KiB a key file may be")
         try self.init(pem: data, source: url.lastPathComponent)
     }
 

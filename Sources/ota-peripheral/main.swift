@@ -83,6 +83,12 @@ func usageError(_ message: String) -> Never {
     exit(2)
 }
 
+/// Exits with status 1 when serving cannot start.
+func servingError(_ message: String) -> Never {
+    printError("ota-peripheral: error: \(message)\n")
+    exit(1)
+}
+
 struct Options {
     var protocolName: String
     var parameters = ProtocolParameters()
@@ -119,6 +125,15 @@ func parseOptions(_ arguments: [String]) -> Options {
         guard let value = Int(text), value >= 0 else { usageError("\(flag) needs a number of bytes, got '\(text)'") }
         return value
     }
+    /// A duration in seconds; `0` only when `allowingZero`. Finite and at most a day, so that the
+    /// milliseconds it becomes fit.
+    func seconds(_ flag: String, allowingZero: Bool) -> Duration? {
+        guard let text = parsed.value(flag) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, allowingZero ? seconds >= 0 : seconds > 0, seconds <= 86_400 else {
+            usageError("\(flag) needs a number of seconds up to 86400, got '\(text)'")
+        }
+        return .milliseconds(Int((seconds * 1000).rounded()))
+    }
     guard let protocolName = parsed.value("--protocol") else { usageError("--protocol is required") }
     var options = Options(protocolName: protocolName)
     for pair in parsed.values["--param"] ?? [] {
@@ -134,20 +149,14 @@ func parseOptions(_ arguments: [String]) -> Options {
     options.imageSize = bytes("--image-size")
     options.dropLinkAfter = bytes("--drop-link-after")
     options.dyingLinkAfter = bytes("--dying-link-after")
-    if let text = parsed.value("--dying-link-for") {
-        guard let seconds = Double(text), seconds >= 0 else { usageError("--dying-link-for needs a number of seconds, got '\(text)'") }
-        options.dyingLinkFor = .milliseconds(Int((seconds * 1000).rounded()))
-    }
+    options.dyingLinkFor = seconds("--dying-link-for", allowingZero: true) ?? options.dyingLinkFor
     if let text = parsed.value("--softdevice") {
         let digits = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
         guard let fwid = UInt16(digits, radix: 16) else { usageError("--softdevice needs a hexadecimal FWID such as 0x0101, got '\(text)'") }
         guard protocolName == NordicDFUProtocol.name else { usageError("--softdevice applies to --protocol \(NordicDFUProtocol.name)") }
         options.softDevice = fwid
     }
-    if let text = parsed.value("--readvertise") {
-        guard let seconds = Double(text), seconds > 0 else { usageError("--readvertise needs a number of seconds, got '\(text)'") }
-        options.readvertise = .milliseconds(Int((seconds * 1000).rounded()))
-    }
+    options.readvertise = seconds("--readvertise", allowingZero: false)
     if let text = parsed.value("--security") {
         guard let security = BlueZPeripheral.Security(rawValue: text) else {
             usageError("--security needs open, encrypted or authenticated, got '\(text)'")
@@ -210,19 +219,29 @@ func writeImageOut() -> Int32 {
     }
 }
 
-/// Serves until SIGTERM or SIGINT, then stops `stop` and writes --image-out.
+/// Waits for `task`, cancelling it on SIGTERM or SIGINT: the tool's own handler, as the default
+/// action would kill the process before --image-out is written. `ready`, when given, is printed
+/// (`ready <ready>`) once the handler is in place, so that a signal sent on seeing it is handled.
+func untilSignalled<Success: Sendable>(_ task: Task<Success, any Error>, ready: String? = nil) async -> Result<Success, any Error> {
+    let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
+        printError("ota-peripheral: signal \(signalNumber), stopping\n")
+        task.cancel()
+    }
+    if let ready { FileHandle.standardOutput.write(Data("ready \(ready)\n".utf8)) }
+    let outcome = await task.result
+    interrupt.cancel()
+    return outcome
+}
+
+/// Prints `ready <ready>` and serves until SIGTERM or SIGINT, then stops `stop` and writes
+/// --image-out.
 ///
 /// The closures are escaping: Swift 6.3.1's release build crashed (an ownership-verifier failure,
 /// "Found outside of lifetime use") on non-escaping closures capturing a local passed to this
 /// `Never`-returning function.
-func serveUntilSignalled(stop: @escaping @Sendable () -> Void, statistics: @escaping @Sendable () -> String) async -> Never {
-    let waiting = Task { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
-    let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
-        printError("ota-peripheral: signal \(signalNumber), stopping\n")
-        waiting.cancel()
-    }
-    await waiting.value
-    interrupt.cancel()
+func serveUntilSignalled(ready: String, stop: @escaping @Sendable () -> Void, statistics: @escaping @Sendable () -> String) async -> Never {
+    // Sleeps until cancelled: the sleep then throws, which ends the task.
+    _ = await untilSignalled(Task { while true { try await Task.sleep(for: .seconds(3600)) } }, ready: ready)
     stop()
     printError("ota-peripheral: stats \(statistics())\n")
     exit(writeImageOut())
@@ -234,15 +253,13 @@ func servePseudoTerminal() async -> Never {
     do {
         terminal = try PseudoTerminal.open()
     } catch {
-        printError("ota-peripheral: error: \(error.message)\n")
-        exit(1)
+        servingError(error.message)
     }
     let path = terminal.path
     let server = SerialDeviceServer(
         model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, descriptor: terminal.controller, framing: MCUmgrSerial.framing)
     server.start()
-    FileHandle.standardOutput.write(Data("ready serial:\(path)\n".utf8))
-    await serveUntilSignalled(stop: server.stop, statistics: { "serial \(path)" })
+    await serveUntilSignalled(ready: "serial:\(path)", stop: server.stop, statistics: { "serial \(path)" })
 }
 
 if options.smpPTY { await servePseudoTerminal() }
@@ -255,13 +272,12 @@ func serveUDP(port: UInt16) async -> Never {
             model: model, characteristic: MCUmgrGATTProfile().smp, flash: flash, host: options.udpHost, port: port,
             packetLength: SMPHeader.messageLength(of:), log: { printError("ota-peripheral: \($0)\n") })
     } catch {
-        printError("ota-peripheral: error: \(error.message)\n")
-        exit(1)
+        servingError(error.message)
     }
     server.start()
     let host = options.udpHost.contains(":") ? "[\(options.udpHost)]" : options.udpHost
-    FileHandle.standardOutput.write(Data("ready udp:\(host):\(server.port)\n".utf8))
     await serveUntilSignalled(
+        ready: "udp:\(host):\(server.port)",
         stop: server.stop,
         statistics: {
             let statistics = server.statistics
@@ -298,22 +314,13 @@ final class PeripheralBox: @unchecked Sendable {
     }
 }
 
-let serving = Task {
-    try await BlueZPeripheral.serve(model: model, configuration: configuration) { peripheral in
-        peripheralBox.value = peripheral
-        FileHandle.standardOutput.write(Data("ready \(peripheral.address)\n".utf8))
-    }
-}
-
-// SIGTERM and SIGINT stop serving (the tool's own handler); the default action would kill the
-// process before the image is written.
-let interrupt = InterruptHandler(signals: [SIGTERM, SIGINT]) { signalNumber in
-    printError("ota-peripheral: signal \(signalNumber), stopping\n")
-    serving.cancel()
-}
-
-let outcome = await serving.result
-interrupt.cancel()
+let outcome = await untilSignalled(
+    Task {
+        try await BlueZPeripheral.serve(model: model, configuration: configuration) { peripheral in
+            peripheralBox.value = peripheral
+            FileHandle.standardOutput.write(Data("ready \(peripheral.address)\n".utf8))
+        }
+    })
 var status: Int32 = 0
 if case .failure(let error) = outcome {
     printError("ota-peripheral: error: \(error)\n")

@@ -1,5 +1,7 @@
-import OTACore
+import Foundation
 import Testing
+
+@testable import OTACore
 
 @Suite struct HexTests {
     @Test func numbersArePrefixedUpperCaseAndPadded() {
@@ -28,5 +30,25 @@ import Testing
     @Test func byteListsForMalformedReplies() {
         #expect(Hex.byteList([0x81, 0x00]) == "0x81 0x00")
         #expect(Hex.byteList([UInt8]()) == "(empty)")
+    }
+
+    @Test func decodingTakesPairsOfASCIIDigitsOnly() {
+        #expect(Hex.decode("e406FF") == [0xE4, 0x06, 0xFF])
+        #expect(Hex.decode("") == [])
+        #expect(Hex.decode("e40") == nil)
+        #expect(Hex.decode("0g") == nil)
+        // Fullwidth digits are hex digits to Character.isHexDigit, not here.
+        #expect(Hex.decode("\u{FF11}\u{FF12}") == nil)
+        #expect(Hex.digitValue(UInt8(ascii: "F")) == 15)
+        #expect(Hex.digitValue(UInt8(ascii: "/")) == nil && Hex.digitValue(UInt8(ascii: ":")) == nil && Hex.digitValue(UInt8(ascii: "G")) == nil)
+    }
+
+    @Test func aManifestsHexMayStartWith0xAndIsDecodedAlike() {
+        #expect(ManifestReader.Node.asciiHexBytes("0xE406") == Data([0xE4, 0x06]))
+        #expect(ManifestReader.Node.asciiHexBytes("0Xe406") == Data([0xE4, 0x06]))
+        #expect(ManifestReader.Node.asciiHexBytes("e406") == Data([0xE4, 0x06]))
+        #expect(ManifestReader.Node.asciiHexBytes("0x") == Data())
+        #expect(ManifestReader.Node.asciiHexBytes("0xe40") == nil)
+        #expect(ManifestReader.Node.asciiHexBytes("0x\u{FF11}\u{FF12}") == nil)
     }
 }

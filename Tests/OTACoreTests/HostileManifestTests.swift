@@ -178,9 +178,9 @@ import Testing
         try FileManager.default.removeItem(at: manifest)
         #expect(mkfifo(manifest.path, 0o600) == 0)
         let error = try #require(throws: OTAError.self) { try FirmwarePackage.open(directory) }
-        #expect(error.message == "\(manifest.path): is not a regular file")
+        #expect(error.message == "\(manifest.path): is a FIFO, not a regular file")
         let catalog = try #require(throws: OTAError.self) { try DeviceCatalog.load(manifest, registry: Self.registry) }
-        #expect(catalog.message == "\(manifest.path): is not a regular file")
+        #expect(catalog.message == "\(manifest.path): is a FIFO, not a regular file")
     }
 
     @Test func aHugePackageManifestIsRefusedUnread() throws {

@@ -1,5 +1,6 @@
-import OTACore
 import Testing
+
+@testable import OTACore
 
 @Suite("FleetSchedule")
 struct FleetScheduleTests {

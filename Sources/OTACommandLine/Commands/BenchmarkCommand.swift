@@ -48,8 +48,7 @@ enum BenchmarkCommand: Command {
         var profile: DeviceProfile
         var report: UpdateReport
         var capacity: Double
-        var wall: Duration
-        var cpu: Duration
+        var host: HostCost
         var stats: LinkStatistics
 
         var ratio: Double { report.goodput / capacity }
@@ -148,8 +147,7 @@ enum BenchmarkCommand: Command {
         var count: Int
         var identical: Int
         var longest: Duration
-        var wall: Duration
-        var cpu: Duration
+        var host: HostCost
         var peakResidentBytes: Int
         /// With an adapter: its limit, its measured peak, and virtual time over the ideal.
         var adapter: (limit: Int, peak: Int, overIdeal: Double)?
@@ -188,8 +186,8 @@ enum BenchmarkCommand: Command {
                             var fields: [String: JSONValue] = [
                                 "variant": .string(m.label), "profile": .string(m.profile.name), "updates": .number(Double(m.count)),
                                 "identical": .number(Double(m.identical)), "longestVirtualSeconds": .number(m.longest.seconds),
-                                "wallSecondsPerUpdate": .number(m.wall.seconds / Double(m.count)),
-                                "cpuSecondsPerUpdate": .number(m.cpu.seconds / Double(m.count)),
+                                "wallSecondsPerUpdate": .number(m.host.wall.seconds / Double(m.count)),
+                                "cpuSecondsPerUpdate": .number(m.host.cpu.seconds / Double(m.count)),
                                 "peakResidentBytes": .number(Double(m.peakResidentBytes)),
                             ]
                             if let adapter = m.adapter {
@@ -203,8 +201,8 @@ enum BenchmarkCommand: Command {
                                 row(
                                     [
                                         m.label, m.profile.name, "\(m.count)", "\(m.identical)/\(m.count)", virtualCell(m.longest),
-                                        String(oneDecimal: m.wall.seconds * 1000 / Double(m.count)) + " ms",
-                                        String(oneDecimal: m.cpu.seconds * 1000 / Double(m.count)) + " ms",
+                                        String(oneDecimal: m.host.wall.seconds * 1000 / Double(m.count)) + " ms",
+                                        String(oneDecimal: m.host.cpu.seconds * 1000 / Double(m.count)) + " ms",
                                         String(oneDecimal: Double(m.peakResidentBytes) / Double(m.count) / 1000) + " kB",
                                     ] + (m.adapter.map { ["\($0.peak)/\($0.limit)", String(format: "%.3f×", $0.overIdeal)] } ?? []), widths: widths
                                 ) + "\n"
@@ -242,24 +240,22 @@ enum BenchmarkCommand: Command {
         let client = try descriptor.makeClient(variant)
         let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)
-        let cpuBefore = processCPUTime()
-        let wallBefore = ContinuousClock.now
         let fleet = devices
-        let longest = try await simulation.run { () async throws -> Duration in
-            try await withThrowingTaskGroup(of: Duration.self) { group in
-                for device in fleet {
-                    group.addTask { try await engine.update(image, using: client, connector: SimulatedConnector(device: device)).protocolDuration }
+        let (longest, host) = try await HostCost.measure {
+            try await simulation.run { () async throws -> Duration in
+                try await withThrowingTaskGroup(of: Duration.self) { group in
+                    for device in fleet {
+                        group.addTask { try await engine.update(image, using: client, connector: SimulatedConnector(device: device)).protocolDuration }
+                    }
+                    var longest = Duration.zero
+                    for try await duration in group { longest = max(longest, duration) }
+                    return longest
                 }
-                var longest = Duration.zero
-                for try await duration in group { longest = max(longest, duration) }
-                return longest
             }
         }
-        let wall = ContinuousClock.now - wallBefore
-        let cpu = processCPUTime() - cpuBefore
         let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
         return ScaledMeasurement(
-            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: longest, wall: wall, cpu: cpu,
+            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: longest, host: host,
             peakResidentBytes: peakResidentBytes()
         )
     }
@@ -290,11 +286,7 @@ enum BenchmarkCommand: Command {
             return (report, adapter, devices)
         }
         let (alone, _, _) = try await campaign(1)
-        let cpuBefore = processCPUTime()
-        let wallBefore = ContinuousClock.now
-        let (report, adapter, devices) = try await campaign(count)
-        let wall = ContinuousClock.now - wallBefore
-        let cpu = processCPUTime() - cpuBefore
+        let ((report, adapter, devices), host) = try await HostCost.measure { try await campaign(count) }
         let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
         // Decision 0031: the adapter carries what one link carries in full events (or k links
         // within their per-event packet caps), so the airtime bound is N·b ÷ C plus one device's
@@ -307,8 +299,8 @@ enum BenchmarkCommand: Command {
         let airtime = Double(image.count) / capacity
         let ideal = max(Double(count) * airtime + max(0, one - airtime), Double((count + limit - 1) / limit) * one)
         return ScaledMeasurement(
-            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: report.duration, wall: wall,
-            cpu: cpu, peakResidentBytes: peakResidentBytes(), adapter: (limit, adapter.peakConnections, report.duration.seconds / ideal)
+            label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: report.duration, host: host,
+            peakResidentBytes: peakResidentBytes(), adapter: (limit, adapter.peakConnections, report.duration.seconds / ideal)
         )
     }
 
@@ -343,24 +335,21 @@ enum BenchmarkCommand: Command {
         let image = try descriptor.rawImagePreparation?.prepare(raw) ?? raw
         let engine = UpdateEngine(clock: simulation.clock)
         let connector = SimulatedConnector(device: device)
-        let cpuBefore = processCPUTime()
-        let wallBefore = ContinuousClock.now
-        let (report, stats) = try await simulation.run {
-            let connection = try await connector.connectSimulated()
-            let report = try await engine.update(
-                image, using: client, connector: ReusedConnection(connection: connection, description: connector.deviceDescription))
-            return (report, connection.stats)
+        let ((report, stats), host) = try await HostCost.measure {
+            try await simulation.run {
+                let connection = try await connector.connectSimulated()
+                let report = try await engine.update(
+                    image, using: client, connector: ReusedConnection(connection: connection, description: connector.deviceDescription))
+                return (report, connection.stats)
+            }
         }
-        let wall = ContinuousClock.now - wallBefore
-        let cpu = processCPUTime() - cpuBefore
         return Measurement(
             protocolName: descriptor.name,
             variant: variant,
             profile: profile,
             report: report,
             capacity: profile.link.theoreticalGoodput(valueLength: report.link.maximumWriteWithoutResponse),
-            wall: wall,
-            cpu: cpu,
+            host: host,
             stats: stats
         )
     }
@@ -371,7 +360,7 @@ enum BenchmarkCommand: Command {
             label(m.protocolName, m.variant), m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
             virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput), Wording.rate(m.capacity),
             String(oneDecimal: m.ratio * 100) + "%", String(oneDecimal: m.headerOverhead * 100) + "%", "\(m.stats.notificationsDelivered)",
-            "\(Int((m.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.cpu.seconds * perMB * 1000).rounded())) ms",
+            "\(Int((m.host.wall.seconds * perMB * 1000).rounded())) ms", "\(Int((m.host.cpu.seconds * perMB * 1000).rounded())) ms",
         ])
     }
 
@@ -383,8 +372,8 @@ enum BenchmarkCommand: Command {
             "attMTU": .number(Double(m.report.link.attMTU)), "chunkSize": .number(Double(m.report.chunkSize)),
             "imageSize": .number(Double(m.report.imageSize)), "virtualSeconds": .number(m.report.protocolDuration.seconds),
             "goodput": .number(m.report.goodput.rounded()), "capacity": .number(m.capacity.rounded()),
-            "ratio": .number((m.ratio * 10000).rounded() / 10000), "wallSecondsPerMB": .number(m.wall.seconds * perMB),
-            "cpuSecondsPerMB": .number(m.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
+            "ratio": .number((m.ratio * 10000).rounded() / 10000), "wallSecondsPerMB": .number(m.host.wall.seconds * perMB),
+            "cpuSecondsPerMB": .number(m.host.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
             "headerOverhead": .number((m.headerOverhead * 10000).rounded() / 10000), "notifications": .number(Double(m.stats.notificationsDelivered)),
             "bytesSent": .number(Double(m.report.bytesSent)),
         ]).serialized
@@ -432,20 +421,35 @@ enum BenchmarkCommand: Command {
         return Data(bytes)
     }
 
-    private static func processCPUTime() -> Duration {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let user = Duration.seconds(usage.ru_utime.tv_sec) + .microseconds(usage.ru_utime.tv_usec)
-        let system = Duration.seconds(usage.ru_stime.tv_sec) + .microseconds(usage.ru_stime.tv_usec)
-        return user + system
-    }
-
     private static var buildMode: String {
         #if DEBUG
         "debug"
         #else
         "release"
         #endif
+    }
+}
+
+/// What simulating cost this host: wall-clock time and the process's CPU time (user and system).
+struct HostCost: Sendable {
+    var wall: Duration
+    var cpu: Duration
+
+    /// Runs `body` and says what it cost; every benchmark row measures this one way.
+    static func measure<Result>(_ body: () async throws -> Result) async rethrows -> (Result, HostCost) {
+        let cpuBefore = processCPUTime()
+        let wallBefore = ContinuousClock.now
+        let result = try await body()
+        let wall = ContinuousClock.now - wallBefore
+        return (result, HostCost(wall: wall, cpu: processCPUTime() - cpuBefore))
+    }
+
+    private static func processCPUTime() -> Duration {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = Duration.seconds(usage.ru_utime.tv_sec) + .microseconds(usage.ru_utime.tv_usec)
+        let system = Duration.seconds(usage.ru_stime.tv_sec) + .microseconds(usage.ru_stime.tv_usec)
+        return user + system
     }
 }
 

@@ -133,7 +133,7 @@ enum UpdateCommand: Command {
     static func traceHeader(_ plan: UpdatePlan, arguments: ParsedArguments, randomSeed: UInt64?) -> TraceHeader {
         TraceHeader(
             command: (["ota", "update"] + arguments.words).joined(separator: " "), device: plan.device.address, protocolName: plan.selection.protocolName,
-            images: plan.images.map { TraceImage(name: $0.name, size: $0.count, crc32: Hex.number($0.crc32, digits: 8)) },
+            images: plan.images.map(TraceImage.init),
             keepsData: arguments.flag("--trace-data"), randomSeed: randomSeed
         )
     }
@@ -218,7 +218,7 @@ enum UpdateCommand: Command {
                 case .success: record.status = "completed"
                 case .failure(let error):
                     record.status = "failed"
-                    record.error = TraceError(kind: error.code.description, message: error.message)
+                    record.error = TraceError(error)
                 }
             }
             exitCode = report(result, time: time, image: image, plan: plan, json: json, streams: streams)

@@ -40,7 +40,7 @@ struct ReplayDevice: TransportDevice {
     /// The images must be the ones recorded: a replay of other bytes diverges at the first chunk.
     func check(_ images: [FirmwareImage]) throws(OTAError) {
         let recorded = trace.header.images
-        let given = images.map { TraceImage(name: $0.name, size: $0.count, crc32: Hex.number($0.crc32, digits: 8)) }
+        let given = images.map(TraceImage.init)
         guard recorded.map(\.size) == given.map(\.size), recorded.map(\.crc32) == given.map(\.crc32) else {
             let describe = { (images: [TraceImage]) in images.map { "\($0.name) (\($0.size) bytes, CRC-32 \($0.crc32))" }.joined(separator: ", ") }
             throw OTAError(.invalidImage, "\(name) recorded \(describe(recorded)), not \(describe(given)): replay it with the same firmware")

@@ -34,3 +34,22 @@ public enum BoundedFileRead {
         return data
     }
 }
+
+extension BoundedFileRead {
+    /// ``contents(of:limit:)``, its failures as one ``OTAError`` of `code` each, so that every
+    /// file the tool reads from outside is refused in the same words. The message begins with
+    /// `subject`, how messages name the file (its path, "trace run.jsonl"), then says what is
+    /// wrong: "cannot be read (does it exist?)"; why it is not a regular file ("is a FIFO, not a
+    /// regular file"); or "N bytes, more than " and `largest` ("the 1048576 a catalog may have").
+    public static func contents(of url: URL, limit: Int, code: OTAError.Code, subject: String, largest: String) throws(OTAError) -> Data {
+        do {
+            return try contents(of: url, limit: limit)
+        } catch {
+            switch error {
+            case .unreadable: throw OTAError(code, "\(subject): cannot be read (does it exist?)")
+            case .notRegular: throw OTAError(code, "\(subject): \(FirmwareImage.notRegularFile(url.path) ?? "is not a regular file")")
+            case .tooLarge(let size): throw OTAError(code, "\(subject): \(size) bytes, more than \(largest)")
+            }
+        }
+    }
+}

@@ -74,17 +74,8 @@ public struct DeviceCatalog: Sendable {
 
     /// Loads a catalog file.
     public static func load(_ url: URL, registry: ProtocolRegistry) throws(OTAError) -> DeviceCatalog {
-        let data: Data
-        do {
-            data = try BoundedFileRead.contents(of: url, limit: maximumFileSize)
-        } catch {
-            let path = MessageText.name(url.path)
-            switch error {
-            case .unreadable: throw OTAError(.invalidManifest, "\(path): cannot be read (does it exist?)")
-            case .notRegular: throw OTAError(.invalidManifest, "\(path): is not a regular file")
-            case .tooLarge(let size): throw OTAError(.invalidManifest, "\(path): \(size) bytes, more than the \(maximumFileSize) a catalog may have")
-            }
-        }
+        let data = try BoundedFileRead.contents(
+            of: url, limit: maximumFileSize, code: .invalidManifest, subject: MessageText.name(url.path), largest: "the \(maximumFileSize) a catalog may have")
         return try parse(data, source: url.path, registry: registry)
     }
 
@@ -208,7 +199,7 @@ public struct DeviceCatalog: Sendable {
             let companyNode = try manufacturer.required("company")
             var companyText = try companyNode.string()
             if companyText.hasPrefix("0x") || companyText.hasPrefix("0X") { companyText.removeFirst(2) }
-            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ ManifestReader.Node.asciiHexValue($0) != nil }),
+            guard (1...4).contains(companyText.utf8.count), companyText.utf8.allSatisfy({ Hex.digitValue($0) != nil }),
                 let company = UInt16(companyText, radix: 16)
             else {
                 throw OTAError(.invalidManifest, "\(node.source): \(companyNode.path): expected a 16-bit company identifier such as \"0x0059\"")

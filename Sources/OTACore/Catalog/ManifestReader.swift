@@ -119,23 +119,7 @@ struct ManifestReader: Sendable {
         static func asciiHexBytes(_ text: String) -> Data? {
             var digits = Array(text.utf8)
             if digits.count >= 2, digits[0] == UInt8(ascii: "0"), digits[1] | 0x20 == UInt8(ascii: "x") { digits.removeFirst(2) }
-            guard digits.count % 2 == 0 else { return nil }
-            var bytes = Data(capacity: digits.count / 2)
-            for index in stride(from: 0, to: digits.count, by: 2) {
-                guard let high = asciiHexValue(digits[index]), let low = asciiHexValue(digits[index + 1]) else { return nil }
-                bytes.append(high << 4 | low)
-            }
-            return bytes
-        }
-
-        /// The value of one ASCII hexadecimal digit.
-        static func asciiHexValue(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
+            return Hex.decode(digits: digits).map { Data($0) }
         }
 
         private static func isBool(_ number: NSNumber) -> Bool {

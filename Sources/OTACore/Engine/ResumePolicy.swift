@@ -33,11 +33,6 @@ public struct ResumePolicy: Sendable, Hashable {
 
     /// The delay before attempt `attempt` (1-based).
     public func delay(beforeAttempt attempt: Int) -> Duration {
-        var delay = initialDelay
-        for _ in 1..<max(1, attempt) {
-            delay = delay * backoffMultiplier
-            if delay >= maximumDelay { return maximumDelay }
-        }
-        return min(delay, maximumDelay)
+        ExponentialBackoff(initial: initialDelay, multiplier: backoffMultiplier, maximum: maximumDelay).wait(attempt)
     }
 }

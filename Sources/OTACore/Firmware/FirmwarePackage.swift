@@ -71,17 +71,9 @@ public struct FirmwarePackage: Sendable {
     public static func open(_ url: URL) throws(OTAError) -> FirmwarePackage {
         let manifestURL = url.appendingPathComponent(manifestName)
         let source = manifestURL.path
-        let data: Data
-        do {
-            data = try BoundedFileRead.contents(of: manifestURL, limit: maximumManifestSize)
-        } catch {
-            switch error {
-            case .unreadable: throw OTAError(.invalidManifest, "\(source): cannot be read")
-            case .notRegular: throw OTAError(.invalidManifest, "\(source): is not a regular file")
-            case .tooLarge(let size):
-                throw OTAError(.invalidManifest, "\(source): \(size) bytes, more than the \(maximumManifestSize) a package manifest may have")
-            }
-        }
+        let data = try BoundedFileRead.contents(
+            of: manifestURL, limit: maximumManifestSize, code: .invalidManifest, subject: source,
+            largest: "the \(maximumManifestSize) a package manifest may have")
         let root = try ManifestReader(source: source).root(data)
         try root.allowOnly(["package", "name", "version", "protocol", "families", "hardware", "images"])
         guard try root.required("package").integer(in: 1...1000) == 1 else {

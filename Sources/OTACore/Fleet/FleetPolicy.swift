@@ -24,12 +24,7 @@ public struct FleetPolicy: Sendable, Hashable {
 
     /// The wait after failed attempt number `attempt` (1 for the first).
     public func backoff(afterAttempt attempt: Int) -> Duration {
-        var wait = initialBackoff
-        for _ in 1..<max(1, attempt) {
-            wait = wait * backoffMultiplier
-            if wait >= maximumBackoff { return maximumBackoff }
-        }
-        return min(wait, maximumBackoff)
+        ExponentialBackoff(initial: initialBackoff, multiplier: backoffMultiplier, maximum: maximumBackoff).wait(attempt)
     }
 }
 

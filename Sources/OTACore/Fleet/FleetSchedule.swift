@@ -14,13 +14,7 @@ public struct FleetSchedule: Sendable {
         public var adapter: Int
         /// 1 for the first attempt.
         public var attempt: Int
-
-        /// Creates a start decision.
-        public init(device: Int, adapter: Int, attempt: Int) {
-            self.device = device
-            self.adapter = adapter
-            self.attempt = attempt
-        }
+        // Only the schedule decides a start: the memberwise init stays internal.
     }
 
     /// Where a device stands.

@@ -26,17 +26,9 @@ public struct Trace: Sendable, Hashable {
     ///   wrong with it.
     public init(contentsOf url: URL) throws(OTAError) {
         let name = MessageText.name(url.path)
-        let data: Data
-        do {
-            data = try BoundedFileRead.contents(of: url, limit: Self.maximumFileSize)
-        } catch {
-            switch error {
-            case .unreadable: throw OTAError(.invalidParameter, "trace \(name): no such file, or not readable")
-            case .notRegular: throw OTAError(.invalidParameter, "trace \(name): not a regular file")
-            case .tooLarge(let size):
-                throw OTAError(.invalidParameter, "trace \(name): \(size) bytes, more than the \(Self.maximumFileSize >> 20) MiB a trace may be")
-            }
-        }
+        let data = try BoundedFileRead.contents(
+            of: url, limit: Self.maximumFileSize, code: .invalidParameter, subject: "trace \(name)",
+            largest: "the \(Self.maximumFileSize >> 20) MiB a trace may be")
         try self.init(lines: data, name: name)
     }
 

@@ -91,13 +91,13 @@ public struct TraceError: Sendable, Hashable, Codable {
     public var message: String
     /// For a lost link: whether this side closed it.
     public var local: Bool?
+}
 
-    /// A failure.
-    public init(kind: String, att: Int? = nil, message: String, local: Bool? = nil) {
-        self.kind = kind
-        self.att = att
-        self.message = message
-        self.local = local
+extension TraceError {
+    /// An update's failure, as the ``TraceRecord/Operation/result`` line records it: its code
+    /// and message. (A transport failure has its own `init(_:)`, beside ``TraceRecorder``.)
+    public init(_ error: OTAError) {
+        self.init(kind: error.code.description, message: error.message)
     }
 }
 
@@ -136,13 +136,6 @@ public struct TraceCharacteristic: Sendable, Hashable, Codable {
     public var properties: Int
 
     enum CodingKeys: String, CodingKey { case service = "svc", characteristic = "char", properties = "props" }
-
-    /// A characteristic.
-    public init(service: String, characteristic: String, properties: Int) {
-        self.service = service
-        self.characteristic = characteristic
-        self.properties = properties
-    }
 }
 
 /// The first line of a trace: what was updated, how, with what.
@@ -184,13 +177,14 @@ public struct TraceImage: Sendable, Hashable, Codable {
     public var name: String
     /// Its size.
     public var size: Int
-    /// Its CRC-32.
+    /// Its CRC-32, as `0x` and eight digits.
     public var crc32: String
+}
 
-    /// An image.
-    public init(name: String, size: Int, crc32: String) {
-        self.name = name
-        self.size = size
-        self.crc32 = crc32
+extension TraceImage {
+    /// How a trace names `image`: the recorder's header and a replay's check of the images given
+    /// both describe images this way, so the two compare alike.
+    public init(_ image: FirmwareImage) {
+        self.init(name: image.name, size: image.count, crc32: Hex.number(image.crc32, digits: 8))
     }
 }

@@ -63,6 +63,14 @@ public final class TraceRecorder: Sendable {
         append(record)
     }
 
+    /// Records that the client operation `sequence` failed with `error`.
+    func recordFailure(of sequence: Int, _ error: TransportError) {
+        record(.failed) { record in
+            record.seq = sequence
+            record.error = TraceError(error)
+        }
+    }
+
     /// Closes the file.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` when a line could not be written (a full

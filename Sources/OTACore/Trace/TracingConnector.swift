@@ -40,10 +40,7 @@ public struct TracingConnector: Connector {
             }
             return TracingTransport(transport, recorder: recorder, executor: executor)
         } catch {
-            recorder.record(.failed) { record in
-                record.seq = sequence
-                record.error = TraceError(error)
-            }
+            recorder.recordFailure(of: sequence, error)
             throw error
         }
     }
@@ -126,10 +123,7 @@ final class TracingTransport: Transport {
             }
             return value
         } catch {
-            recorder.record(.failed) { record in
-                record.seq = sequence
-                record.error = TraceError(error)
-            }
+            recorder.recordFailure(of: sequence, error)
             throw error
         }
     }

@@ -35,23 +35,30 @@ public enum Hex {
     /// The bytes that pairs of ASCII hexadecimal digits spell ("e406" → `[0xE4, 0x06]`), or
     /// `nil` for an odd count or anything but `0-9a-fA-F` (fullwidth digits included).
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        let digits = Array(text.utf8)
+        decode(digits: Array(text.utf8))
+    }
+
+    /// The bytes that pairs of ASCII hexadecimal digits spell, from their UTF-8 code units (the
+    /// manifest reader strips a "0x" first), or `nil` as for ``decode(_:)``.
+    static func decode(digits: [UInt8]) -> [UInt8]? {
         guard digits.count.isMultiple(of: 2) else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(digits.count / 2)
         for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            guard let high = digitValue(digits[index]), let low = digitValue(digits[index + 1]) else { return nil }
             bytes.append(high << 4 | low)
         }
         return bytes
+    }
+
+    /// The value of one ASCII hexadecimal digit (`0-9a-fA-F`), or `nil` for any other code unit.
+    static func digitValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     private static func padded(_ value: some BinaryInteger, digits: Int, uppercase: Bool) -> String {
