@@ -528,14 +528,7 @@ public final class NordicBootloaderModel: DeviceModel {
     /// Decodes a request as the BLE transport does: known op codes need their parameters;
     /// trailing bytes are ignored.
     private static func parse(_ bytes: [UInt8]) -> ParsedRequest {
-        guard let first = bytes.first, let op = DFUOpCode(rawValue: first), op != .response else { return .unsupported }
-        let length: Int =
-            switch op {
-            case .create: 6
-            case .setPRN: 3
-            case .select: 2
-            default: 1
-            }
+        guard let first = bytes.first, let op = DFUOpCode(rawValue: first), let length = op.requestLength else { return .unsupported }
         guard bytes.count >= length else { return .malformed }
         if op == .create || op == .select, DFUObjectType(rawValue: bytes[1]) == nil {
             return .invalidObjectType(create: op == .create)
