@@ -1,7 +1,8 @@
 import Foundation
 import OTACore
-import OTAProtocolNordicDFU
 import Testing
+
+@testable import OTAProtocolNordicDFU
 
 @Suite struct InitPacketTests {
     // MARK: Packets written by nrfutil

@@ -94,7 +94,7 @@ public struct EspressifUpdateStateMachine: Sendable {
         }
         switch state {
         case .starting, .startingAgain:
-            guard ack.commandID == EspressifCommand.start(length: 0).id else { return outOfTurn(ack) }
+            guard ack.commandID == EspressifCommand.startID else { return outOfTurn(ack) }
             if ack.accepted {
                 state = .awaitingSectorAck(0)
                 return .sendSector(sector(0), retry: nil)
@@ -107,11 +107,11 @@ public struct EspressifUpdateStateMachine: Sendable {
                 .deviceRejected,
                 "device rejected START for \(length) bytes, again after STOP: the image may not fit its OTA partition (\(ack))")
         case .clearingSession:
-            guard ack.commandID == EspressifCommand.stop.id else { return outOfTurn(ack) }
+            guard ack.commandID == EspressifCommand.stopID else { return outOfTurn(ack) }
             state = .startingAgain
             return .sendCommand(.start(length: UInt32(length)))
         case .stopping:
-            guard ack.commandID == EspressifCommand.stop.id else { return outOfTurn(ack) }
+            guard ack.commandID == EspressifCommand.stopID else { return outOfTurn(ack) }
             guard ack.accepted else { return fail(.deviceRejected, "device rejected STOP after all \(length) bytes (\(ack)); run the update again") }
             state = .done
             return .finished

@@ -12,11 +12,16 @@ public enum EspressifCommand: Sendable, Hashable, CustomStringConvertible {
     /// Every command frame is this long.
     public static let length = 20
 
+    /// START's command ID.
+    public static let startID: UInt16 = 0x0001
+    /// STOP's command ID.
+    public static let stopID: UInt16 = 0x0002
+
     /// The command ID on the wire.
     public var id: UInt16 {
         switch self {
-        case .start: 0x0001
-        case .stop: 0x0002
+        case .start: Self.startID
+        case .stop: Self.stopID
         }
     }
 
@@ -44,10 +49,10 @@ public enum EspressifCommand: Sendable, Hashable, CustomStringConvertible {
         var reader = ByteReader(value)
         guard let id = reader.u16() else { return nil }
         switch id {
-        case 0x0001:
+        case Self.startID:
             guard let length = reader.u32() else { return nil }
             self = .start(length: length)
-        case 0x0002:
+        case Self.stopID:
             self = .stop
         default:
             return nil

@@ -297,16 +297,9 @@ public final class FramedDeviceModel: DeviceModel {
         if start > state.expected { return nak(.gap, state: &state) }
         let fresh = payload.suffix(from: payload.startIndex + (state.expected - start))
         do {
-            while state.erasedUpTo < end {
-                try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
-                state.erasedUpTo += flash.sectorSize
-            }
-            try flash.write(Data(fresh), at: state.expected)
+            try program(fresh, state: &state, flash: flash)
         } catch {
-            state.state = .failed
-            state.nakOutstanding = true
-            state.naks += 1
-            return .nak(.flashError, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+            return flashFailed(state: &state)
         }
         state.runningCRC.update(fresh)
         state.expected = end
@@ -314,18 +307,7 @@ public final class FramedDeviceModel: DeviceModel {
         state.chunksSinceACK += 1
         guard state.chunksSinceACK >= state.batch || end == Int(session.size) else { return nil }
         state.chunksSinceACK = 0
-        do {
-            try state.journal?.record(offset: UInt32(end), runningCRC: state.runningCRC.value, identity: session, on: flash)
-        } catch {
-            state.state = .failed
-            state.naks += 1
-            return .nak(.flashError, offset: UInt32(state.recordedOffset), runningCRC: state.recordedCRC)
-        }
-        state.recordedOffset = end
-        state.recordedCRC = state.runningCRC.value
-        if end == Int(session.size) { state.state = .complete }
-        state.acks += 1
-        return .ack(offset: UInt32(end), runningCRC: state.runningCRC.value)
+        return checkpoint(session: session, state: &state, flash: flash)
     }
 
     /// A version-2 chunk: placed at `expected` when its sequence number is the one expected,
@@ -340,16 +322,9 @@ public final class FramedDeviceModel: DeviceModel {
         // The chunk that completes the image must carry the check of all of it.
         if end == Int(session.size), chunk.batchCRC == nil { return nak(.crcMismatch, state: &state) }
         do {
-            while state.erasedUpTo < end {
-                try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
-                state.erasedUpTo += flash.sectorSize
-            }
-            try flash.write(chunk.payload, at: state.expected)
+            try program(chunk.payload, state: &state, flash: flash)
         } catch {
-            state.state = .failed
-            state.nakOutstanding = true
-            state.naks += 1
-            return .nak(.flashError, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+            return flashFailed(state: &state)
         }
         state.runningCRC.update(chunk.payload)
         state.expected = end
@@ -361,13 +336,38 @@ public final class FramedDeviceModel: DeviceModel {
             do {
                 try rollBack(&state, flash: flash)
             } catch {
-                state.state = .failed
-                state.nakOutstanding = true
-                state.naks += 1
-                return .nak(.flashError, offset: UInt32(state.recordedOffset), runningCRC: state.recordedCRC)
+                // rollBack went back to the last check before it failed: the NAK names that point.
+                return flashFailed(state: &state)
             }
             return nak(.crcMismatch, state: &state)
         }
+        return checkpoint(session: session, state: &state, flash: flash)
+    }
+
+    /// Writes `bytes` at `expected`, first erasing the sectors they reach that are not erased yet.
+    private func program(_ bytes: Data, state: inout State, flash: any FlashStorage) throws(FlashError) {
+        let end = state.expected + bytes.count
+        while state.erasedUpTo < end {
+            try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
+            state.erasedUpTo += flash.sectorSize
+        }
+        try flash.write(bytes, at: state.expected)
+    }
+
+    /// A flash erase or write failed: the session is failed, and one NAK at `expected` says so
+    /// (no other NAK follows until a new BEGIN or connection).
+    private func flashFailed(state: inout State) -> FramedNotification {
+        state.state = .failed
+        state.nakOutstanding = true
+        state.naks += 1
+        return .nak(.flashError, offset: UInt32(state.expected), runningCRC: state.runningCRC.value)
+    }
+
+    /// Every byte before `expected` is in flash and checked: records that point in the journal
+    /// as the one to resume from (completing the session at the image's end) and acknowledges it.
+    /// A journal that cannot be written fails the session with a NAK at the last recorded point.
+    private func checkpoint(session: SessionIdentity, state: inout State, flash: any FlashStorage) -> FramedNotification {
+        let end = state.expected
         do {
             try state.journal?.record(offset: UInt32(end), runningCRC: state.runningCRC.value, identity: session, on: flash)
         } catch {
@@ -377,6 +377,7 @@ public final class FramedDeviceModel: DeviceModel {
         }
         state.recordedOffset = end
         state.recordedCRC = state.runningCRC.value
+        // Version 2's sequence number at the recorded point (version 1 keeps both at 0).
         state.recordedIndex = state.expectedIndex
         if end == Int(session.size) { state.state = .complete }
         state.acks += 1

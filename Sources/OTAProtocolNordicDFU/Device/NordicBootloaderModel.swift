@@ -261,7 +261,7 @@ public final class NordicBootloaderModel: DeviceModel {
         shared.withLock { shared in
             let run = shared.run
             return Progress(
-                currentObject: run.currentObject.objectType,
+                currentObject: run.currentObject,
                 commandObjectSize: run.commandSize,
                 commandOffset: run.command.count,
                 commandCRC: run.commandCRC.value,
@@ -361,21 +361,6 @@ public final class NordicBootloaderModel: DeviceModel {
 
     // MARK: - State
 
-    /// Where the current object's writes and requests go (`current_object` in the SDK).
-    private enum CurrentObject {
-        case command, data, invalid
-
-        init(_ type: DFUObjectType) { self = type == .command ? .command : .data }
-
-        var objectType: DFUObjectType? {
-            switch self {
-            case .command: .command
-            case .data: .data
-            case .invalid: nil
-            }
-        }
-    }
-
     /// RAM state: what a reset loses.
     private struct Run {
         var booted = false
@@ -400,7 +385,9 @@ public final class NordicBootloaderModel: DeviceModel {
         /// Size of the data object created and not executed yet; `nil` once executed.
         var objectSize: Int?
 
-        var currentObject = CurrentObject.command
+        /// Where Packet writes and object requests go (`current_object` in the SDK); `nil` after
+        /// an invalid object type (`NRF_DFU_OBJ_TYPE_INVALID`).
+        var currentObject: DFUObjectType? = .command
         var prnTarget: UInt16 = 0
         var prnCountdown: UInt16 = 0
         var pool: ReceiveBufferPool
@@ -528,14 +515,7 @@ public final class NordicBootloaderModel: DeviceModel {
     /// Decodes a request as the BLE transport does: known op codes need their parameters;
     /// trailing bytes are ignored.
     private static func parse(_ bytes: [UInt8]) -> ParsedRequest {
-        guard let first = bytes.first, let op = DFUOpCode(rawValue: first), op != .response else { return .unsupported }
-        let length: Int =
-            switch op {
-            case .create: 6
-            case .setPRN: 3
-            case .select: 2
-            default: 1
-            }
+        guard let first = bytes.first, let op = DFUOpCode(rawValue: first), let length = op.requestLength else { return .unsupported }
         guard bytes.count >= length else { return .malformed }
         if op == .create || op == .select, DFUObjectType(rawValue: bytes[1]) == nil {
             return .invalidObjectType(create: op == .create)
@@ -566,7 +546,7 @@ public final class NordicBootloaderModel: DeviceModel {
             return Effect(notifications: [Self.encode(op, .invalidParameter)])
         case .invalidObjectType(let create):
             if create { shared.run.prnCountdown = shared.run.prnTarget }
-            shared.run.currentObject = .invalid
+            shared.run.currentObject = nil
             return Effect(notifications: [Self.encode(op, .invalidObject)])
         case .request(let request):
             return handle(request, &shared, flash: flash)
@@ -576,7 +556,7 @@ public final class NordicBootloaderModel: DeviceModel {
     private func handle(_ request: DFURequest, _ shared: inout Shared, flash: any FlashStorage) -> Effect {
         switch request {
         case .select(let type):
-            shared.run.currentObject = CurrentObject(type)
+            shared.run.currentObject = type
             let run = shared.run
             let values: [UInt32] =
                 switch type {
@@ -587,7 +567,7 @@ public final class NordicBootloaderModel: DeviceModel {
         case .create(let type, let size):
             // The BLE transport restarts the PRN count on every Create (§5).
             shared.run.prnCountdown = shared.run.prnTarget
-            shared.run.currentObject = CurrentObject(type)
+            shared.run.currentObject = type
             switch type {
             case .command: return Self.answer(.create, createCommand(size: Int(size), &shared.run))
             case .data:
@@ -605,9 +585,9 @@ public final class NordicBootloaderModel: DeviceModel {
             return Self.answer(.calculateChecksum, .success, values: values)
         case .execute:
             switch shared.run.currentObject {
-            case .command: return executeCommand(&shared.run, flash: flash)
-            case .data: return executeData(&shared, flash: flash)
-            case .invalid: return Self.answer(.execute, .invalidObject)
+            case .command?: return executeCommand(&shared.run, flash: flash)
+            case .data?: return executeData(&shared, flash: flash)
+            case nil: return Self.answer(.execute, .invalidObject)
             }
         case .abort:
             // The SDK closes the transport and resets before the response can leave (§2).
@@ -619,9 +599,9 @@ public final class NordicBootloaderModel: DeviceModel {
     /// Offset and CRC of the current object (Calculate Checksum, PRN); `nil` for an invalid one.
     private func checksumValues(_ run: Run) -> [UInt32]? {
         switch run.currentObject {
-        case .command: [UInt32(clamping: run.command.count), run.commandCRC.value]
-        case .data: [UInt32(clamping: run.offset), run.crc.value]
-        case .invalid: nil
+        case .command?: [UInt32(clamping: run.command.count), run.commandCRC.value]
+        case .data?: [UInt32(clamping: run.offset), run.crc.value]
+        case nil: nil
         }
     }
 
@@ -788,15 +768,15 @@ public final class NordicBootloaderModel: DeviceModel {
     /// Appends a Packet write to the current object; the result the SDK would give it.
     private func store(_ bytes: [UInt8], _ run: inout Run, flash: any FlashStorage) -> DFUResultCode {
         switch run.currentObject {
-        case .invalid:
+        case nil:
             return .invalidObject
-        case .command:
+        case .command?:
             // nrf_dfu_validation_init_cmd_append(): "init command larger than expected" → 0x03.
             guard run.command.count + bytes.count <= run.commandSize else { return .invalidParameter }
             run.command += bytes
             run.commandCRC.update(bytes)
             return .success
-        case .data:
+        case .data?:
             guard run.accepted != nil else { return .operationNotPermitted }
             // "Write request too long" → 0x03; the whole packet is discarded.
             guard let size = run.objectSize, run.offset - run.executedOffset + bytes.count <= size,

@@ -1,6 +1,15 @@
 import Foundation
 import OTACore
 
+/// An enum of dfu-cc.proto, kept as its `uint32` so that numbers this side does not know survive:
+/// they are all named the same way.
+protocol DFUSchemaEnum: WireCode where RawValue == UInt32 {}
+
+extension DFUSchemaEnum {
+    /// "unknown (7)".
+    public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
+}
+
 extension InitPacket {
     /// A dfu-cc.proto value that is a type and bytes: `Hash`, `BootValidation` and a signed
     /// command's signature all are.
@@ -9,16 +18,10 @@ extension InitPacket {
         public var type: Kind
         /// The bytes as stored in the packet.
         public var bytes: Data
-
-        /// Creates a value.
-        public init(type: Kind, bytes: Data) {
-            self.type = type
-            self.bytes = bytes
-        }
     }
 
     /// `Command.op_code` of dfu-cc.proto.
-    public struct OpCode: WireCode {
+    public struct OpCode: WireCode, DFUSchemaEnum {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates an op code from its number (unknown numbers are kept).
@@ -32,12 +35,10 @@ extension InitPacket {
         public static let meanings: [OpCode: String] = [
             .reset: "RESET", .initialize: "INIT",
         ]
-
-        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `FwType` of dfu-cc.proto: what kind of image the init packet describes.
-    public struct FirmwareType: WireCode {
+    public struct FirmwareType: WireCode, DFUSchemaEnum {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a type from its number (unknown numbers are kept).
@@ -58,12 +59,10 @@ extension InitPacket {
             .application: "APPLICATION", .softdevice: "SOFTDEVICE", .bootloader: "BOOTLOADER",
             .softdeviceBootloader: "SOFTDEVICE_BOOTLOADER", .externalApplication: "EXTERNAL_APPLICATION",
         ]
-
-        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `HashType` of dfu-cc.proto.
-    public struct HashType: WireCode {
+    public struct HashType: WireCode, DFUSchemaEnum {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a hash type from its number (unknown numbers are kept).
@@ -83,12 +82,10 @@ extension InitPacket {
         public static let meanings: [HashType: String] = [
             .none: "NO_HASH", .crc: "CRC", .sha128: "SHA128", .sha256: "SHA256", .sha512: "SHA512",
         ]
-
-        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `ValidationType` of dfu-cc.proto: how the bootloader checks the image at every boot.
-    public struct ValidationType: WireCode {
+    public struct ValidationType: WireCode, DFUSchemaEnum {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a validation type from its number (unknown numbers are kept).
@@ -107,12 +104,10 @@ extension InitPacket {
             .none: "NO_VALIDATION", .generatedCRC: "VALIDATE_GENERATED_CRC", .sha256: "VALIDATE_SHA256",
             .ecdsaP256SHA256: "VALIDATE_ECDSA_P256_SHA256",
         ]
-
-        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 
     /// `SignatureType` of dfu-cc.proto.
-    public struct SignatureType: WireCode {
+    public struct SignatureType: WireCode, DFUSchemaEnum {
         /// The number on the wire.
         public let rawValue: UInt32
         /// Creates a signature type from its number (unknown numbers are kept).
@@ -126,7 +121,5 @@ extension InitPacket {
         public static let meanings: [SignatureType: String] = [
             .ecdsaP256SHA256: "ECDSA_P256_SHA256", .ed25519: "ED25519",
         ]
-
-        public static func meaning(ofUnknown rawValue: UInt32) -> String { "unknown (\(rawValue))" }
     }
 }

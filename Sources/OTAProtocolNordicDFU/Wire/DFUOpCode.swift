@@ -9,6 +9,19 @@ public enum DFUOpCode: UInt8, Sendable, Hashable, CustomStringConvertible {
     /// Prefix of every response notification.
     case response = 0x60
 
+    /// The length of the request the op code starts, the op code included: Create carries an
+    /// object type and a size, Set PRN a u16, Select an object type, the others nothing; `nil`
+    /// for Response, which starts no request.
+    var requestLength: Int? {
+        switch self {
+        case .create: 6
+        case .setPRN: 3
+        case .select: 2
+        case .calculateChecksum, .execute, .abort: 1
+        case .response: nil
+        }
+    }
+
     public var description: String {
         switch self {
         case .create: "Create"

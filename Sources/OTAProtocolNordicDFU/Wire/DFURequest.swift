@@ -43,21 +43,21 @@ public enum DFURequest: Sendable, Hashable, CustomStringConvertible {
     /// Parses a request, as the bootloader does; `nil` when malformed.
     public init?(decoding data: Data) {
         var reader = ByteReader(data)
-        let opCode = reader.u8().flatMap(DFUOpCode.init(rawValue:))
-        switch (opCode, data.count) {
-        case (.create, 6):
+        guard let opCode = reader.u8().flatMap(DFUOpCode.init(rawValue:)), data.count == opCode.requestLength else { return nil }
+        switch opCode {
+        case .create:
             guard let type = reader.u8().flatMap(DFUObjectType.init(rawValue:)), let size = reader.u32() else { return nil }
             self = .create(type, size: size)
-        case (.setPRN, 3):
+        case .setPRN:
             guard let value = reader.u16() else { return nil }
             self = .setPRN(value)
-        case (.calculateChecksum, 1): self = .calculateChecksum
-        case (.execute, 1): self = .execute
-        case (.select, 2):
+        case .calculateChecksum: self = .calculateChecksum
+        case .execute: self = .execute
+        case .select:
             guard let type = reader.u8().flatMap(DFUObjectType.init(rawValue:)) else { return nil }
             self = .select(type)
-        case (.abort, 1): self = .abort
-        default: return nil
+        case .abort: self = .abort
+        case .response: return nil
         }
     }
 
