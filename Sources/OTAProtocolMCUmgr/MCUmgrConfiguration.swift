@@ -44,10 +44,17 @@ public struct MCUmgrConfiguration: ProtocolConfiguration, Hashable {
         "buffer-count", summary: "SMP buffer count of the simulated device (the client asks a real one)", default: 4, in: 1...64
     )
 
+    /// `erase`: how the simulated device erases slot 1 for an upload.
+    public static let eraseParameter = ProtocolParameter.text(
+        "erase",
+        summary:
+            "how the simulated device erases slot 1: progressive (each sector as writes reach it) or first (the image's sectors before answering the first request, Zephyr's default)",
+        default: "progressive")
+
     /// Every parameter, in the order `ota protocols` lists them.
     public static let parameters = [
         modeParameter.spec, windowParameter.spec, alignmentParameter.spec, eraseTimeoutParameter.spec, resetWaitParameter.spec,
-        bufferSizeParameter.spec, bufferCountParameter.spec,
+        bufferSizeParameter.spec, bufferCountParameter.spec, eraseParameter.spec,
     ]
     /// `mcumgr`.
     public static var protocolName: String { MCUmgrProtocol.name }
@@ -68,6 +75,15 @@ public struct MCUmgrConfiguration: ProtocolConfiguration, Hashable {
     public var bufferSize = Self.bufferSizeParameter.defaultValue
     /// The simulated device's buffer count.
     public var bufferCount = Self.bufferCountParameter.defaultValue
+    /// How the simulated device erases slot 1. Default progressive.
+    public var erase = MCUmgrDeviceModel.Settings.EraseMode.progressive
+
+    /// The simulated device these parameters describe (buffers, erase mode).
+    public var deviceSettings: MCUmgrDeviceModel.Settings {
+        var settings = MCUmgrDeviceModel.Settings(bufferSize: bufferSize, bufferCount: bufferCount)
+        settings.eraseMode = erase
+        return settings
+    }
 
     /// The defaults.
     public init() {}
@@ -87,5 +103,11 @@ public struct MCUmgrConfiguration: ProtocolConfiguration, Hashable {
         resetWait = try reader.value(Self.resetWaitParameter)
         bufferSize = try reader.value(Self.bufferSizeParameter)
         bufferCount = try reader.value(Self.bufferCountParameter)
+        let eraseText = try reader.value(Self.eraseParameter)
+        switch eraseText {
+        case "progressive": erase = .progressive
+        case "first": erase = .wholeImageFirst
+        default: throw OTAError(.invalidParameter, "parameter 'erase': '\(MessageText.name(eraseText))' is not progressive or first")
+        }
     }
 }

@@ -313,9 +313,17 @@ enum CampaignRun {
             if resyncs > 0, !kinds.contains(where: \.isIndexed) {
                 result.violations.append("\(resyncs) re-synchronisations with no damaged write")
             }
-            // A damaged write that left a request's CBOR valid stored other bytes: a device that
-            // lost the link before its `match` answer starts the file over on the resume.
-            let startsOver = kinds.contains(where: \.isIndexed) ? notes.filter { $0.hasSuffix("device starts this file over") }.count : 0
+            // A damaged write that left a request's CBOR valid stored other bytes: the device's
+            // SHA-256 check fails and the client starts the upload over from byte 0, or a device
+            // that lost the link before its `match` answer starts the file over on the resume.
+            let restartedUploads = events.filter { event in
+                if case .state(.transferring, let detail?, _) = event { detail.contains("; starting over (") } else { false }
+            }.count
+            if restartedUploads > 0, !kinds.contains(where: \.isIndexed) {
+                result.violations.append("\(restartedUploads) uploads started over with no damaged write")
+            }
+            let startsOver =
+                kinds.contains(where: \.isIndexed) ? notes.filter { $0.hasSuffix("device starts this file over") }.count + restartedUploads : 0
             let allowed = window * (report.resumes + (kinds.contains(where: \.isIndexed) ? resyncs : 0)) + size * (reboots + startsOver)
             (result.allowed, result.unit) = (allowed, window)
             if resent > allowed {

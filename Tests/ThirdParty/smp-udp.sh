@@ -7,7 +7,8 @@
 #      os reset, state-read (the image runs, unconfirmed), state-write --confirm; and slot 1's bytes
 #      compared with the image (--image-out) after an upload without reset;
 #   3. smpclient's serial transport against `ota-peripheral --protocol mcumgr --smp-pty` (Zephyr's
-#      console framing on a pseudo-terminal): upload byte-identical, image state, test mark;
+#      console framing on a pseudo-terminal): upload byte-identical, image state, test mark; and
+#      smpmgr over the same transport (`--port PTY`): image upload byte-identical, image state-read;
 #   4. mcumgr-toolkit over UDP and over the pseudo-terminal: echo, upload byte-identical, image
 #      state, test mark.
 # Needs PyPI once (Tests/ThirdParty/setup-venv.sh). Prints "N passed, N failed" last; exit 1 on a failure.
@@ -98,6 +99,25 @@ else
         && fail "smpclient over serial (upload, image state, test mark)" || ok "smpclient over serial: upload, image state, test mark"
     stop
     cmp -s "$work/serial-slot1.bin" "$work/app.bin" && ok "slot 1 holds smpclient's serial upload byte-identically" || fail "slot 1 differs after the serial upload"
+fi
+# smpmgr over serial (`--port`, smpclient's serial transport) against the model on a pseudo-terminal.
+"$bin/ota-peripheral" --protocol mcumgr --smp-pty --image-out "$work/smpmgr-serial-slot1.bin" --image-size "$size" > "$work/ready" 2> "$work/server.log" &
+server=$!
+for _ in $(seq 50); do grep -q '^ready' "$work/ready" && break; sleep 0.1; done
+pty=$(sed -n 's/^ready serial://p' "$work/ready")
+if [ -z "$pty" ]; then
+    cat "$work/server.log"
+    fail "ota-peripheral --smp-pty for smpmgr did not start"
+else
+    smpmgr_serial() { timeout 300 "$venv/bin/smpmgr" --port "$pty" --timeout 5 "$@" 2>&1; }
+    out=$(smpmgr_serial image upload "$work/app.bin") && ok "smpmgr --port $pty image upload ($size bytes)" \
+        || { echo "$out" | tail -5; fail "smpmgr image upload over serial"; }
+    out=$(smpmgr_serial image state-read)
+    has "${hash^^}" "$out" && ok "smpmgr image state-read over serial lists the image's hash ${hash:0:16}..." \
+        || { echo "$out"; fail "smpmgr image state-read over serial"; }
+    stop
+    cmp -s "$work/smpmgr-serial-slot1.bin" "$work/app.bin" && ok "slot 1 holds smpmgr's serial upload byte-identically" \
+        || fail "slot 1 differs after smpmgr's serial upload"
 fi
 # mcumgr-toolkit, over UDP and over a pseudo-terminal.
 for transport in udp serial; do

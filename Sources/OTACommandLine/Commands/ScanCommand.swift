@@ -1,5 +1,7 @@
 import Foundation
 import OTACore
+import OTATransportSerial
+import OTATransportUDP
 
 /// `ota scan`: list the devices in range with the family and protocol each would get, and why.
 enum ScanCommand: Command {
@@ -7,7 +9,9 @@ enum ScanCommand: Command {
         name: "scan",
         summary: "List devices (the simulated fleet, or real ones with --bluez) with the family and protocol each would get.",
         options: [
-            .init(name: "--transport", valueName: "NAME", help: "the transport to scan with (sim, bluez); default the default device's (sim)"),
+            .init(
+                name: "--transport", valueName: "NAME",
+                help: "the transport to scan with (sim, bluez; udp and serial have no discovery); default the default device's (sim)"),
             .init(name: "--bluez", help: "scan real devices through BlueZ instead of listing the simulated fleet (--transport bluez)"),
             .init(name: "--adapter", valueName: "NAME", help: "with --bluez: the adapter, e.g. hci0; default the first powered one"),
             .init(name: "--duration", valueName: "SECONDS", help: "with --bluez: how long to listen, 1...60; default 5"),
@@ -24,9 +28,10 @@ enum ScanCommand: Command {
             return UpdateCommand.fail(error, streams: streams)
         }
         let heard: [DiscoveredDevice]
+        let provider: any TransportProvider
         do {
             let seconds = try UpdatePlan.integer(arguments.value("--duration") ?? "5", option: "--duration", in: 1...60, command: "scan")
-            let provider = try scanProvider(arguments, environment: environment)
+            provider = try scanProvider(arguments, environment: environment)
             let scanner: any DeviceScanner
             do throws(OTAError) {
                 scanner = try provider.scanner(options: TransportOptions(arguments.values))
@@ -36,6 +41,12 @@ enum ScanCommand: Command {
             heard = try await scanner.listen(for: .seconds(seconds))
         } catch {
             return UpdateCommand.fail(error, streams: streams)
+        }
+        // Asking is no error, but an empty list would teach nothing: say how to name such a device.
+        if heard.isEmpty, let form = undiscoverableAddressForm(provider) {
+            streams.err(
+                "ota scan: \(provider.name) has no discovery (its devices do not advertise): pass --device \(form) to update, image list|test|confirm|erase and reset\n"
+            )
         }
         for (address, advertisement) in heard.map({ ($0.address, $0.advertisement) }) {
             let verdict: (family: String?, protocolName: String?, why: String)
@@ -65,6 +76,16 @@ enum ScanCommand: Command {
             }
         }
         return .success
+    }
+
+    /// How to name a device of a transport that cannot discover any (SMP over UDP or a serial
+    /// line), or `nil` for one that can.
+    static func undiscoverableAddressForm(_ provider: any TransportProvider) -> String? {
+        switch provider {
+        case is UDPTransportProvider: "udp:HOST[:PORT]"
+        case is SerialTransportProvider: "serial:PATH[@BAUD]"
+        default: nil
+        }
     }
 
     /// The transport `--transport` (or `--bluez`) names, else the default device's.

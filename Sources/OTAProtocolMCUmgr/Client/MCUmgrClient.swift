@@ -120,7 +120,23 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
                     uploadFrom = nil
                     context.enter(.verifying)
                     let state = try await Self.readState(channel)
-                    if let error = flow.verifyUploaded(state) { throw error }
+                    if let error = flow.verifyUploaded(state) {
+                        // Slot 1 does not hold what was sent (a device that reports no `match`
+                        // stored damaged bytes): start over, within the same bound as a mismatch.
+                        let limit = context.configuration.resume.maximumAttempts
+                        let used = record.startOvers.withLock { $0 }
+                        guard used < limit else {
+                            throw used == 0
+                                ? error : OTAError(error.code, "\(error.message); gave up after \(used) restarts from byte 0", underlying: error)
+                        }
+                        record.startOvers.withLock { $0 += 1 }
+                        context.enter(
+                            .transferring, detail: "slot 1 does not hold the image after the upload (\(state)); starting over (\(used + 1) of \(limit))")
+                        context.acknowledged(total: 0)
+                        uploadFrom = 0
+                        continue
+                    }
+                    record.startOvers.withLock { $0 = 0 }
                     context.note("slot 1 holds image \(mcuboot.version) with hash \(Hex.bytes(mcuboot.hash.prefix(8)))…")
                     step = flow.next(after: state)
                 case .mark(let confirm):
@@ -196,15 +212,20 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         _ image: FirmwareImage, mcuboot: MCUbootImage, from offset: Int, channel: SMPChannel, context: UpdateContext
     ) async throws(OTAError) {
         let parameters = try await parameters(channel)
-        let settings = MCUmgrUploadStateMachine.Settings(
+        var settings = MCUmgrUploadStateMachine.Settings(
             frameLimit: parameters.bufferSize, window: max(1, min(configuration.window, parameters.bufferCount)),
             alignment: configuration.alignment, writeLength: channel.writeLength, eraseTimeout: configuration.eraseTimeout
         )
+        // Restarts from byte 0 after a failed SHA-256 check: the engine's bound on restarts in a
+        // row, counted across this update's connections.
+        settings.maximumRestarts = context.configuration.resume.maximumAttempts
         context.note(
             "device buffers: \(parameters.bufferCount) × \(parameters.bufferSize) bytes; \(settings.window) request(s) in flight, \(channel.writeLength)-byte writes"
         )
+        let record = self.record
         var machine = MCUmgrUploadStateMachine(
-            image: image.bytes, sha: mcuboot.fileSHA256, settings: settings, startingAt: offset, firstSequence: channel.sequence)
+            image: image.bytes, sha: mcuboot.fileSHA256, settings: settings, startingAt: offset, firstSequence: channel.sequence,
+            restartedBefore: record.startOvers.withLock { $0 })
         context.enter(.transferring)
         if offset > 0 { context.rewound(to: offset) }
         var action = machine.start()
@@ -226,7 +247,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             // watchdog; its writes are data like any other, and a link that stops taking them
             // must not hang the upload (campaign seed 515).
             if Self.awaitsErase(machine, action) {
-                action = try await Self.perform(action, &machine, channel: channel)
+                action = try await Self.perform(action, &machine, channel: channel, record: record)
             } else {
                 let (current, pending) = (machine, action)
                 (machine, action) = try await context.withStallWatchdog { () async throws -> (MCUmgrUploadStateMachine, MCUmgrUploadStateMachine.Action) in
@@ -235,7 +256,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
                     while !Self.awaitsErase(machine, action) {
                         switch action {
                         case .finished, .fail: return (machine, action)
-                        default: action = try await Self.perform(action, &machine, channel: channel)
+                        default: action = try await Self.perform(action, &machine, channel: channel, record: record)
                         }
                     }
                     return (machine, action)
@@ -253,7 +274,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
 
     /// Performs one action of the upload machine and feeds it the result.
     private static func perform(
-        _ action: MCUmgrUploadStateMachine.Action, _ machine: inout MCUmgrUploadStateMachine, channel: SMPChannel
+        _ action: MCUmgrUploadStateMachine.Action, _ machine: inout MCUmgrUploadStateMachine, channel: SMPChannel, record: ResetRecord
     ) async throws(OTAError) -> MCUmgrUploadStateMachine.Action {
         let context = channel.context
         switch action {
@@ -274,6 +295,11 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         case .wait(let duration, let purpose):
             try await context.sleep(for: duration, purpose: purpose)
             return machine.delayElapsed()
+        case .startOver(let reason):
+            record.startOvers.withLock { $0 = machine.restarts }
+            context.enter(.transferring, detail: reason)
+            context.acknowledged(total: 0)
+            return machine.restart()
         case .finished, .fail:
             return action
         }
@@ -285,6 +311,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
 private final class ResetRecord: Sendable {
     private let hashes = Mutex<Set<Data>>([])
     private let last = Mutex<(bytes: Data, image: MCUbootImage)?>(nil)
+    /// Uploads started over from byte 0 in a row (a failed SHA-256 check, slot 1 not holding the
+    /// image afterwards), across the update's connections; 0 again once slot 1 holds it.
+    let startOvers = Mutex(0)
     func insert(_ hash: Data) { _ = hashes.withLock { $0.insert(hash) } }
     func contains(_ hash: Data) -> Bool { hashes.withLock { $0.contains(hash) } }
 

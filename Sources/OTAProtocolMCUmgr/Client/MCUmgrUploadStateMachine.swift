@@ -17,6 +17,11 @@ import OTACore
 ///   invalidates everything in flight: the machine waits until every request in flight is
 ///   answered, then continues from the last `off` the device reported. `rc` 10 (busy) does the
 ///   same after a pause.
+/// - The last response's `"match": false` (the device's SHA-256 of what it stored is not `sha`:
+///   damaged writes left valid requests with other bytes) starts the upload over from byte 0,
+///   up to ``Settings/maximumRestarts`` times in a row: ``Action/startOver(reason:)``, then a
+///   new first request with `len` and `sha`, which a device that finished an upload (Zephyr's
+///   `img_mgmt` resets its upload state then) takes as a new one, erasing its slot again.
 public struct MCUmgrUploadStateMachine: Sendable {
     /// How requests are sized and paced.
     public struct Settings: Sendable, Hashable {
@@ -38,6 +43,10 @@ public struct MCUmgrUploadStateMachine: Sendable {
         /// Re-synchronisations in a row that brought no progress before giving up (a device
         /// that keeps answering the same offset without taking the data).
         public var maximumResyncsWithoutProgress = 8
+        /// Uploads started over from byte 0 after the device's SHA-256 check failed (`"match":
+        /// false`) before the upload fails. 0 (default): the first mismatch fails it. The client
+        /// takes the engine's ``ResumePolicy/maximumAttempts``, which bounds restarts from byte 0.
+        public var maximumRestarts = 0
 
         /// The frame size requests aim at. Pipelined, the link is the bottleneck: ``frameLimit`` is
         /// rounded down to whole ATT writes when it spans several, since a short last write costs
@@ -94,6 +103,9 @@ public struct MCUmgrUploadStateMachine: Sendable {
         case awaitResponse(timeout: Duration?, awaiting: String)
         /// Sleep, then call ``delayElapsed()``.
         case wait(Duration, purpose: String)
+        /// The device's SHA-256 check of the finished upload failed: report `reason`, move the
+        /// progress back to byte 0 (the device holds nothing usable), then call ``restart()``.
+        case startOver(reason: String)
         /// The device holds the whole image; `match` is its check of `sha`, when it made one.
         case finished(match: Bool?)
         /// The upload failed.
@@ -128,10 +140,18 @@ public struct MCUmgrUploadStateMachine: Sendable {
     public private(set) var resyncs = 0
     /// Busy answers received.
     public private(set) var busyAnswers = 0
+    /// Times the upload started over from byte 0 after a failed SHA-256 check (with the
+    /// initialiser's `restartedBefore`).
+    public private(set) var restarts = 0
 
     /// An upload of `image` whose file SHA-256 is `sha`, continuing at `offset` (0: from the
-    /// first request).
-    public init(image: Data, sha: Data, imageNumber: Int = 0, settings: Settings, startingAt offset: Int = 0, firstSequence: UInt8 = 0) {
+    /// first request); `restartedBefore` counts the restarts from byte 0 this update already made
+    /// (on earlier connections), towards ``Settings/maximumRestarts``.
+    public init(
+        image: Data, sha: Data, imageNumber: Int = 0, settings: Settings, startingAt offset: Int = 0, firstSequence: UInt8 = 0,
+        restartedBefore: Int = 0
+    ) {
+        restarts = restartedBefore
         self.image = image.startIndex == 0 ? image : Data(image)
         self.sha = sha
         self.imageNumber = imageNumber
@@ -156,6 +176,11 @@ public struct MCUmgrUploadStateMachine: Sendable {
     /// The last ``Action/send(_:rewoundTo:)`` was written.
     public mutating func sent() -> Action {
         awaitOrFinish()
+    }
+
+    /// The upload starts over after ``Action/startOver(reason:)``: the first request again.
+    public mutating func restart() -> Action {
+        fill(rewoundTo: 0)
     }
 
     /// The pause after a busy answer is over.
@@ -239,7 +264,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
         }
         draining = false
         nextOffset = reportedOffset
-        if reportedOffset == image.count { return .finished(match: lastMatch) }
+        if reportedOffset == image.count { return finish() }
         if busyPending { return .wait(settings.busyDelay, purpose: "the device said it is busy; waiting before sending byte \(nextOffset) again") }
         return fill(rewoundTo: nextOffset)
     }
@@ -250,13 +275,31 @@ public struct MCUmgrUploadStateMachine: Sendable {
     }
 
     private mutating func awaitOrFinish() -> Action {
-        if inFlight.isEmpty, acknowledged == image.count {
-            if lastMatch == false {
-                return fail(OTAError(.verificationFailed, "device reports the uploaded image does not match its SHA-256; the transfer was corrupted"))
-            }
-            return .finished(match: lastMatch)
-        }
+        if inFlight.isEmpty, acknowledged == image.count { return finish() }
         return awaitResponse()
+    }
+
+    /// The device holds every byte: done, unless its SHA-256 check failed, which starts the
+    /// upload over (or, past ``Settings/maximumRestarts``, fails it).
+    private mutating func finish() -> Action {
+        guard lastMatch == false else { return .finished(match: lastMatch) }
+        guard restarts < settings.maximumRestarts else {
+            let message =
+                restarts == 0
+                ? "device reports the uploaded image does not match its SHA-256; the transfer was corrupted"
+                : "device reports the uploaded image does not match its SHA-256 on \(restarts + 1) uploads in a row; the transfer keeps being corrupted: check the link (distance, interference, the adapter) and run the update again"
+            return fail(OTAError(.verificationFailed, message))
+        }
+        restarts += 1
+        nextOffset = 0
+        reportedOffset = 0
+        acknowledged = 0
+        lastMatch = nil
+        draining = false
+        busyPending = false
+        busyInARow = 0
+        resyncsWithoutProgress = 0
+        return .startOver(reason: "image failed its SHA-256 on the device; starting over (\(restarts) of \(settings.maximumRestarts))")
     }
 
     private func awaitResponse() -> Action {
@@ -271,7 +314,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
     private var limit: Int { nextOffset == 0 || isAwaitingErase ? 1 : settings.window }
 
     private mutating func fill(rewoundTo rewind: Int?) -> Action {
-        if nextOffset >= image.count, inFlight.isEmpty { return .finished(match: lastMatch) }
+        if nextOffset >= image.count, inFlight.isEmpty { return finish() }
         var requests: [Outbound] = []
         while nextOffset < image.count, inFlight.count < limit {
             let request: Outbound

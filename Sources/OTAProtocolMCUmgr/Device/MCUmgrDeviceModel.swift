@@ -38,6 +38,10 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         public var answersParameters = true
         /// How slot 1 is erased.
         public var eraseMode = EraseMode.progressive
+        /// Whether the last upload response carries `match`, the SHA-256 of what slot 1 holds
+        /// checked against the first request's `sha` (`CONFIG_IMG_ENABLE_IMAGE_CHECK`); without
+        /// it, damaged bytes show only in the image state (slot 1 lists no valid image).
+        public var checksImage = true
         /// From an os reset request to the restart.
         public var resetDelay: Duration = .milliseconds(250)
         /// The image slot 0 holds when the device is made.
@@ -67,8 +71,6 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         var sha: Data?
         var offset = 0
         var erasedUpTo = 0
-        /// SHA-256 of the bytes received so far (they arrive in order), for `match`.
-        var digest = SHA256()
     }
 
     private enum Pending: Hashable {
@@ -91,6 +93,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         var flash: (any FlashStorage)?
         var secondaryCache: MCUbootImage??
         var refusedImages = 0
+        var corruptingWrites = false
     }
 
     /// The settings.
@@ -124,6 +127,11 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
 
     /// The next `count` upload requests after the first are answered `rc` 10 (busy).
     public func answerBusy(_ count: Int) { state.withLock { $0.busyAnswers = count } }
+
+    /// A failing flash that reports success: from now on (until called with `false`) every
+    /// upload request's data is stored with one bit flipped, which only the SHA-256 check of the
+    /// finished upload (`match`) finds.
+    public func corruptStoredData(_ corrupt: Bool = true) { state.withLock { $0.corruptingWrites = corrupt } }
 
     /// Images (by MCUboot hash) that crash when booted: MCUboot swaps them in, they reset at once,
     /// and MCUboot reverts them.
@@ -384,8 +392,9 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
                 try flash.erase(upload.erasedUpTo..<(upload.erasedUpTo + flash.sectorSize))
                 upload.erasedUpTo += flash.sectorSize
             }
-            try flash.write(request.data, at: upload.offset)
-            upload.digest.update(request.data)
+            var stored = request.data
+            if state.corruptingWrites, let first = stored.indices.first { stored[first] ^= 0x01 }
+            try flash.write(stored, at: upload.offset)
         } catch {
             state.upload = nil
             state.secondaryCache = nil
@@ -399,7 +408,8 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         // upload whose bytes may not match (campaign seed 1229).
         state.upload = nil
         state.secondaryCache = nil
-        let match = upload.sha.map { Data(upload.digest.finalize()) == $0 }
+        // `CONFIG_IMG_ENABLE_IMAGE_CHECK`: `flash_img_check()` hashes what the slot holds.
+        let match = settings.checksImage ? upload.sha.map { Data(SHA256.hash(flash.read(0..<upload.length))) == $0 } : nil
         return .payload(ImageUploadResponse(offset: end, match: match).payload)
     }
 
