@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "OTATransportCoreBluetooth", targets: ["OTATransportCoreBluetooth"]),
         .library(name: "OTATransportUDP", targets: ["OTATransportUDP"]),
         .library(name: "OTATransportSerial", targets: ["OTATransportSerial"]),
+        .library(name: "OTAStoreSQLite", targets: ["OTAStoreSQLite"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -50,6 +51,13 @@ let package = Package(
             name: "CCrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+        ),
+
+        // SQLite, for a campaign's state on one gateway.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
 
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
@@ -90,7 +98,7 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite", blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -104,6 +112,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+
+        // A fleet campaign's state in one SQLite file (one gateway, no server).
+        .target(name: "OTAStoreSQLite", dependencies: ["OTACore", "CSQLite"], swiftSettings: strictSettings),
 
         // Shared test support: a harness that updates a simulated device and collects events.
         .target(
@@ -246,13 +257,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "OTAStoreSQLiteTests",
+            dependencies: ["OTAStoreSQLite", "OTACore", "OTATransportSimulator", "OTAProtocolGeneric"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "OTATransportSerialTests",
             dependencies: ["OTACore", "OTATransportSerial", "OTAProtocolMCUmgr"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "OTACommandLineTests",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial"],
+            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

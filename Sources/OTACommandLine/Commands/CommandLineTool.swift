@@ -3,7 +3,8 @@ import Foundation
 /// The `ota` tool: dispatches to a subcommand and turns every outcome into an exit code.
 public enum CommandLineTool {
     static let commands: [any Command.Type] = [
-        UpdateCommand.self, AbortCommand.self, ImageCommand.self, ResetCommand.self, InspectCommand.self, ScanCommand.self, DoctorCommand.self,
+        UpdateCommand.self, AbortCommand.self, CampaignCommand.self, ImageCommand.self, ResetCommand.self, InspectCommand.self, ScanCommand.self,
+        DoctorCommand.self,
         ProtocolsCommand.self, DevicesCommand.self,
         BenchmarkCommand.self, CompletionCommand.self,
     ]

@@ -8,7 +8,8 @@ public enum ExitCode: Int32, Sendable {
     case updateFailed = 1
     /// The command line was wrong: unknown command, option, protocol, profile or parameter.
     case usage = 2
-    /// The firmware file or a manifest is missing, unreadable, malformed, or does not fit the device.
+    /// The firmware file, a manifest or a campaign file is missing, unreadable, malformed, or does
+    /// not fit the device.
     case badInput = 3
     /// The device could not be reached, lacks the protocol's service, or cannot take an update
     /// now (battery below the minimum).
@@ -25,7 +26,7 @@ public enum ExitCode: Int32, Sendable {
         switch error.code {
         case .deviceRejected, .verificationFailed, .malformedResponse: .updateFailed
         case .unknownProtocol, .invalidParameter, .selectionFailed: .usage
-        case .invalidImage, .imageTooLarge, .invalidManifest, .incompatible: .badInput
+        case .invalidImage, .imageTooLarge, .invalidManifest, .incompatible, .storage: .badInput
         case .connectionFailed, .missingCharacteristic, .deviceNotReady: .deviceUnavailable
         case .disconnected, .timeout, .stalled, .transport: .linkFailed
         case .cancelled: .interrupted

@@ -27,6 +27,7 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
             case incompatible
             case selectionFailed = "selection-failed"
             case deviceNotReady = "device-not-ready"
+            case storage
             case `internal`
         }
 
@@ -69,6 +70,8 @@ public struct OTAError: Error, Sendable, CustomStringConvertible {
         public static let selectionFailed = Code(.selectionFailed)
         /// The device cannot take an update now (its battery is below the required level).
         public static let deviceNotReady = Code(.deviceNotReady)
+        /// A campaign's database cannot be used: not there, not a campaign, locked, or failing.
+        public static let storage = Code(.storage)
         /// A bug in this library: please report it.
         public static let `internal` = Code(.internal)
 

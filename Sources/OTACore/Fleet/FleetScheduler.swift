@@ -25,9 +25,23 @@ public struct FleetScheduler: Sendable {
         case timer
     }
 
+    /// What happens to one device, as it happens: for a caller that must keep a record before the
+    /// run moves on (a campaign's database).
+    public enum Event: Sendable {
+        /// Attempt `attempt` (1 for the first) on `device` (its index) starts through `adapter`.
+        case started(device: Int, attempt: Int, adapter: String)
+        /// That attempt ended.
+        case finished(device: Int, attempt: Int, result: Result<UpdateReport, OTAError>)
+    }
+
     /// Updates every device and reports on each; never throws: a device's failure is in its
     /// report. Cancelling the calling task cancels the running updates.
-    public func run(_ devices: [FleetDevice], adapters: [FleetAdapter]) async -> FleetReport {
+    ///
+    /// - Parameter observe: called with each ``Event`` before the run goes on: the next update
+    ///   starts (or the next decision is made) only once it returns.
+    public func run(
+        _ devices: [FleetDevice], adapters: [FleetAdapter], observe: (@Sendable (Event) async -> Void)? = nil
+    ) async -> FleetReport {
         let stopwatch = Stopwatch(clock: engine.clock)
         let names = adapters.map(\.name)
         let reach = devices.map { device in device.connectors.compactMap { names.firstIndex(of: $0.adapter) } }
@@ -55,6 +69,7 @@ public struct FleetScheduler: Sendable {
                     if firstStart[start.device] == nil { firstStart[start.device] = now }
                     reports[start.device].attempts = start.attempt
                     reports[start.device].adapter = adapter
+                    await observe?(.started(device: start.device, attempt: start.attempt, adapter: adapter))
                     let index = start.device
                     group.addTask {
                         do throws(OTAError) {
@@ -86,6 +101,7 @@ public struct FleetScheduler: Sendable {
                     }
                     reports[device].finishedAt = at
                     reports[device].duration = at - (firstStart[device] ?? at)
+                    await observe?(.finished(device: device, attempt: reports[device].attempts, result: result))
                     schedule.finished(device, succeeded: reports[device].update != nil, at: at)
                 }
             }

@@ -1,0 +1,101 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+
+/// A campaign's simulated devices (`sim:PROFILE/N`), all in one simulation behind one simulated
+/// adapter, each device's flash (and the state its model keeps outside the flash) kept in a
+/// directory so that the campaign can be stopped, even killed, and run again.
+///
+/// A device is saved when an attempt on it ends, before the campaign records the outcome: a
+/// process killed during an attempt leaves the device as it was before that attempt.
+final class SimulatedCampaignFleet: CampaignFleet {
+    let simulation: Simulation
+    let adapter: SimulatedAdapter
+    private let devices: [String: SimulatedDevice]
+    private let image: FirmwareImage
+    private let client: any UpdateProtocol
+    private let directory: URL
+    private let limit: Int
+
+    /// "sim:PROFILE/N", N from 1.
+    static func addresses(profile: DeviceProfile, count: Int) -> [String] {
+        (1...count).map { "sim:\(profile.name)/" + String(format: "%04d", $0) }
+    }
+
+    /// The profile of a campaign's simulated address, or nil for another address.
+    static func profile(of address: String) throws(OTAError) -> DeviceProfile? {
+        guard address.hasPrefix("sim:"), let slash = address.lastIndex(of: "/") else { return nil }
+        let name = String(address[address.index(address.startIndex, offsetBy: 4)..<slash])
+        guard Int(address[address.index(after: slash)...]) != nil else { return nil }
+        return try DeviceProfile.named(name)
+    }
+
+    init(
+        addresses: [String], descriptor: ProtocolDescriptor, image: FirmwareImage, adapterLimit: Int, seed: UInt64, directory: URL
+    ) throws(OTAError) {
+        simulation = Simulation(seed: seed)
+        adapter = SimulatedAdapter(name: "sim-adapter", connectionLimit: adapterLimit)
+        limit = adapterLimit
+        self.image = image
+        self.directory = directory
+        client = try descriptor.makeClient(ProtocolParameters())
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw OTAError(.storage, "\(directory.path): cannot keep the simulated devices there (\(error.localizedDescription))")
+        }
+        var devices: [String: SimulatedDevice] = [:]
+        for (index, address) in addresses.enumerated() {
+            guard let profile = try Self.profile(of: address) else {
+                throw OTAError(.invalidParameter, "\(address) is not a simulated campaign device (sim:PROFILE/N)")
+            }
+            let model = try descriptor.makeDeviceModel(ProtocolParameters())
+            let device = SimulatedDevice(
+                profile: profile, model: model, simulation: simulation, address: String(format: "C0:DE:00:00:%02X:%02X", index >> 8, index & 0xFF))
+            let files = Self.files(address, in: directory)
+            if FileManager.default.fileExists(atPath: files.flash.path) {
+                do {
+                    try device.flash.restore(try Data(contentsOf: files.flash))
+                    if let persistent = model as? any PersistentDeviceModel, FileManager.default.fileExists(atPath: files.state.path) {
+                        try persistent.restore(persistentState: try Data(contentsOf: files.state))
+                    }
+                } catch {
+                    throw OTAError(.storage, "\(files.flash.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
+                }
+            }
+            devices[address] = device
+        }
+        self.devices = devices
+    }
+
+    var adapters: [FleetAdapter] { [FleetAdapter(name: "sim-adapter", connectionLimit: limit)] }
+
+    func device(_ address: String) throws(OTAError) -> FleetDevice {
+        guard let device = devices[address] else { throw OTAError(.invalidParameter, "\(address) is not in this campaign") }
+        return FleetDevice(
+            id: address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: device, adapter: adapter))])
+    }
+
+    func attemptEnded(_ address: String) throws(OTAError) {
+        guard let device = devices[address] else { return }
+        let files = Self.files(address, in: directory)
+        do {
+            if let persistent = device.model as? any PersistentDeviceModel {
+                try persistent.persistentState.write(to: files.state, options: .atomic)
+            }
+            try device.flash.snapshot().write(to: files.flash, options: .atomic)
+        } catch {
+            throw OTAError(.storage, "\(files.flash.path): cannot save the simulated device (\(error.localizedDescription))")
+        }
+    }
+
+    /// Whether the device's flash holds `image` from byte 0.
+    func holds(_ address: String, _ image: FirmwareImage) -> Bool {
+        devices[address].map { $0.flash.read(0..<image.count) == image.bytes } ?? false
+    }
+
+    private static func files(_ address: String, in directory: URL) -> (flash: URL, state: URL) {
+        let name = address.replacingOccurrences(of: "sim:", with: "").replacingOccurrences(of: "/", with: "-")
+        return (directory.appendingPathComponent(name + ".flash"), directory.appendingPathComponent(name + ".state"))
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import OTACore
+import OTAStoreSQLite
+import OTATransportSimulator
+
+/// `ota campaign create|run|status FILE`: a fleet campaign kept in one SQLite file, run on a
+/// simulated fleet through one simulated adapter; stop it (Ctrl-C, or kill it) and run it again
+/// to go on.
+enum CampaignCommand: Command {
+    /// The actions, as `ota campaign ACTION` takes them.
+    static let actions = ["create", "run", "status"]
+
+    static let spec = CommandSpec(
+        name: "campaign",
+        summary: "Fleet campaigns: create one in a SQLite file, run it (again after a stop or a crash), show its progress.",
+        options: [
+            .init(name: "--protocol", valueName: "NAME", help: "create: the protocol that installs the image"),
+            .init(name: "--sim-fleet", valueName: "N", help: "create: the campaign's devices, N simulated ones (sim:PROFILE/1 … N), 1...10000"),
+            .init(name: "--sim-profile", valueName: "NAME", help: "create: their hardware profile (default nrf52840-mtu244-2m)"),
+            .init(
+                name: "--stages", valueName: "P%,…", help: "create: staged rollout, rising cumulative shares of the devices (default 100%; e.g. 5%,50%,100%)"),
+            .init(name: "--attempts", valueName: "N", help: "create: most attempts per device over the whole campaign, 1...100 (default 3)"),
+            .init(name: "--abort-at", valueName: "P%", help: "create: stop when a stage's failed devices exceed this share (default 20%)"),
+            .init(name: "--success", valueName: "P%", help: "create: share of a stage that must be updated before the next starts (default 90%)"),
+            .init(name: "--name", valueName: "TEXT", help: "create: a name for people (default the image's file name)"),
+            .init(name: "--adapter-limit", valueName: "K", help: "run: connections the simulated adapter holds at once, 1...64 (default 4)"),
+            .init(name: "--sim-state", valueName: "DIR", help: "run: where the simulated devices' flash is kept (default FILE.devices beside FILE)"),
+            .init(name: "--seed", valueName: "N", help: "run: the simulation's seed (default 1)"),
+            .init(name: "--gateway", valueName: "NAME", help: "run: who runs it, for the history (default this host's name)"),
+            .init(name: "--json", help: "one JSON object per line: each attempt as it starts and ends, then the campaign"),
+        ],
+        positionals: [
+            .init(name: "ACTION", help: "create, run or status"),
+            .init(name: "FILE", help: "the campaign file (SQLite)"),
+            .init(name: "IMAGE", help: "create: the firmware file every device receives", isOptional: true),
+        ],
+        discussion: """
+            A campaign file holds the plan, every device's state and attempts, and a history of
+            every transition; each is committed before the campaign moves on, so a run that is
+            stopped or killed at any point is continued by running it again: updated devices are
+            not updated again, an attempt the stopped run left open counts as a failed attempt and
+            is retried. Stages run in order; a stage whose failures exceed --abort-at, or that
+            updates fewer than --success of its devices, stops the campaign (aborted).
+
+            Campaigns run on simulated fleets so far (decision 0035); real devices through BlueZ
+            are not built yet.
+
+            exit codes: 0 every device updated (status: campaign completed), 1 aborted or some
+            device failed, 2 usage, 3 the campaign file or image is missing, damaged or changed,
+            130 interrupted (run again to go on)
+            """
+    )
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+        let positionals = arguments.positionals
+        do {
+            guard actions.contains(positionals[0]) else {
+                throw UsageError("unknown action '\(positionals[0])' (expected \(actions.joined(separator: ", ")))", command: "campaign")
+            }
+            guard positionals.count >= 2 else { throw UsageError("'ota campaign \(positionals[0])' needs the campaign FILE", command: "campaign") }
+            let action = positionals[0]
+            if action == "create" {
+                guard positionals.count == 3 else { throw UsageError("'ota campaign create FILE IMAGE' needs the IMAGE", command: "campaign") }
+            } else if positionals.count > 2 {
+                throw UsageError("'ota campaign \(action)' takes no IMAGE", command: "campaign")
+            }
+            let createOnly = ["--protocol", "--sim-fleet", "--sim-profile", "--stages", "--attempts", "--abort-at", "--success", "--name"]
+            let runOnly = ["--adapter-limit", "--sim-state", "--seed", "--gateway"]
+            for option in createOnly where action != "create" && arguments.value(option) != nil {
+                throw UsageError("\(option) applies to 'ota campaign create'", command: "campaign")
+            }
+            for option in runOnly where action != "run" && arguments.value(option) != nil {
+                throw UsageError("\(option) applies to 'ota campaign run'", command: "campaign")
+            }
+            switch action {
+            case "create": return try create(arguments, file: positionals[1], image: positionals[2], streams: streams, environment: environment)
+            case "run": return try await runCampaign(arguments, file: positionals[1], streams: streams, environment: environment)
+            default: return try status(file: positionals[1], json: arguments.flag("--json"), streams: streams)
+            }
+        } catch {
+            return UpdateCommand.fail(error, streams: streams)
+        }
+    }
+
+    // MARK: - create
+
+    private static func create(
+        _ arguments: ParsedArguments, file: String, image path: String, streams: any OutputStreams, environment: ToolEnvironment
+    ) throws -> ExitCode {
+        guard let protocolName = arguments.value("--protocol") else {
+            throw UsageError(
+                "'ota campaign create' needs --protocol NAME (\(environment.registry.inRegistrationOrder.map(\.name).joined(separator: ", ")))",
+                command: "campaign")
+        }
+        guard let countText = arguments.value("--sim-fleet") else {
+            throw UsageError(
+                "'ota campaign create' needs --sim-fleet N: campaigns run on simulated fleets so far (real devices are not built yet)", command: "campaign")
+        }
+        let count = try UpdatePlan.integer(countText, option: "--sim-fleet", in: 1...10_000, command: "campaign")
+        let attempts = try arguments.value("--attempts").map { text throws(UsageError) in
+            try UpdatePlan.integer(text, option: "--attempts", in: 1...100, command: "campaign")
+        }
+        let stages = try (arguments.value("--stages") ?? "100%").split(separator: ",", omittingEmptySubsequences: false).map {
+            text throws(UsageError) in try percentage(String(text), option: "--stages") * 100
+        }
+        let abortAt = try arguments.value("--abort-at").map { text throws(UsageError) in try percentage(text, option: "--abort-at") } ?? 0.2
+        let success = try arguments.value("--success").map { text throws(UsageError) in try percentage(text, option: "--success") } ?? 0.9
+        let descriptor: ProtocolDescriptor
+        let profile: DeviceProfile
+        do throws(OTAError) {
+            descriptor = try environment.registry.descriptor(named: protocolName)
+            profile = try DeviceProfile.named(arguments.value("--sim-profile") ?? "nrf52840-mtu244-2m")
+        } catch {
+            throw UsageError(error.message, command: "campaign")
+        }
+        let image = try loadImage(path, descriptor: descriptor, registry: environment.registry)
+        guard image.count <= profile.slotSize else {
+            throw OTAError(.imageTooLarge, "\(path) is \(image.count) bytes, larger than the \(profile.slotSize)-byte update slot of \(profile.name)")
+        }
+        let addresses = SimulatedCampaignFleet.addresses(profile: profile, count: count)
+        let plan = try CampaignPlan(
+            name: arguments.value("--name") ?? URL(fileURLWithPath: path).lastPathComponent, protocolName: descriptor.name,
+            image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, size: image.count, sha256: digest(image.bytes)),
+            stages: try CampaignPlan.stages(of: addresses, endingAt: stages), maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
+            successThreshold: success)
+        _ = try SQLiteCampaignStore.create(at: file, plan: plan)
+        if arguments.flag("--json") {
+            JSONRenderer(streams: streams).emit(
+                ["event": .string("created"), "campaign": .string(file), "devices": .number(Double(count)), "stages": .number(Double(plan.stages.count))])
+        } else {
+            streams.out(
+                "created \(file): \(plan.name), \(count) simulated \(profile.name) devices by \(descriptor.name) in \(plan.stages.count) stage\(plan.stages.count == 1 ? "" : "s") (\(plan.stages.map { "\($0.devices.count)" }.joined(separator: ", "))); run it with 'ota campaign run \(file)'\n"
+            )
+        }
+        return .success
+    }
+
+    /// "20%" or "20" → 0.2; 0 < share ≤ 100 %.
+    private static func percentage(_ text: String, option: String) throws(UsageError) -> Double {
+        let number = text.hasSuffix("%") ? String(text.dropLast()) : text
+        guard let value = Double(number), value >= 0, value <= 100 else {
+            throw UsageError("\(option) '\(text)' is not a percentage between 0% and 100%", command: "campaign")
+        }
+        return value / 100
+    }
+
+    /// The one image the campaign sends, prepared for its protocol.
+    private static func loadImage(_ path: String, descriptor: ProtocolDescriptor, registry: ProtocolRegistry) throws(OTAError) -> FirmwareImage {
+        let images = try UpdatePlan.loadImages(input: URL(fileURLWithPath: path), package: nil, descriptor: descriptor, registry: registry)
+        guard images.count == 1, let image = images.first else {
+            throw OTAError(.invalidImage, "\(path) holds \(images.count) images; a campaign sends one (multi-part packages are not supported in campaigns yet)")
+        }
+        return try descriptor.rawImagePreparation?.prepare(image) ?? image
+    }
+
+    private static func digest(_ bytes: Data) -> String {
+        var hash = SHA256()
+        hash.update(bytes)
+        return Hex.bytes(hash.finalize())
+    }
+
+    // MARK: - run
+
+    private static func runCampaign(
+        _ arguments: ParsedArguments, file: String, streams: any OutputStreams, environment: ToolEnvironment
+    ) async throws -> ExitCode {
+        let limit = try arguments.value("--adapter-limit").map { text throws(UsageError) in
+            try UpdatePlan.integer(text, option: "--adapter-limit", in: 1...64, command: "campaign")
+        }
+        let seed = try arguments.value("--seed").map { text throws(UsageError) in try SimulatorOptions.seed(text, command: "campaign") } ?? 1
+        let json = arguments.flag("--json")
+        let store = try SQLiteCampaignStore.open(file)
+        let snapshot = try store.snapshot()
+        let plan = snapshot.plan
+        guard snapshot.phase == .running else {
+            try render(snapshot, file: file, json: json, streams: streams)
+            return exitCode(snapshot)
+        }
+        let descriptor: ProtocolDescriptor
+        do throws(OTAError) {
+            descriptor = try environment.registry.descriptor(named: plan.protocolName)
+        } catch {
+            throw OTAError(.storage, "\(file): the campaign's protocol '\(plan.protocolName)' is not in this build")
+        }
+        let image = try loadImage(plan.image.path, descriptor: descriptor, registry: environment.registry)
+        guard image.count == plan.image.size, digest(image.bytes) == plan.image.sha256 else {
+            throw OTAError(
+                .invalidImage,
+                "\(plan.image.path) changed since the campaign was created (SHA-256 \(plan.image.sha256.prefix(16))… expected); a campaign installs the image it was made with"
+            )
+        }
+        let directory = URL(fileURLWithPath: arguments.value("--sim-state") ?? file + ".devices", isDirectory: true)
+        let fleet = try SimulatedCampaignFleet(
+            addresses: plan.devices, descriptor: descriptor, image: image, adapterLimit: limit ?? 4, seed: seed, directory: directory)
+        let gateway = arguments.value("--gateway") ?? ProcessInfo.processInfo.hostName
+        let runner = CampaignRunner(engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway)
+        if !json {
+            let left = snapshot.devices.filter { $0.state != .completed && $0.state != .failed }.count
+            streams.out("campaign \(plan.name): \(left) of \(plan.devices.count) devices to go, \(limit ?? 4) at a time through the simulated adapter\n")
+        }
+        let result: CampaignSnapshot
+        do {
+            result = try await fleet.simulation.run { () async throws -> CampaignSnapshot in
+                try await runner.run(store, fleet: fleet) { event in report(event, json: json, streams: streams) }
+            }
+        } catch {
+            let failure = OTAError.wrapping(error, context: "the campaign")
+            guard failure.code == .cancelled else { throw failure }
+            streams.err("ota: interrupted: the campaign is saved in \(file); run 'ota campaign run \(file)' again to go on\n")
+            return .interrupted
+        }
+        try render(result, file: file, json: json, streams: streams)
+        return exitCode(result)
+    }
+
+    private static func report(_ event: CampaignRunner.Event, json: Bool, streams: any OutputStreams) {
+        if json {
+            var object: [String: JSONValue]
+            switch event {
+            case .round(let stage, let round, let devices):
+                object = ["event": .string("round"), "stage": .number(Double(stage + 1)), "round": .number(Double(round)), "devices": .number(Double(devices))]
+            case .started(let device, let attempt, let adapter):
+                object = ["event": .string("started"), "device": .string(device), "attempt": .number(Double(attempt)), "adapter": .string(adapter)]
+            case .finished(let device, let attempt, let outcome):
+                object = ["event": .string("finished"), "device": .string(device), "attempt": .number(Double(attempt))]
+                switch outcome {
+                case .completed(let detail): object.merge(["state": .string("completed"), "detail": .string(detail)]) { $1 }
+                case .failed(let message, let final):
+                    object.merge(["state": .string(final ? "failed" : "retry"), "error": .string(message)]) { $1 }
+                }
+            case .ended(let phase, let detail):
+                object = ["event": .string("ended"), "phase": .string(phase.rawValue), "detail": .string(detail)]
+            }
+            JSONRenderer(streams: streams).emit(object)
+            return
+        }
+        switch event {
+        case .round(let stage, let round, let devices):
+            streams.out("stage \(stage + 1), \(round == 1 ? "first round" : "round \(round) (retries)"): \(devices) device\(devices == 1 ? "" : "s")\n")
+        case .finished(let device, let attempt, .failed(let message, let final)):
+            streams.out("  \(device): attempt \(attempt) failed\(final ? " (its last)" : ""): \(message)\n")
+        case .ended(let phase, let detail):
+            streams.out("campaign \(phase.rawValue): \(detail)\n")
+        default:
+            break
+        }
+    }
+
+    // MARK: - status
+
+    private static func status(file: String, json: Bool, streams: any OutputStreams) throws(OTAError) -> ExitCode {
+        let snapshot = try SQLiteCampaignStore.open(file).snapshot()
+        try render(snapshot, file: file, json: json, streams: streams)
+        return snapshot.phase == .running ? .success : exitCode(snapshot)
+    }
+
+    private static func render(_ snapshot: CampaignSnapshot, file: String, json: Bool, streams: any OutputStreams) throws(OTAError) {
+        let stages = snapshot.stages
+        if json {
+            let stageObjects: [JSONValue] = stages.map { stage in
+                .object([
+                    "name": .string(stage.name), "devices": .number(Double(stage.devices)), "completed": .number(Double(stage.completed)),
+                    "failed": .number(Double(stage.failed)), "remaining": .number(Double(stage.remaining)),
+                ])
+            }
+            let failedObjects: [JSONValue] = snapshot.devices.filter { $0.state == .failed }.map { device in
+                .object(["device": .string(device.address), "attempts": .number(Double(device.attempts)), "error": .string(device.lastError ?? "")])
+            }
+            var object: [String: JSONValue] = ["event": .string("campaign"), "campaign": .string(file), "name": .string(snapshot.plan.name)]
+            object["phase"] = .string(snapshot.phase.rawValue)
+            if let detail = snapshot.phaseDetail { object["detail"] = .string(detail) }
+            object["protocol"] = .string(snapshot.plan.protocolName)
+            object["devices"] = .number(Double(snapshot.devices.count))
+            object["stages"] = .array(stageObjects)
+            object["failedDevices"] = .array(failedObjects)
+            JSONRenderer(streams: streams).emit(object)
+            return
+        }
+        streams.out(
+            "\(file): \(snapshot.plan.name) by \(snapshot.plan.protocolName), \(snapshot.phase.rawValue)\(snapshot.phaseDetail.map { ": \($0)" } ?? "")\n")
+        for stage in stages {
+            streams.out("  stage \(stage.name): \(stage.completed) updated, \(stage.failed) failed, \(stage.remaining) to go (of \(stage.devices))\n")
+        }
+        for device in snapshot.devices where device.state == .failed {
+            streams.out("  failed: \(device.address) after \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"): \(device.lastError ?? "")\n")
+        }
+    }
+
+    private static func exitCode(_ snapshot: CampaignSnapshot) -> ExitCode {
+        snapshot.phase == .completed && snapshot.devices.allSatisfy { $0.state == .completed } ? .success : .updateFailed
+    }
+}

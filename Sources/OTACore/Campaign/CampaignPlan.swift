@@ -1,0 +1,108 @@
+/// What a campaign updates, in which order, and when it stops: the part of a campaign that is
+/// fixed when it is created.
+///
+/// Devices are updated stage by stage (a staged rollout): a stage starts only when the one
+/// before it has updated at least ``successThreshold`` of its devices, and the campaign stops
+/// (aborted) when a stage's failures exceed ``abortFailureRate``.
+public struct CampaignPlan: Sendable, Hashable {
+    /// A name for people ("door-locks 2.4.1").
+    public var name: String
+    /// The protocol that installs the image (a registered protocol's name).
+    public var protocolName: String
+    /// The firmware every device receives.
+    public var image: CampaignImage
+    /// The stages, in order; every device is in exactly one.
+    public var stages: [CampaignStage]
+    /// Most attempts per device over the whole campaign, across restarts of the process.
+    public var maximumAttempts: Int
+    /// The share of a stage's devices (0…1) that may fail for good before the campaign stops.
+    public var abortFailureRate: Double
+    /// The share of a stage's devices (0…1) that must be updated before the next stage starts.
+    public var successThreshold: Double
+
+    /// Creates a plan, checking it.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for no devices, a device in two stages, an
+    ///   empty stage, attempts below 1 or a rate outside 0…1, with a one-line message.
+    public init(
+        name: String, protocolName: String, image: CampaignImage, stages: [CampaignStage], maximumAttempts: Int = 3,
+        abortFailureRate: Double = 0.2, successThreshold: Double = 0.9
+    ) throws(OTAError) {
+        guard !stages.isEmpty, stages.allSatisfy({ !$0.devices.isEmpty }) else {
+            throw OTAError(.invalidParameter, "a campaign needs at least one device in every stage")
+        }
+        var seen = Set<String>()
+        for device in stages.flatMap(\.devices) where !seen.insert(device).inserted {
+            throw OTAError(.invalidParameter, "device \(device) is named twice in the campaign")
+        }
+        guard maximumAttempts >= 1 else { throw OTAError(.invalidParameter, "a device needs at least 1 attempt, not \(maximumAttempts)") }
+        guard (0...1).contains(abortFailureRate), (0...1).contains(successThreshold) else {
+            throw OTAError(.invalidParameter, "the abort and success rates are shares between 0 and 1 (0% and 100%)")
+        }
+        self.name = name
+        self.protocolName = protocolName
+        self.image = image
+        self.stages = stages
+        self.maximumAttempts = maximumAttempts
+        self.abortFailureRate = abortFailureRate
+        self.successThreshold = successThreshold
+    }
+
+    /// Every device of the campaign, stage by stage.
+    public var devices: [String] { stages.flatMap(\.devices) }
+
+    /// Splits `devices`, in order, into stages that end at the cumulative `percentages` of the
+    /// list (`[10, 50, 100]`: the first 10 %, up to half, the rest); the last always takes the
+    /// rest. A stage that would be empty (a small fleet) is left out.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for percentages that are not rising within
+    ///   0…100.
+    public static func stages(of devices: [String], endingAt percentages: [Double]) throws(OTAError) -> [CampaignStage] {
+        guard !percentages.isEmpty, percentages.allSatisfy({ $0 > 0 && $0 <= 100 }), zip(percentages, percentages.dropFirst()).allSatisfy({ $0 < $1 })
+        else {
+            throw OTAError(.invalidParameter, "stages are rising percentages of the devices, up to 100 (10%,50%,100%)")
+        }
+        var stages: [CampaignStage] = []
+        var start = 0
+        for (index, percent) in percentages.enumerated() {
+            let end = index == percentages.count - 1 ? devices.count : Int((Double(devices.count) * percent / 100).rounded(.down))
+            guard end > start else { continue }
+            let label = percent == percent.rounded() ? "\(Int(percent))" : String(oneDecimal: percent)
+            stages.append(CampaignStage(name: "\(stages.count + 1) (up to \(label)%)", devices: Array(devices[start..<end])))
+            start = end
+        }
+        return stages
+    }
+}
+
+/// The firmware a campaign installs, as it was when the campaign was made: a later run refuses a
+/// file that changed.
+public struct CampaignImage: Sendable, Hashable {
+    /// Where it was read from.
+    public var path: String
+    /// Its size in bytes.
+    public var size: Int
+    /// Its SHA-256, lowercase hex.
+    public var sha256: String
+
+    /// Describes an image.
+    public init(path: String, size: Int, sha256: String) {
+        self.path = path
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// One group of a staged rollout.
+public struct CampaignStage: Sendable, Hashable {
+    /// Its name for people ("1 (10%)", "canary").
+    public var name: String
+    /// Its devices' addresses.
+    public var devices: [String]
+
+    /// Describes a stage.
+    public init(name: String, devices: [String]) {
+        self.name = name
+        self.devices = devices
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import OTACore
+import Synchronization
+
+/// A campaign kept in one SQLite file: the embedded store for a single gateway, no server.
+///
+/// Each call is one transaction, committed with `synchronous=FULL` in WAL mode before it
+/// returns, so a process killed at any instant leaves the file at a state it had. Every change
+/// of a device is also a row in the `history` table.
+///
+/// ```swift
+/// let store = try SQLiteCampaignStore.create(at: "locks.campaign", plan: plan)
+/// let result = try await CampaignRunner(engine: engine, gateway: "pi-1").run(store, fleet: fleet)
+/// ```
+public final class SQLiteCampaignStore: CampaignStore {
+    private let database: Mutex<SQLiteDatabase>
+    /// The file.
+    public let path: String
+
+    /// The layout this code writes and reads; a file of another version is refused.
+    static let schemaVersion = 1
+
+    private init(database: sending SQLiteDatabase) {
+        path = database.path
+        self.database = Mutex(database)
+    }
+
+    /// Creates the campaign file at `path` with `plan`, every device pending.
+    ///
+    /// - Throws: ``OTAError/Code/storage`` when the file exists already or cannot be written.
+    public static func create(at path: String, plan: CampaignPlan) throws(OTAError) -> SQLiteCampaignStore {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw OTAError(.storage, "\(path) exists already: run the campaign in it with 'ota campaign run', or choose another file")
+        }
+        let database = try SQLiteDatabase(path: path, create: true)
+        try database.execute(
+            """
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = FULL;
+            CREATE TABLE campaign (
+                id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, name TEXT NOT NULL, protocol TEXT NOT NULL,
+                image_path TEXT NOT NULL, image_size INTEGER NOT NULL, image_sha256 TEXT NOT NULL, maximum_attempts INTEGER NOT NULL,
+                abort_failure_rate REAL NOT NULL, success_threshold REAL NOT NULL, phase TEXT NOT NULL, phase_detail TEXT);
+            CREATE TABLE stage (number INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TABLE device (
+                position INTEGER PRIMARY KEY, address TEXT NOT NULL UNIQUE, stage INTEGER NOT NULL REFERENCES stage(number),
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT);
+            CREATE TABLE history (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, device TEXT, event TEXT NOT NULL, attempt INTEGER, detail TEXT);
+            """)
+        try database.transaction { () throws(OTAError) in
+            try database.query(
+                "INSERT INTO campaign VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL)",
+                [
+                    .integer(Int64(schemaVersion)), .text(plan.name), .text(plan.protocolName), .text(plan.image.path),
+                    .integer(Int64(plan.image.size)), .text(plan.image.sha256), .integer(Int64(plan.maximumAttempts)),
+                    .real(plan.abortFailureRate), .real(plan.successThreshold),
+                ])
+            var position: Int64 = 0
+            for (number, stage) in plan.stages.enumerated() {
+                try database.query("INSERT INTO stage VALUES (?, ?)", [.integer(Int64(number)), .text(stage.name)])
+                for device in stage.devices {
+                    try database.query(
+                        "INSERT INTO device (position, address, stage, state) VALUES (?, ?, ?, 'pending')",
+                        [.integer(position), .text(device), .integer(Int64(number))])
+                    position += 1
+                }
+            }
+            try Self.log(database, device: nil, event: "created", attempt: nil, detail: "\(plan.devices.count) devices in \(plan.stages.count) stages")
+        }
+        return SQLiteCampaignStore(database: database)
+    }
+
+    /// Opens the campaign file at `path`.
+    ///
+    /// - Throws: ``OTAError/Code/storage`` when it is missing, not a campaign file, or of
+    ///   another layout version.
+    public static func open(_ path: String) throws(OTAError) -> SQLiteCampaignStore {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw OTAError(.storage, "\(path): no such campaign file (make one with 'ota campaign create')")
+        }
+        let database = try SQLiteDatabase(path: path, create: false)
+        let rows: [[SQLiteDatabase.Value]]
+        do {
+            try database.execute("PRAGMA synchronous = FULL")
+            rows = try database.query("SELECT schema FROM campaign WHERE id = 1")
+        } catch {
+            throw OTAError(.storage, "\(path) is not a campaign file (\(error.message.components(separatedBy: ": ").last ?? ""))")
+        }
+        guard let version = rows.first?.first?.integer else { throw OTAError(.storage, "\(path) is not a campaign file (no campaign row)") }
+        guard version == schemaVersion else {
+            throw OTAError(.storage, "\(path) was written by another version of ota (layout \(version), this one reads \(schemaVersion))")
+        }
+        return SQLiteCampaignStore(database: database)
+    }
+
+    public func snapshot() throws(OTAError) -> CampaignSnapshot {
+        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> CampaignSnapshot in
+            let path = database.path
+            func corrupt(_ what: String) -> OTAError { OTAError(.storage, "\(path): the campaign file is damaged (\(what))") }
+            guard
+                let row = try database.query(
+                    "SELECT name, protocol, image_path, image_size, image_sha256, maximum_attempts, abort_failure_rate, success_threshold, phase, phase_detail FROM campaign"
+                ).first, row.count == 10, let name = row[0].text, let protocolName = row[1].text, let imagePath = row[2].text,
+                let imageSize = row[3].integer, let sha = row[4].text, let attempts = row[5].integer, let abortRate = row[6].real,
+                let threshold = row[7].real, let phase = row[8].text.flatMap(CampaignPhase.init(rawValue:))
+            else { throw corrupt("its campaign row") }
+            let stageNames = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
+            var stageDevices = Array(repeating: [String](), count: stageNames.count)
+            var records: [CampaignDeviceRecord] = []
+            for row in try database.query("SELECT address, stage, state, attempts, last_error FROM device ORDER BY position") {
+                guard row.count == 5, let address = row[0].text, let stage = row[1].integer, stageDevices.indices.contains(stage),
+                    let state = row[2].text.flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].integer
+                else { throw corrupt("a device row") }
+                stageDevices[stage].append(address)
+                records.append(CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text))
+            }
+            let plan: CampaignPlan
+            do throws(OTAError) {
+                plan = try CampaignPlan(
+                    name: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
+                    stages: zip(stageNames, stageDevices).map { CampaignStage(name: $0, devices: $1) }, maximumAttempts: attempts,
+                    abortFailureRate: abortRate, successThreshold: threshold)
+            } catch {
+                throw corrupt(error.message)
+            }
+            return CampaignSnapshot(plan: plan, phase: phase, phaseDetail: row[9].text, devices: records)
+        }
+    }
+
+    public func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError) {
+        try change { (database) throws(OTAError) in
+            try Self.update(database, device: device, "state = 'updating', attempts = ?", [.integer(Int64(attempt))])
+            try Self.log(database, device: device, event: "started", attempt: attempt, detail: gateway)
+        }
+    }
+
+    public func attemptFinished(device: String, attempt: Int, outcome: CampaignAttemptOutcome) throws(OTAError) {
+        try change { (database) throws(OTAError) in
+            switch outcome {
+            case .completed(let detail):
+                try Self.update(database, device: device, "state = 'completed', last_error = NULL", [])
+                try Self.log(database, device: device, event: "completed", attempt: attempt, detail: detail)
+            case .failed(let message, let final):
+                try Self.update(database, device: device, "state = ?, last_error = ?", [.text(final ? "failed" : "pending"), .text(message)])
+                try Self.log(database, device: device, event: final ? "failed" : "retry", attempt: attempt, detail: message)
+            }
+        }
+    }
+
+    public func finish(_ phase: CampaignPhase, detail: String) throws(OTAError) {
+        try change { (database) throws(OTAError) in
+            try database.query("UPDATE campaign SET phase = ?, phase_detail = ?", [.text(phase.rawValue), .text(detail)])
+            try Self.log(database, device: nil, event: "campaign-\(phase.rawValue)", attempt: nil, detail: detail)
+        }
+    }
+
+    public func history() throws(OTAError) -> [CampaignHistoryEntry] {
+        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> [CampaignHistoryEntry] in
+            try database.query("SELECT at, device, event, attempt, detail FROM history ORDER BY id").map { row in
+                CampaignHistoryEntry(
+                    at: Date(timeIntervalSince1970: row[0].real ?? 0), device: row[1].text, event: row[2].text ?? "?", attempt: row[3].integer,
+                    detail: row[4].text)
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    private func change(_ body: (SQLiteDatabase) throws(OTAError) -> Void) throws(OTAError) {
+        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) in
+            let handle = database
+            try handle.transaction { () throws(OTAError) in try body(handle) }
+        }
+    }
+
+    private static func update(_ database: SQLiteDatabase, device: String, _ assignments: String, _ values: [SQLiteDatabase.Value]) throws(OTAError) {
+        try database.query("UPDATE device SET \(assignments) WHERE address = ?", values + [.text(device)])
+        guard try database.query("SELECT changes()").first?.first?.integer == 1 else {
+            throw OTAError(.storage, "\(database.path): no device \(device) in this campaign")
+        }
+    }
+
+    private static func log(_ database: SQLiteDatabase, device: String?, event: String, attempt: Int?, detail: String?) throws(OTAError) {
+        try database.query(
+            "INSERT INTO history (at, device, event, attempt, detail) VALUES (?, ?, ?, ?, ?)",
+            [
+                .real(Date().timeIntervalSince1970), device.map { .text($0) } ?? .null, .text(event), attempt.map { .integer(Int64($0)) } ?? .null,
+                detail.map { .text($0) } ?? .null,
+            ])
+    }
+}
