@@ -6,58 +6,58 @@ import Testing
 @testable import OTATransportPacketLink
 
 /// A device model served through a packet-link host, the link replaced by a list of what it sent.
-@Suite("Packet-link host")
+@Suite("Packet-link host", .timeLimit(.minutes(1)))
 struct PacketLinkHostTests {
     static let characteristic = PacketLinkTransportTests.characteristic
 
-    /// A host for `model` whose sent packets and restarts land in `sent` and `restarts`.
-    static func host(_ model: EchoModel, sent: Packets, restarts: AsyncStream<Void>.Continuation) -> PacketLinkHost {
-        PacketLinkHost(
-            model: model, characteristic: characteristic, flash: NORFlash(capacity: 4096),
-            packetLength: PacketLinkTransportTests.packetLength, send: sent.append, restarting: { restarts.yield() })
+    /// A started host, its model, what it sent and when it restarted the model.
+    struct Bench {
+        let model = EchoModel()
+        let sent = Packets()
+        let restarts: AsyncStream<Void>
+        let host: PacketLinkHost
+
+        init() {
+            let (restarts, restarted) = AsyncStream.makeStream(of: Void.self)
+            self.restarts = restarts
+            host = PacketLinkHost(
+                model: model, characteristic: PacketLinkHostTests.characteristic, flash: NORFlash(capacity: 4096),
+                packetLength: PacketLinkTransportTests.packetLength, send: sent.append, restarting: { restarted.yield() })
+            host.start()
+        }
     }
 
     @Test("a packet received is one write to the model; what it notifies in parts leaves as whole packets")
     func echoes() {
-        let model = EchoModel()
-        let sent = Packets()
-        let host = Self.host(model, sent: sent, restarts: AsyncStream.makeStream(of: Void.self).continuation)
-        host.start()
-        #expect(model.events == ["connected"])
-        host.received(Data([3, 1, 2]))
-        #expect(model.events == ["connected", "write 3 bytes"])
-        #expect(sent.all == [Data([3, 1, 2])])
+        let bench = Bench()
+        #expect(bench.model.events == ["connected"])
+        bench.host.received(Data([3, 1, 2]))
+        #expect(bench.model.events == ["connected", "write 3 bytes"])
+        #expect(bench.sent.all == [Data([3, 1, 2])])
     }
 
     @Test("a reboot restarts the model after the delay, and drops the packet it was part-way through")
     func reboots() async {
-        let model = EchoModel()
-        let sent = Packets()
-        let (restarts, continuation) = AsyncStream.makeStream(of: Void.self)
-        let host = Self.host(model, sent: sent, restarts: continuation)
-        host.start()
+        let bench = Bench()
         // Notifies the first half of a 3-byte packet, then asks for a reset.
-        host.received(Data([2, EchoModel.halfThenReboot]))
-        var restarted = restarts.makeAsyncIterator()
+        bench.host.received(Data([2, EchoModel.halfThenReboot]))
+        var restarted = bench.restarts.makeAsyncIterator()
         await restarted.next()
-        var connections = model.connections.makeAsyncIterator()
+        var connections = bench.model.connections.makeAsyncIterator()
         await connections.next()
         await connections.next()
-        #expect(model.events.suffix(3) == ["disconnected", "rebooted", "connected"])
-        host.received(Data([3, 4, 5]))
-        #expect(sent.all == [Data([3, 4, 5])])
+        #expect(bench.model.events.suffix(3) == ["disconnected", "rebooted", "connected"])
+        bench.host.received(Data([3, 4, 5]))
+        #expect(bench.sent.all == [Data([3, 4, 5])])
     }
 
     @Test("after stop, what the model notifies goes nowhere")
     func stops() {
-        let model = EchoModel()
-        let sent = Packets()
-        let host = Self.host(model, sent: sent, restarts: AsyncStream.makeStream(of: Void.self).continuation)
-        host.start()
-        host.stop()
-        host.received(Data([3, 1, 2]))
-        #expect(model.events == ["connected", "write 3 bytes"])
-        #expect(sent.all.isEmpty)
+        let bench = Bench()
+        bench.host.stop()
+        bench.host.received(Data([3, 1, 2]))
+        #expect(bench.model.events == ["connected", "write 3 bytes"])
+        #expect(bench.sent.all.isEmpty)
     }
 }
 

@@ -6,8 +6,10 @@ import Testing
 @testable import OTATransportPacketLink
 
 /// The packet-link transport over a channel in memory: what it sends, what it delivers, and how
-/// it ends, without a descriptor.
-@Suite("Packet-link transport")
+/// it ends, without a descriptor. (A lost packet would leave a wait unanswered: the time limit,
+/// here and in the other two suites, turns that into a failure rather than a hang; it measures no
+/// speed.)
+@Suite("Packet-link transport", .timeLimit(.minutes(1)))
 struct PacketLinkTransportTests {
     static let characteristic = CharacteristicID(
         service: GATTUUID("6e400001-b5a3-f393-e0a9-e50e24dc0001")!, characteristic: GATTUUID("6e400002-b5a3-f393-e0a9-e50e24dc0001")!)

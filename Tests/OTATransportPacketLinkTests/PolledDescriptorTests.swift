@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// The reading thread on one end of a pipe.
-@Suite("Polled descriptor")
+@Suite("Polled descriptor", .timeLimit(.minutes(1)))
 struct PolledDescriptorTests {
     /// A pipe: what is written to `input` is read from `output`.
     static func pipeEnds() throws -> (output: Int32, input: Int32) {
