@@ -84,12 +84,16 @@ let package = Package(
         .target(name: "OTATransportBlueZ", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // CoreBluetooth for iOS and macOS apps; on Linux it builds against the stand-in below.
         .target(name: "OTATransportCoreBluetooth", dependencies: ["OTACore", coreBluetoothStandIn], swiftSettings: strictSettings),
+        // What the UDP and serial transports share: a protocol's packets over a file descriptor
+        // read on a thread of its own, shown as one characteristic, and a device model served
+        // that way (docs/decisions/0030-packet-link.md).
+        .target(name: "OTATransportPacketLink", dependencies: ["OTACore"], swiftSettings: strictSettings),
         // Datagrams, one protocol packet each (SMP over UDP, `udp:HOST[:PORT]`), and a server that
         // serves a device model that way (docs/decisions/0026-smp-over-udp-and-image-commands.md).
-        .target(name: "OTATransportUDP", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTATransportUDP", dependencies: ["OTACore", "OTATransportPacketLink"], swiftSettings: strictSettings),
         // A protocol's packets on a serial line (SMP's console framing, `serial:/dev/ttyACM0`),
         // framed as the protocol says; a server for a device model on a pseudo-terminal.
-        .target(name: "OTATransportSerial", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTATransportSerial", dependencies: ["OTACore", "OTATransportPacketLink"], swiftSettings: strictSettings),
         // A test double with CoreBluetooth's Swift surface, whose peripherals are simulated devices.
         .target(name: "CoreBluetoothStandIn", dependencies: ["OTACore", "OTATransportSimulator"], swiftSettings: strictSettings),
 
@@ -249,6 +253,11 @@ let package = Package(
         .testTarget(
             name: "OTATransportBlueZTests",
             dependencies: ["OTACore", blueZ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTATransportPacketLinkTests",
+            dependencies: ["OTACore", "OTATransportPacketLink"],
             swiftSettings: strictSettings
         ),
         .testTarget(

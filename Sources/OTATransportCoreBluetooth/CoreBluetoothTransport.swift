@@ -367,14 +367,8 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
 
     func didUpdateValue(for characteristic: CBCharacteristic, _ error: (any Error)?) {
         guard let id = key(of: characteristic) else { return }
-        if var pending = reads[id], !pending.isEmpty {
-            let first = pending.removeFirst()
-            reads[id] = pending
-            if let error {
-                first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "read", id)))
-            } else {
-                first.continuation.resume(returning: .success(characteristic.value ?? Data()))
-            }
+        if let read = takeOldest(id, from: &reads) {
+            read.resume(returning: Self.outcome(of: "read", on: id, error, characteristic.value ?? Data()))
             return
         }
         guard error == nil, let value = characteristic.value else { return }
@@ -382,25 +376,27 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     }
 
     func didWriteValue(for characteristic: CBCharacteristic, _ error: (any Error)?) {
-        guard let id = key(of: characteristic), var pending = writes[id], !pending.isEmpty else { return }
-        let first = pending.removeFirst()
-        writes[id] = pending
-        if let error {
-            first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "write", id)))
-        } else {
-            first.continuation.resume(returning: .success(()))
-        }
+        guard let id = key(of: characteristic), let write = takeOldest(id, from: &writes) else { return }
+        write.resume(returning: Self.outcome(of: "write", on: id, error, ()))
     }
 
     func didUpdateNotificationState(for characteristic: CBCharacteristic, _ error: (any Error)?) {
-        guard let id = key(of: characteristic), var pending = notifyChanges[id], !pending.isEmpty else { return }
-        let first = pending.removeFirst()
-        notifyChanges[id] = pending
-        if let error {
-            first.continuation.resume(returning: .failure(CoreBluetoothFailure.operationFailure(error, "notification change", id)))
-        } else {
-            first.continuation.resume(returning: .success(()))
-        }
+        guard let id = key(of: characteristic), let change = takeOldest(id, from: &notifyChanges) else { return }
+        change.resume(returning: Self.outcome(of: "notification change", on: id, error, ()))
+    }
+
+    /// The oldest operation on `id` still waiting for its callback, taken from `pending`.
+    private func takeOldest<T>(_ id: CharacteristicID, from pending: inout [CharacteristicID: [(id: UInt64, continuation: Resume<T>)]]) -> Resume<T>? {
+        guard pending[id]?.isEmpty == false else { return nil }
+        return pending[id]?.removeFirst().continuation
+    }
+
+    /// What a callback for `operation` on `id` came to: `value`, or the failure `error` says.
+    private static func outcome<T>(
+        of operation: String, on id: CharacteristicID, _ error: (any Error)?, _ value: @autoclosure () -> T
+    ) -> Result<T, TransportError> {
+        if let error { return .failure(CoreBluetoothFailure.operationFailure(error, operation, id)) }
+        return .success(value())
     }
 
     func isReadyToSend() {

@@ -1,6 +1,6 @@
 import Foundation
 import OTACore
-import Synchronization
+import OTATransportPacketLink
 
 #if canImport(Glibc)
 import Glibc
@@ -30,27 +30,20 @@ public struct UDPPeer: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A UDP socket: connected to one peer (a client) or bound to a port (a server), with a
-/// receiving thread that hands each datagram to a handler until the socket closes.
-///
-/// The thread polls with a short timeout so that ``close()`` ends it without signals.
+/// receiving thread that hands each datagram to a handler until the socket closes (within its
+/// 100 ms poll).
 final class UDPSocket: Sendable {
     /// The largest datagram UDP carries over IPv4 (65535 − 20 − 8).
     static let maximumDatagram = 65_507
 
-    private struct State {
-        var descriptor: Int32
-        var closed = false
-    }
-
-    private let state: Mutex<State>
-    private let receiving = Mutex(false)
+    private let descriptor: PolledDescriptor
 
     private init(descriptor: Int32) {
-        state = Mutex(State(descriptor: descriptor))
+        self.descriptor = PolledDescriptor(descriptor)
     }
 
     /// The system's error text for `errno`.
-    static var lastError: String { String(cString: strerror(errno)) }
+    static var lastError: String { PolledDescriptor.lastError }
 
     private static func resolve(host: String?, port: UInt16, passive: Bool) throws(OTAError) -> [(family: Int32, address: Data)] {
         var hints = addrinfo()
@@ -87,52 +80,52 @@ final class UDPSocket: Sendable {
         #endif
     }
 
-    /// A socket connected to `host`:`port` (the first address that takes it).
-    static func connected(host: String, port: UInt16) throws(OTAError) -> UDPSocket {
+    /// A socket on the first of `addresses` that `attach` (connect, bind) takes; `failing` the
+    /// system's reason the last one did not.
+    private static func first(
+        of addresses: [(family: Int32, address: Data)], failing: (String) -> OTAError,
+        _ attach: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) throws(OTAError) -> UDPSocket {
         var failure = "no address"
-        for (family, address) in try resolve(host: host, port: port, passive: false) {
+        for (family, address) in addresses {
             let descriptor = makeSocket(family: family)
             guard descriptor >= 0 else {
                 failure = lastError
                 continue
             }
             let result = address.withUnsafeBytes { raw in
-                connect(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+                attach(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
             }
             if result == 0 { return UDPSocket(descriptor: descriptor) }
             failure = lastError
-            _ = SystemClose.close(descriptor)
+            _ = closeDescriptor(descriptor)
         }
-        throw OTAError(.connectionFailed, "cannot open a UDP socket to \(host):\(port): \(failure)")
+        throw failing(failure)
+    }
+
+    /// A socket connected to `host`:`port` (the first address that takes it).
+    static func connected(host: String, port: UInt16) throws(OTAError) -> UDPSocket {
+        try first(
+            of: try resolve(host: host, port: port, passive: false),
+            failing: { OTAError(.connectionFailed, "cannot open a UDP socket to \(host):\(port): \($0)") }
+        ) { descriptor, address, length in connect(descriptor, address, length) }
     }
 
     /// A socket bound to `port` on `host` (`nil`: every local address; port 0: any free port).
     static func bound(host: String?, port: UInt16) throws(OTAError) -> UDPSocket {
-        var failure = "no address"
         let addresses = try resolve(host: host, port: port, passive: true)
         // IPv4 first when the host is not given, so that 127.0.0.1 reaches the server.
         let ordered = host == nil ? addresses.sorted { ($0.family == AF_INET ? 0 : 1) < ($1.family == AF_INET ? 0 : 1) } : addresses
-        for (family, address) in ordered {
-            let descriptor = makeSocket(family: family)
-            guard descriptor >= 0 else {
-                failure = lastError
-                continue
-            }
+        return try first(of: ordered, failing: { OTAError(.invalidParameter, "cannot listen on UDP port \(port): \($0)") }) { descriptor, address, length in
             var yes: Int32 = 1
             _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-            let result = address.withUnsafeBytes { raw in
-                bind(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-            }
-            if result == 0 { return UDPSocket(descriptor: descriptor) }
-            failure = lastError
-            _ = SystemClose.close(descriptor)
+            return bind(descriptor, address, length)
         }
-        throw OTAError(.invalidParameter, "cannot listen on UDP port \(port): \(failure)")
     }
 
-    /// The local port.
+    /// The local port (0 once closed).
     var localPort: UInt16 {
-        let descriptor = state.withLock { $0.descriptor }
+        guard let descriptor = descriptor.open else { return 0 }
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) {
@@ -152,8 +145,7 @@ final class UDPSocket: Sendable {
     ///
     /// - Returns: `nil`, or the system's reason it was not sent.
     func send(_ datagram: Data, to peer: UDPPeer? = nil) -> String? {
-        let descriptor: Int32? = state.withLock { $0.closed ? nil : $0.descriptor }
-        guard let descriptor else { return "the socket is closed" }
+        guard let descriptor = descriptor.open else { return "the socket is closed" }
         let sent = datagram.withUnsafeBytes { bytes -> Int in
             if let peer {
                 return peer.storage.withUnsafeBytes { address in
@@ -162,7 +154,7 @@ final class UDPSocket: Sendable {
                         socklen_t(address.count))
                 }
             }
-            return Glue.send(descriptor, bytes.baseAddress, bytes.count)
+            return sendDescriptor(descriptor, bytes.baseAddress, bytes.count)
         }
         return sent == datagram.count ? nil : (sent < 0 ? Self.lastError : "sent \(sent) of \(datagram.count) bytes")
     }
@@ -170,85 +162,32 @@ final class UDPSocket: Sendable {
     /// Starts the receiving thread: `handler` gets each datagram with its sender, and `ended`
     /// is called once with the reason when the socket closes (`nil`) or fails.
     func startReceiving(_ handler: @escaping @Sendable (Data, UDPPeer) -> Void, ended: @escaping @Sendable (String?) -> Void) {
-        let already = receiving.withLock { started in
-            defer { started = true }
-            return started
-        }
-        precondition(!already, "a socket receives on one thread")
-        let thread = Thread { [self] in
-            var buffer = [UInt8](repeating: 0, count: Self.maximumDatagram)
-            while true {
-                let (descriptor, closed) = state.withLock { ($0.descriptor, $0.closed) }
-                guard !closed else {
-                    // The thread owns the descriptor once it runs, so no poll ever sees it reused.
-                    _ = SystemClose.close(descriptor)
-                    ended(nil)
-                    return
-                }
-                var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, 100)
-                if ready == 0 || (ready < 0 && errno == EINTR) { continue }
-                if ready < 0 {
-                    ended(Self.lastError)
-                    return
-                }
+        descriptor.startReading(
+            name: "ota-udp-receive", pollMilliseconds: 100, bufferSize: Self.maximumDatagram,
+            { descriptor, buffer in
                 var storage = sockaddr_storage()
                 var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                let count = buffer.withUnsafeMutableBytes { bytes in
-                    withUnsafeMutablePointer(to: &storage) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(descriptor, bytes.baseAddress, bytes.count, 0, $0, &length) }
-                    }
+                let count = withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(descriptor, buffer.baseAddress, buffer.count, 0, $0, &length) }
                 }
                 if count < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
+                    if errno == EINTR || errno == EAGAIN { return .more }
                     // A connected socket hears ICMP "port unreachable" as ECONNREFUSED.
-                    let reason = errno == ECONNREFUSED ? "nothing listens there (connection refused)" : Self.lastError
-                    let closed = state.withLock { state in
-                        defer { state.closed = true }
-                        return state.closed
-                    }
-                    _ = SystemClose.close(descriptor)
-                    ended(closed ? nil : reason)
-                    return
+                    return .failed(errno == ECONNREFUSED ? "nothing listens there (connection refused)" : Self.lastError)
                 }
                 let peer = withUnsafeBytes(of: &storage) { UDPPeer(storage: Data($0.prefix(Int(length)))) }
-                handler(Data(buffer[0..<count]), peer)
-            }
-        }
-        thread.name = "ota-udp-receive"
-        thread.start()
+                handler(Data(bytes: buffer.baseAddress!, count: count), peer)
+                return .more
+            }, ended: ended)
     }
 
     /// Closes the socket: at once when nothing receives on it, else by the receiving thread
     /// within its poll interval.
     func close() {
-        let descriptor: Int32? = state.withLock { state in
-            guard !state.closed else { return nil }
-            state.closed = true
-            return state.descriptor
-        }
-        guard let descriptor, !receiving.withLock({ $0 }) else { return }
-        _ = SystemClose.close(descriptor)
+        descriptor.close()
     }
 }
 
-/// The system's `close` and `send`, which `UDPSocket`'s own method names hide.
-private enum SystemClose {
-    static func close(_ descriptor: Int32) -> Int32 {
-        #if canImport(Glibc)
-        Glibc.close(descriptor)
-        #else
-        Darwin.close(descriptor)
-        #endif
-    }
-}
-
-private enum Glue {
-    static func send(_ descriptor: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
-        #if canImport(Glibc)
-        Glibc.send(descriptor, bytes, count, 0)
-        #else
-        Darwin.send(descriptor, bytes, count, 0)
-        #endif
-    }
-}
+// The C library's calls, which `UDPSocket`'s own methods of the same names hide inside it.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 { close(descriptor) }
+private func sendDescriptor(_ descriptor: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { send(descriptor, bytes, count, 0) }

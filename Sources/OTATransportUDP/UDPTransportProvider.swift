@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATransportPacketLink
 
 /// UDP as a ``TransportProvider``: `udp:HOST[:PORT]` reaches a device that takes one packet of
 /// a protocol per datagram — MCUmgr's SMP over UDP, as Zephyr serves it on port 1337.
@@ -53,54 +54,12 @@ public struct UDPTransportProvider: TransportProvider {
     /// - Throws: ``OTAError/Code/invalidParameter`` for a malformed address.
     public func device(at address: String, options: TransportOptions) throws(OTAError) -> any TransportDevice {
         let parsed = try UDPAddress(parsing: address)
-        return UDPDevice(
+        return PacketLinkDevice(
             connector: UDPConnector(address: parsed, characteristic: characteristic, maximumWrite: maximumWrite, packetLength: packetLength),
-            protocolName: protocolName, advertisedService: advertisedService)
+            address: parsed.description, summary: "\(parsed) (\(protocolName) over UDP, one packet per datagram)", protocolName: protocolName,
+            advertisedService: advertisedService)
     }
 
     /// Nothing to scan: UDP devices are named by address. The stream finishes at once.
-    public func scanner(options: TransportOptions) -> any DeviceScanner { UDPScanner() }
-}
-
-/// A device at a UDP address.
-struct UDPDevice: TransportDevice {
-    let connector: UDPConnector
-    let protocolName: String
-    let advertisedService: GATTUUID?
-
-    var address: String { connector.address.description }
-    var summary: String { "\(connector.address) (\(protocolName) over UDP, one packet per datagram)" }
-    /// What the datagrams carry.
-    var firmwareProtocol: String? { protocolName }
-
-    func advertisement(chosenProtocol: String?) -> Advertisement? {
-        Advertisement(name: address, serviceUUIDs: advertisedService.map { [$0] } ?? [])
-    }
-
-    func check(_ images: [FirmwareImage]) {}
-
-    func withSession<R>(_ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
-        try await body(Session(connector: connector))
-    }
-
-    /// Real time, run where it is called.
-    struct Session: TransportSession {
-        let connector: any Connector
-        var clock: any Clock<Duration> { ContinuousClock() }
-        var executor: (any TaskExecutor)? { nil }
-        var restartDelay: Duration { .seconds(2) }
-
-        func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
-            try await body()
-        }
-    }
-}
-
-/// Finds nothing: UDP devices have no advertisement.
-struct UDPScanner: DeviceScanner {
-    var clock: any Clock<Duration> { ContinuousClock() }
-
-    func discoveries() -> AsyncThrowingStream<DiscoveredDevice, any Error> {
-        AsyncThrowingStream { $0.finish() }
-    }
+    public func scanner(options: TransportOptions) -> any DeviceScanner { PacketLinkScanner() }
 }

@@ -4,7 +4,7 @@ import OTAProtocolMCUmgr
 import OTATransportUDP
 import Testing
 
-/// SMP over UDP on the loopback interface: our client through ``UDPTransport`` against the MCUmgr
+/// SMP over UDP on the loopback interface: our client through ``UDPConnector``'s transport against the MCUmgr
 /// device model served by ``UDPDeviceServer``, one SMP message per datagram either way.
 @Suite("SMP over UDP")
 struct UDPTransportTests {

@@ -21,22 +21,24 @@ public final class CBUUID: NSObject, NSCopying {
             }
             parsed.append(byte)
         }
-        switch parsed.count {
-        case 2: bytes = [0, 0] + parsed + Self.baseSuffix
-        case 4: bytes = parsed + Self.baseSuffix
-        case 16: bytes = parsed
-        default: preconditionFailure("CBUUID(string:): '\(theString)' is not a UUID")
-        }
+        guard let expanded = Self.expanded(parsed) else { preconditionFailure("CBUUID(string:): '\(theString)' is not a UUID") }
+        bytes = expanded
     }
 
     /// Takes 2, 4 or 16 bytes, most significant first.
     public init(data theData: Data) {
-        let parsed = [UInt8](theData)
+        guard let expanded = Self.expanded([UInt8](theData)) else { preconditionFailure("CBUUID(data:): \(theData.count) bytes is not a UUID") }
+        bytes = expanded
+    }
+
+    /// The 16 bytes of a UUID given as 2 or 4 (an alias inside the Bluetooth base UUID) or 16;
+    /// `nil` for any other count.
+    private static func expanded(_ parsed: [UInt8]) -> [UInt8]? {
         switch parsed.count {
-        case 2: bytes = [0, 0] + parsed + Self.baseSuffix
-        case 4: bytes = parsed + Self.baseSuffix
-        case 16: bytes = parsed
-        default: preconditionFailure("CBUUID(data:): \(parsed.count) bytes is not a UUID")
+        case 2: [0, 0] + parsed + baseSuffix
+        case 4: parsed + baseSuffix
+        case 16: parsed
+        default: nil
         }
     }
 

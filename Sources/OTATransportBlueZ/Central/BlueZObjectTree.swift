@@ -113,9 +113,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
 
         /// Parses a service's properties; `nil` without a valid `UUID` and `Device`.
         init?(path: DBusObjectPath, properties: [String: DBusValue]) {
-            guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
-                let device = properties["Device"]?.objectPath
-            else { return nil }
+            guard case let (uuid, device)? = BlueZObjectTree.attribute(properties, of: "Device") else { return nil }
             self.path = path
             self.uuid = uuid
             devicePath = device
@@ -147,9 +145,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
 
         /// Parses a characteristic's properties; `nil` without a valid `UUID` and `Service`.
         init?(path: DBusObjectPath, properties: [String: DBusValue]) {
-            guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
-                let service = properties["Service"]?.objectPath
-            else { return nil }
+            guard case let (uuid, service)? = BlueZObjectTree.attribute(properties, of: "Service") else { return nil }
             self.path = path
             self.uuid = uuid
             servicePath = service
@@ -194,9 +190,7 @@ public struct BlueZObjectTree: Sendable, Hashable {
 
         /// Parses a descriptor's properties; `nil` without a valid `UUID` and `Characteristic`.
         init?(path: DBusObjectPath, properties: [String: DBusValue]) {
-            guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init),
-                let characteristic = properties["Characteristic"]?.objectPath
-            else { return nil }
+            guard case let (uuid, characteristic)? = BlueZObjectTree.attribute(properties, of: "Characteristic") else { return nil }
             self.path = path
             self.uuid = uuid
             characteristicPath = characteristic
@@ -205,43 +199,26 @@ public struct BlueZObjectTree: Sendable, Hashable {
 
     /// Parses the objects of `GetManagedObjects`.
     init(managedObjects: ManagedObjects) {
-        var adapters: [BlueZAdapter] = []
-        var devices: [Device] = []
-        var services: [Service] = []
-        var characteristics: [Characteristic] = []
-        var descriptors: [Descriptor] = []
-        for (path, interfaces) in managedObjects.sorted(by: { $0.key < $1.key }) {
-            if let properties = interfaces[BlueZ.Interface.adapter],
-                let adapter = BlueZAdapter(path: path, properties: properties)
-            {
-                adapters.append(adapter)
-            }
-            if let properties = interfaces[BlueZ.Interface.device],
-                let device = Device(path: path, properties: properties)
-            {
-                devices.append(device)
-            }
-            if let properties = interfaces[BlueZ.Interface.gattService],
-                let service = Service(path: path, properties: properties)
-            {
-                services.append(service)
-            }
-            if let properties = interfaces[BlueZ.Interface.gattCharacteristic],
-                let characteristic = Characteristic(path: path, properties: properties)
-            {
-                characteristics.append(characteristic)
-            }
-            if let properties = interfaces[BlueZ.Interface.gattDescriptor],
-                let descriptor = Descriptor(path: path, properties: properties)
-            {
-                descriptors.append(descriptor)
-            }
-        }
-        self.adapters = adapters.sorted(by: BlueZAdapter.nameOrder)
-        self.devices = devices
-        self.services = services
-        self.characteristics = characteristics
-        self.descriptors = descriptors
+        let objects = managedObjects.sorted(by: { $0.key < $1.key })
+        adapters = Self.parse(objects, BlueZ.Interface.adapter, as: BlueZAdapter.init(path:properties:)).sorted(by: BlueZAdapter.nameOrder)
+        devices = Self.parse(objects, BlueZ.Interface.device, as: Device.init(path:properties:))
+        services = Self.parse(objects, BlueZ.Interface.gattService, as: Service.init(path:properties:))
+        characteristics = Self.parse(objects, BlueZ.Interface.gattCharacteristic, as: Characteristic.init(path:properties:))
+        descriptors = Self.parse(objects, BlueZ.Interface.gattDescriptor, as: Descriptor.init(path:properties:))
+    }
+
+    /// A GATT attribute's `UUID` and the path of what it belongs to (its `parent` property:
+    /// `Device`, `Service`, `Characteristic`); `nil` unless both are there and valid.
+    private static func attribute(_ properties: [String: DBusValue], of parent: String) -> (GATTUUID, DBusObjectPath)? {
+        guard let uuid = properties["UUID"]?.string.flatMap(GATTUUID.init), let path = properties[parent]?.objectPath else { return nil }
+        return (uuid, path)
+    }
+
+    /// The objects, in the order given, that carry `interface` and whose properties `parse` takes.
+    private static func parse<Object>(
+        _ objects: [ManagedObjects.Element], _ interface: String, as parse: (DBusObjectPath, [String: DBusValue]) -> Object?
+    ) -> [Object] {
+        objects.compactMap { path, interfaces in interfaces[interface].flatMap { parse(path, $0) } }
     }
 
     /// Parses the reply to `GetManagedObjects`.

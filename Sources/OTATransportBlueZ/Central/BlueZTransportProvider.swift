@@ -69,23 +69,11 @@ public struct BlueZTransportProvider: TransportProvider {
         case let other:
             throw OTAError(.invalidParameter, "--write-path '\(other)' is not 'auto', 'acquire', 'writevalue' or 'request'")
         }
-        switch options.value("--socket-buffer") {
-        case nil: break
-        case "system": configuration.acquiredSocketSendBuffer = nil
-        case let text?:
-            guard let bytes = Int(text), (1...16_777_216).contains(bytes) else {
-                throw OTAError(.invalidParameter, "--socket-buffer '\(text)' is not a size in bytes (1...16777216) or 'system'")
-            }
-            configuration.acquiredSocketSendBuffer = bytes
+        if let size = try Self.size(options, "--socket-buffer", in: 1...16_777_216, or: "system") {
+            configuration.acquiredSocketSendBuffer = size
         }
-        switch options.value("--in-flight") {
-        case nil: break
-        case "off": configuration.deliveryWindow = nil
-        case let text?:
-            guard let bytes = Int(text), (1024...16_777_216).contains(bytes) else {
-                throw OTAError(.invalidParameter, "--in-flight '\(text)' is not a size in bytes (1024...16777216) or 'off'")
-            }
-            configuration.deliveryWindow = bytes
+        if let size = try Self.size(options, "--in-flight", in: 1024...16_777_216, or: "off") {
+            configuration.deliveryWindow = size
         }
         switch options.value("--pairing") {
         case nil, "auto": break
@@ -108,6 +96,22 @@ public struct BlueZTransportProvider: TransportProvider {
                 address: address, adapter: adapter, bus: bus, configuration: configuration, clock: clock),
             scanner: BlueZDeviceScanner(scanner: BlueZScanner(adapter: adapter, bus: bus), clock: clock),
             advertisementWindow: advertisementWindow, restartDelay: restartDelay)
+    }
+
+    /// The size in bytes option `name` gives, `.some(nil)` for `keyword` (no size: the system's,
+    /// or none), `nil` when it is not given.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for anything else.
+    private static func size(
+        _ options: TransportOptions, _ name: String, in range: ClosedRange<Int>, or keyword: String
+    ) throws(OTAError) -> Int?? {
+        guard let text = options.value(name) else { return nil }
+        if text == keyword { return .some(nil) }
+        guard let bytes = Int(text), range.contains(bytes) else {
+            throw OTAError(
+                .invalidParameter, "\(name) '\(text)' is not a size in bytes (\(range.lowerBound)...\(range.upperBound)) or '\(keyword)'")
+        }
+        return bytes
     }
 
     /// A scanner on `--adapter`.
