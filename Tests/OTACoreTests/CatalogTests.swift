@@ -151,3 +151,45 @@ private func parse(_ json: String, source: String = "test.json") throws(OTAError
         #expect(GlobPattern(pattern).matches(text) == matches)
     }
 }
+
+/// A catalog family's `pairing`: parsed into a ``LinkPairing``, bad values refused with one line.
+@Suite struct CatalogPairingTests {
+    static func family(_ pairing: String) throws -> DeviceFamily? {
+        try DeviceCatalog.parse(
+            Data(#"{"catalog": 1, "families": [{"name": "lock", "match": {"name": "L*"}, "protocol": "alpha", "pairing": \#(pairing)}]}"#.utf8),
+            source: "c.json", registry: registry()
+        ).families.first
+    }
+
+    @Test func aPasskeyAndTheBondAreReadAsWritten() throws {
+        let family = try #require(try Self.family(#"{"passkey": "012345"}"#))
+        #expect(family.pairing == LinkPairing(passkey: 12345, removesBondAfterwards: true, source: "catalog family 'lock'"))
+        let kept = try #require(try Self.family(#"{"keepBond": true}"#))
+        #expect(kept.pairing == LinkPairing(passkey: nil, removesBondAfterwards: false, source: "catalog family 'lock'"))
+        #expect(try Self.family("{}")?.pairing?.passkey == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"passkey": "12345"}"#, "families[0].pairing.passkey: '12345' is not a passkey of six digits"),
+        (#"{"passkey": "1234567"}"#, "is not a passkey of six digits"),
+        (#"{"passkey": "12 456"}"#, "is not a passkey of six digits"),
+        (#"{"passkey": 123456}"#, "families[0].pairing.passkey: expected a string"),
+        (#"{"keepBond": 1}"#, "families[0].pairing.keepBond: expected true or false"),
+        (#"{"pin": "1234"}"#, "families[0].pairing.pin: unknown field"),
+        (#""first""#, "families[0].pairing: expected an object"),
+    ])
+    func badPairingIsRefusedWithOneLine(pairing: String, message: String) throws {
+        let error = try #require(throws: OTAError.self) { try Self.family(pairing) }
+        #expect(error.code == .invalidManifest)
+        #expect(error.message.contains(message), "\(error.message)")
+        #expect(!error.message.contains("\n"))
+    }
+
+    @Test func passkeysAreSixASCIIDigits() {
+        #expect(LinkPairing.passkey("000000") == 0)
+        #expect(LinkPairing.passkey("999999") == 999_999)
+        for text in ["", "12345", "1234567", "-12345", "+12345", "12345a", "１２３４５６", "12 345"] {
+            #expect(LinkPairing.passkey(text) == nil, "\(text)")
+        }
+    }
+}

@@ -28,7 +28,7 @@ enum UpdateCommand: Command {
                 .init(
                     name: "--pairing", valueName: "WHEN",
                     help:
-                        "real devices: 'auto' (default: bluetoothd pairs through the system's agent if the device asks), 'first' (pair with ota's own agent before the update; Just Works unless --passkey) or 'once' (pair first, remove the bond afterwards)"
+                        "real devices: 'auto' (default: bluetoothd pairs through the system's agent if the device asks), 'first' (pair with ota's own agent before the update; Just Works, or Passkey Entry with --passkey or the passkey the device shows, asked on a terminal) or 'once' (pair first, remove the bond afterwards); default a catalog family's pairing"
                 ),
                 .init(
                     name: "--passkey", valueName: "DIGITS",
@@ -82,7 +82,9 @@ enum UpdateCommand: Command {
         let json = arguments.flag("--json")
         do {
             let interactive = streams.errorIsTerminal && !json
-            plan = try await UpdatePlan.make(arguments, environment: environment, command: "update", interactive: interactive)
+            plan = try await UpdatePlan.make(
+                arguments, environment: environment, command: "update", interactive: interactive,
+                askPerson: json ? nil : TerminalPrompt.asker(streams: streams))
         } catch {
             let code = fail(error, streams: streams)
             if json {
@@ -157,7 +159,8 @@ enum UpdateCommand: Command {
         _ plan: UpdatePlan, json: Bool, streams: any OutputStreams, trace: TraceRecorder? = nil, randomSeed: UInt64? = nil
     ) async -> ExitCode {
         let request = SessionRequest(
-            protocolName: plan.selection.protocolName, imageSize: plan.images.reduce(0) { $0 + $1.count }, offeredMTU: plan.mtu
+            protocolName: plan.selection.protocolName, imageSize: plan.images.reduce(0) { $0 + $1.count }, offeredMTU: plan.mtu,
+            pairing: plan.pairing
         )
         var code: ExitCode?
         do throws(OTAError) {

@@ -18,11 +18,19 @@ struct UpdatePlan: Sendable {
     var mtu: Int
     /// What the signature check found (empty when no key is trusted for the update).
     var signatureNotes: [String] = []
+    /// The pairing the device's family asks for (catalog `pairing`), when the command line chose
+    /// none (`--pairing`, `--passkey`).
+    var pairing: LinkPairing?
 
     /// Builds the plan from the command line; every refusal is a one-line error.
     ///
     /// - Parameter interactive: whether a person watches the output (the simulator paces itself).
-    static func make(_ arguments: ParsedArguments, environment: ToolEnvironment, command: String, interactive: Bool = false) async throws -> UpdatePlan {
+    /// - Parameter askPerson: asks the person at the terminal (the passkey a device shows while
+    ///   pairing); `nil` when nobody can answer.
+    static func make(
+        _ arguments: ParsedArguments, environment: ToolEnvironment, command: String, interactive: Bool = false,
+        askPerson: (@Sendable (String) async -> String?)? = nil
+    ) async throws -> UpdatePlan {
         let registry = environment.registry
         let explicitParameters = try parameters(arguments, command: command)
         let explicitProtocol = arguments.value("--protocol")
@@ -35,7 +43,8 @@ struct UpdatePlan: Sendable {
             throw OTAError(.invalidImage, "\(MessageText.name(firmwarePath)): no such file")
         }
         let device = try await environment.device(
-            arguments.value("--device") ?? environment.defaultDevice, arguments: arguments, interactive: interactive, command: command
+            arguments.value("--device") ?? environment.defaultDevice, arguments: arguments, interactive: interactive, command: command,
+            askPerson: askPerson
         )
         let catalog = try environment.catalog(adding: arguments.values["--catalog"] ?? [])
 
@@ -77,9 +86,10 @@ struct UpdatePlan: Sendable {
         let mtu =
             try arguments.value("--mtu").map { text throws(UsageError) in try integer(text, option: "--mtu", in: 23...517, command: command) }
             ?? family?.preferredMTU ?? 517
+        let pairingChosen = arguments.value("--pairing") != nil || arguments.value("--passkey") != nil
         return UpdatePlan(
             device: device, descriptor: descriptor, client: client, selection: selection, images: images, package: package,
-            configuration: configuration, mtu: mtu, signatureNotes: signatureNotes
+            configuration: configuration, mtu: mtu, signatureNotes: signatureNotes, pairing: pairingChosen ? nil : family?.pairing
         )
     }
 
@@ -222,6 +232,11 @@ struct UpdatePlan: Sendable {
                 }),
         ]
         object["signatures"] = .array(signatureNotes.map { .string($0) })
+        if let pairing {
+            object["pairing"] = .object([
+                "source": .string(pairing.source), "passkey": .bool(pairing.passkey != nil), "removesBond": .bool(pairing.removesBondAfterwards),
+            ])
+        }
         if let package {
             object["package"] = .object([
                 "name": .string(package.name ?? package.source), "version": .string(package.version ?? ""),
@@ -252,7 +267,18 @@ struct UpdatePlan: Sendable {
         } else {
             lines += signatureNotes.map { "signature: \($0)" }
         }
+        if let pairing { lines.append("pairing: " + Self.pairingExplanation(pairing)) }
         return lines + preflightExplanation
+    }
+
+    /// "before the first write, Passkey Entry with the family's passkey, bond removed afterwards
+    /// (catalog family 'acme-lock'); …".
+    static func pairingExplanation(_ pairing: LinkPairing) -> String {
+        let method =
+            pairing.passkey != nil
+            ? "Passkey Entry with the family's passkey" : "Just Works, or the passkey the device shows, asked at the terminal"
+        return "before the first write, \(method), bond \(pairing.removesBondAfterwards ? "removed afterwards" : "kept") (\(pairing.source)); "
+            + "--pairing or --passkey overrides it; a transport that cannot pair (the simulator, UDP, serial) ignores it"
     }
 
     /// "device 1.0.0 (SMP image list, slot 0) → package 1.2.3 (ecdsa.bin)", and what the

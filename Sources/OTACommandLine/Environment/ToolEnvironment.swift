@@ -103,8 +103,13 @@ public struct ToolEnvironment: Sendable {
 
     /// The device at `address`, through the transport that recognises it, with the transport
     /// options of the command line. A bad address or option is a usage error of `command`.
-    func device(_ address: String, arguments: ParsedArguments, interactive: Bool, command: String) async throws -> any TransportDevice {
-        let options = TransportOptions(arguments.values, isInteractive: interactive)
+    ///
+    /// - Parameter askPerson: asks the person at the terminal (``TransportOptions/askPerson``).
+    func device(
+        _ address: String, arguments: ParsedArguments, interactive: Bool, command: String,
+        askPerson: (@Sendable (String) async -> String?)? = nil
+    ) async throws -> any TransportDevice {
+        let options = TransportOptions(arguments.values, isInteractive: interactive, askPerson: askPerson)
         do throws(OTAError) {
             return try await transports.provider(for: address).device(at: address, options: options)
         } catch {

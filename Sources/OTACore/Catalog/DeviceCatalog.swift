@@ -126,7 +126,9 @@ public struct DeviceCatalog: Sendable {
     }
 
     private static func parseFamily(_ node: ManifestReader.Node, source: String, registry: ProtocolRegistry) throws(OTAError) -> DeviceFamily {
-        try node.allowOnly(["name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume", "minBattery", "keys"])
+        try node.allowOnly([
+            "name", "summary", "match", "protocol", "parameters", "hardware", "mtu", "maxChunk", "timeouts", "resume", "minBattery", "keys", "pairing",
+        ])
         let name = try node.required("name").nonEmptyString()
         let match = try parseMatch(try node.required("match"))
         let protocolNode = try node.required("protocol")
@@ -184,7 +186,27 @@ public struct DeviceCatalog: Sendable {
         if let keys = try node.optional("keys") {
             family.keys = try keys.array().map { node throws(OTAError) in try node.nonEmptyString() }
         }
+        if let pairing = try node.optional("pairing") {
+            family.pairing = try parsePairing(pairing, family: name, source: source)
+        }
         return family
+    }
+
+    /// `"pairing": {"passkey": "123456", "keepBond": true}`: pair before the update, with that
+    /// passkey (or Just Works, or one asked at the terminal), and remove the bond afterwards
+    /// unless `keepBond`.
+    private static func parsePairing(_ node: ManifestReader.Node, family: String, source: String) throws(OTAError) -> LinkPairing {
+        try node.allowOnly(["passkey", "keepBond"])
+        var pairing = LinkPairing(removesBondAfterwards: true, source: "catalog family '\(family)'")
+        if let passkeyNode = try node.optional("passkey") {
+            let text = try passkeyNode.string()
+            guard let passkey = LinkPairing.passkey(text) else {
+                throw OTAError(.invalidManifest, "\(source): \(passkeyNode.path): '\(text)' is not a passkey of six digits (000000...999999)")
+            }
+            pairing.passkey = passkey
+        }
+        if let keep = try node.optional("keepBond") { pairing.removesBondAfterwards = !(try keep.bool()) }
+        return pairing
     }
 
     private static func parseMatch(_ node: ManifestReader.Node) throws(OTAError) -> DeviceFamily.Match {

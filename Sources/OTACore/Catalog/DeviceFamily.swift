@@ -84,6 +84,10 @@ public struct DeviceFamily: Sendable, Hashable {
     /// written: relative paths are relative to ``source``'s folder. Empty checks no signature.
     public var keys: [String] = []
 
+    /// The pairing its DFU characteristics need (catalog `pairing`): a transport that can pair
+    /// pairs before the first write, unless the command line says otherwise; `nil` for none.
+    public var pairing: LinkPairing?
+
     /// ``keys`` as files, relative paths resolved against the catalog's folder.
     public var keyFiles: [URL] {
         let folder = URL(fileURLWithPath: source).deletingLastPathComponent()

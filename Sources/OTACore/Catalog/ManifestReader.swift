@@ -55,6 +55,12 @@ struct ManifestReader: Sendable {
             return text
         }
 
+        /// The value as a boolean (`true` or `false`, not a number).
+        func bool() throws(OTAError) -> Bool {
+            guard let number = value as? NSNumber, Self.isBool(number) else { throw error("expected true or false") }
+            return number.boolValue
+        }
+
         /// The value as an integer in `range`.
         func integer(in range: ClosedRange<Int>) throws(OTAError) -> Int {
             guard let number = value as? NSNumber, !Self.isBool(number), let integer = Int(exactly: number.doubleValue), range.contains(integer) else {

@@ -48,11 +48,18 @@ public struct TransportOptions: Sendable {
     /// Whether a person watches the output as it happens (a terminal), so that a transport may
     /// pace itself for them (the simulator runs at real speed then).
     public var isInteractive: Bool
+    /// Asks the person running the tool a question (the passkey a device shows while pairing) and
+    /// returns their answer; `nil` when nobody can answer (no terminal). The answer is `nil` when
+    /// they gave none.
+    public var askPerson: (@Sendable (_ question: String) async -> String?)?
 
     /// Creates options.
-    public init(_ values: [String: [String]] = [:], isInteractive: Bool = false) {
+    public init(
+        _ values: [String: [String]] = [:], isInteractive: Bool = false, askPerson: (@Sendable (_ question: String) async -> String?)? = nil
+    ) {
         self.values = values
         self.isInteractive = isInteractive
+        self.askPerson = askPerson
     }
 
     /// The last value of a single-valued option.
@@ -118,12 +125,16 @@ public struct SessionRequest: Sendable, Hashable {
     /// The ATT MTU to offer, where the central chooses it (the simulator); a stack that
     /// negotiates its own (BlueZ, CoreBluetooth) ignores it.
     public var offeredMTU: Int
+    /// Pairing the device's family requires (catalog `pairing`), applied where the command line
+    /// chose none; `nil` for none.
+    public var pairing: LinkPairing?
 
     /// Creates a request.
-    public init(protocolName: String, imageSize: Int = 0, offeredMTU: Int = 517) {
+    public init(protocolName: String, imageSize: Int = 0, offeredMTU: Int = 517, pairing: LinkPairing? = nil) {
         self.protocolName = protocolName
         self.imageSize = imageSize
         self.offeredMTU = offeredMTU
+        self.pairing = pairing
     }
 }
 

@@ -143,6 +143,9 @@ public struct BlueZConnector: Connector {
     /// How the connector and its transports behave.
     public let configuration: Configuration
     private let clock: any Clock<Duration>
+    /// Asks the person at the terminal for the passkey a device shows while pairing, when no
+    /// ``Configuration/Pairing/passkey`` was given; `nil` when nobody can be asked.
+    public let askPerson: (@Sendable (String) async -> String?)?
 
     /// Creates a connector for the device at `address`.
     ///
@@ -153,18 +156,31 @@ public struct BlueZConnector: Connector {
     ///   - configuration: timeouts and write limits.
     ///   - clock: the clock for ``Configuration/discoveryTimeout`` and
     ///     ``Configuration/servicesResolvedTimeout``.
+    ///   - askPerson: asks for the passkey a device shows while pairing (``askPerson``).
     public init(
         address: String,
         adapter: String? = nil,
         bus: DBusConnection.Bus = .system,
         configuration: Configuration = Configuration(),
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(),
+        askPerson: (@Sendable (String) async -> String?)? = nil
     ) {
         self.address = address.uppercased()
         self.adapter = adapter
         self.bus = bus
         self.configuration = configuration
         self.clock = clock
+        self.askPerson = askPerson
+    }
+
+    /// This connector pairing as `pairing` says (a catalog family's): first, with its passkey if
+    /// it has one, removing the bond afterwards if it says so.
+    public func pairing(as pairing: LinkPairing) -> BlueZConnector {
+        var configuration = configuration
+        configuration.pairing.pairsFirst = true
+        configuration.pairing.passkey = pairing.passkey ?? configuration.pairing.passkey
+        configuration.pairing.removesBondAfterwards = pairing.removesBondAfterwards
+        return BlueZConnector(address: address, adapter: adapter, bus: bus, configuration: configuration, clock: clock, askPerson: askPerson)
     }
 
     /// "00:AA:01:01:00:01", followed by " via hci1" when an adapter was chosen.
@@ -304,9 +320,10 @@ public struct BlueZConnector: Connector {
         let context = session.context("pairing with \(address)", address: address, connecting: true, timeout: pairing.timeout)
         let properties = try await session.properties(of: BlueZ.Interface.device, at: device.path, context)
         guard properties["Paired"]?.bool != true else { return }
-        let agent = BlueZPairingAgent(path: Self.agentPath, adapterPath: adapter.path, passkey: pairing.passkey)
+        let agent = BlueZPairingAgent(
+            path: Self.agentPath, adapterPath: adapter.path, passkey: pairing.passkey, asksPerson: pairing.passkey == nil && askPerson != nil)
         do {
-            try await agent.register(on: session.connection, asDefault: false)
+            try await agent.register(on: session.connection, asDefault: false, askPerson: askPerson)
         } catch {
             throw BlueZFailure.translate(error, session.context("registering a pairing agent with bluetoothd", address: address, connecting: true))
         }

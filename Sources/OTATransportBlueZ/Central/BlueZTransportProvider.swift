@@ -93,7 +93,8 @@ public struct BlueZTransportProvider: TransportProvider {
         let adapter = options.value("--adapter")
         return BlueZDevice(
             connector: BlueZConnector(
-                address: address, adapter: adapter, bus: bus, configuration: configuration, clock: clock),
+                address: address, adapter: adapter, bus: bus, configuration: configuration, clock: clock, askPerson: options.askPerson),
+            pairingChosen: options.value("--pairing") != nil || options.value("--passkey") != nil,
             scanner: BlueZDeviceScanner(scanner: BlueZScanner(adapter: adapter, bus: bus), clock: clock),
             advertisementWindow: advertisementWindow, restartDelay: restartDelay)
     }
@@ -152,6 +153,9 @@ struct BlueZDeviceScanner: DeviceScanner {
 /// A Bluetooth device reached through BlueZ.
 struct BlueZDevice: TransportDevice {
     let connector: BlueZConnector
+    /// Whether the command line chose how to pair (`--pairing`, `--passkey`): a catalog family's
+    /// pairing then does not apply.
+    let pairingChosen: Bool
     let scanner: BlueZDeviceScanner
     let advertisementWindow: Duration
     let restartDelay: Duration
@@ -174,7 +178,14 @@ struct BlueZDevice: TransportDevice {
         _ request: SessionRequest,
         _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        try await body(Session(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
+        try await body(Session(connector: connector(for: request), clock: scanner.clock, restartDelay: restartDelay))
+    }
+
+    /// The connector a session uses: pairing as the device's family asks (``SessionRequest/pairing``)
+    /// unless the command line chose how to pair.
+    func connector(for request: SessionRequest) -> BlueZConnector {
+        guard let pairing = request.pairing, !pairingChosen else { return connector }
+        return connector.pairing(as: pairing)
     }
 
     /// Nothing to set up around a radio: the update runs where it is called.

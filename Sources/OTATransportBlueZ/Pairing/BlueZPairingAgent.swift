@@ -1,4 +1,5 @@
 #if os(Linux)
+import Foundation
 import OTACore
 
 /// An `org.bluez.Agent1`: what bluetoothd asks while pairing, answered from a passkey the user
@@ -7,9 +8,10 @@ import OTACore
 /// BlueZ asks an agent to confirm or supply the secrets of Security Manager pairing: *Just Works*
 /// needs an authorization (`RequestAuthorization`, or `RequestConfirmation` with the passkey
 /// it would show), *Passkey Entry* a passkey typed on this side (`RequestPasskey`) or shown
-/// (`DisplayPasskey`). With a passkey the agent registers as `KeyboardOnly`, so that the device and
-/// this side each enter the same six digits (Passkey Entry, authenticated); without one as
-/// `NoInputNoOutput`, which only Just Works can satisfy.
+/// (`DisplayPasskey`). With a passkey, or a person at a terminal to ask for the one the device
+/// shows, the agent registers as `KeyboardOnly`, so that this side enters the device's six digits
+/// (Passkey Entry, authenticated); otherwise as `NoInputNoOutput`, which only Just Works can
+/// satisfy.
 ///
 /// ``answer(_:arguments:)`` is the whole policy, pure and tested without a bus; ``register(on:)``
 /// exports it and registers it with `AgentManager1`. One bluetoothd serves every adapter, and its
@@ -44,6 +46,9 @@ public struct BlueZPairingAgent: Sendable, Hashable {
         case passkey(UInt32)
         /// Reply with this PIN.
         case pinCode(String)
+        /// Ask the person for the passkey the device shows, and reply with it (as a PIN for
+        /// `pin`).
+        case askPerson(pin: Bool)
         /// Reply `org.bluez.Error.Rejected` with this reason.
         case reject(String)
     }
@@ -52,18 +57,23 @@ public struct BlueZPairingAgent: Sendable, Hashable {
     public var path: DBusObjectPath
     /// The adapter whose devices it answers for, such as `/org/bluez/hci0`.
     public var adapterPath: DBusObjectPath
-    /// The passkey to enter (0…999 999); `nil` for Just Works only.
+    /// The passkey to enter (0…999 999); `nil` for Just Works only, or for one asked of the person.
     public var passkey: UInt32?
+    /// Whether a person can be asked for the passkey the device shows (a terminal), when no
+    /// ``passkey`` was given.
+    public var asksPerson: Bool
 
     /// Creates an agent for the devices of `adapterPath`.
-    public init(path: DBusObjectPath, adapterPath: DBusObjectPath, passkey: UInt32?) {
+    public init(path: DBusObjectPath, adapterPath: DBusObjectPath, passkey: UInt32?, asksPerson: Bool = false) {
         self.path = path
         self.adapterPath = adapterPath
         self.passkey = passkey
+        self.asksPerson = asksPerson
     }
 
-    /// The IO capability it registers with: `KeyboardOnly` with a passkey, else `NoInputNoOutput`.
-    public var capability: String { passkey == nil ? "NoInputNoOutput" : "KeyboardOnly" }
+    /// The IO capability it registers with: `KeyboardOnly` with a passkey or a person to ask, else
+    /// `NoInputNoOutput`.
+    public var capability: String { passkey == nil && !asksPerson ? "NoInputNoOutput" : "KeyboardOnly" }
 
     /// The passkey as the six digits a person types, such as `012345`.
     static func digits(_ passkey: UInt32) -> String {
@@ -83,11 +93,11 @@ public struct BlueZPairingAgent: Sendable, Hashable {
             }
             switch request {
             case .passkey:
-                guard let passkey else { return .reject("no passkey was given (--passkey)") }
-                return .passkey(passkey)
+                if let passkey { return .passkey(passkey) }
+                return asksPerson ? .askPerson(pin: false) : .reject("no passkey was given (--passkey)")
             case .pinCode:
-                guard let passkey else { return .reject("no passkey was given (--passkey)") }
-                return .pinCode(Self.digits(passkey))
+                if let passkey { return .pinCode(Self.digits(passkey)) }
+                return asksPerson ? .askPerson(pin: true) : .reject("no passkey was given (--passkey)")
             case .confirmation(_, let shown):
                 // Just Works asks to confirm too; with a passkey given, only that one is accepted.
                 if let passkey, passkey != shown {
@@ -124,18 +134,24 @@ public struct BlueZPairingAgent: Sendable, Hashable {
         }
     }
 
-    /// The D-Bus object that answers bluetoothd's calls; `log` hears each request and answer.
-    func object(log: @escaping @Sendable (String) -> Void = { _ in }) -> DBusObject {
+    /// The D-Bus object that answers bluetoothd's calls; `log` hears each request and answer, and
+    /// `askPerson` is asked the question for ``Answer/askPerson(pin:)``.
+    func object(
+        log: @escaping @Sendable (String) -> Void = { _ in }, askPerson: (@Sendable (String) async -> String?)? = nil
+    ) -> DBusObject {
         let agent = self
         return DBusObject(path: path, interfaces: [BlueZ.Interface.agent: [:]]) { call in
             let member = call.member ?? ""
             guard let request = Self.request(member: member, arguments: call.arguments) else {
                 throw DBusError(name: .unknownMethod, message: "no method \(call.interface ?? "").\(member)")
             }
-            let answer = agent.answer(request)
+            var answer = agent.answer(request)
+            if case .askPerson(let pin) = answer {
+                answer = await Self.asked(askPerson, device: call.arguments.first?.objectPath, pin: pin)
+            }
             log("pairing agent: \(member) → \(answer)")
             switch answer {
-            case .accept: return []
+            case .accept, .askPerson: return []
             case .passkey(let passkey): return [.uint32(passkey)]
             case .pinCode(let pin): return [.string(pin)]
             case .reject(let reason): throw DBusError(name: "org.bluez.Error.Rejected", message: reason)
@@ -143,13 +159,28 @@ public struct BlueZPairingAgent: Sendable, Hashable {
         }
     }
 
+    /// The person's answer to "which passkey does the device show", as a reply: six digits, or a
+    /// rejection naming what was wrong.
+    static func asked(_ askPerson: (@Sendable (String) async -> String?)?, device: DBusObjectPath?, pin: Bool) async -> Answer {
+        guard let askPerson else { return .reject("no passkey was given (--passkey)") }
+        let address = device.map(BlueZScanner.address(fromPath:)) ?? ""
+        let name = address.isEmpty ? "the device" : address
+        guard let text = await askPerson("passkey shown by \(name) (six digits): ") else {
+            return .reject("no passkey was entered")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let passkey = LinkPairing.passkey(trimmed) else { return .reject("'\(trimmed)' is not six digits") }
+        return pin ? .pinCode(trimmed) : .passkey(passkey)
+    }
+
     /// Exports the agent on `connection` and registers it with `AgentManager1.RegisterAgent`;
     /// with `asDefault`, also `RequestDefaultAgent`, so that bluetoothd asks it about pairings a
     /// device starts. Closing the connection unregisters it (bluetoothd watches its owner).
     func register(
-        on connection: DBusConnection, asDefault: Bool, log: @escaping @Sendable (String) -> Void = { _ in }
+        on connection: DBusConnection, asDefault: Bool, log: @escaping @Sendable (String) -> Void = { _ in },
+        askPerson: (@Sendable (String) async -> String?)? = nil
     ) async throws {
-        try await connection.export(object(log: log))
+        try await connection.export(object(log: log, askPerson: askPerson))
         _ = try await connection.call(
             .methodCall(
                 destination: BlueZ.serviceName, path: BlueZ.agentManagerPath, interface: BlueZ.Interface.agentManager,
