@@ -1,6 +1,8 @@
 import OTACore
 
-/// Plain lines for logs and pipes: phase changes, and progress at every tenth of the image.
+/// Plain lines for logs and pipes: phase changes, and progress at every tenth of the image; when
+/// the position moves back (a restart from byte 0, a resume from an earlier offset, the next part
+/// of a multi-part update) the tenths count again from there.
 struct LineRenderer: EventRenderer {
     let streams: any OutputStreams
     private var lastDecile = -1
@@ -18,6 +20,7 @@ struct LineRenderer: EventRenderer {
             streams.err("\(time) \(Wording.link(link, chunkSize: chunkSize))\n")
         case .progress(let progress, _):
             let decile = Int(progress.fraction * 10)
+            if decile < lastDecile { lastDecile = decile - 1 }
             guard decile > lastDecile else { return }
             lastDecile = decile
             streams.err("\(time) \(Wording.progress(progress))\n")
