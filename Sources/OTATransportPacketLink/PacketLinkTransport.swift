@@ -34,15 +34,18 @@ package final class PacketLinkTransport: Transport {
     ///   - kind: the channel's kind (`serial`, `udp`), which prefixes the reason it failed.
     ///   - maximumWrite: the longest write; a packet longer than a write is still sent whole.
     ///   - summary: ``LinkParameters/summary``.
+    ///   - packetOverhead: ``LinkParameters/packetOverhead``, what the framing adds that the
+    ///     device's buffer holds.
     package init(
         channel: any PacketChannel, place: String, kind: String, characteristic: CharacteristicID, maximumWrite: Int,
-        packetLength: @escaping PacketAssembler.PacketLength, summary: String
+        packetLength: @escaping PacketAssembler.PacketLength, summary: String, packetOverhead: Int = 0
     ) {
         self.channel = channel
         self.place = place
         self.characteristic = characteristic
         link = LinkParameters(
-            attMTU: maximumWrite + 3, maximumWriteWithoutResponse: maximumWrite, maximumWriteWithResponse: maximumWrite, summary: summary)
+            attMTU: maximumWrite + 3, maximumWriteWithoutResponse: maximumWrite, maximumWriteWithResponse: maximumWrite, summary: summary,
+            packetOverhead: packetOverhead)
         let (disconnections, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
         self.disconnections = disconnections
         state = Mutex(State(assembler: PacketAssembler(packetLength: packetLength), disconnection: continuation))

@@ -36,6 +36,6 @@ public struct SerialConnector: Connector {
         return PacketLinkTransport(
             channel: SerialLine(port: port, framing: framing, path: address.path), place: address.description, kind: "serial",
             characteristic: characteristic, maximumWrite: maximumWrite, packetLength: framing.packetLength,
-            summary: "serial \(address.path) at \(address.baud) baud")
+            summary: "serial \(address.path) at \(address.baud) baud", packetOverhead: framing.bufferOverhead)
     }
 }

@@ -11,14 +11,18 @@ public struct SerialFraming: Sendable {
     /// A fresh decoder for one connection: bytes from the line in, whole packets out (bad frames
     /// dropped: the protocol's timeout reports a packet that never came).
     public var makeDecoder: @Sendable () -> @Sendable (Data) -> [Data]
+    /// What the framing adds that the device's receive buffer holds besides the packet
+    /// (``LinkParameters/packetOverhead``).
+    public var bufferOverhead: Int
 
     /// A framing.
     public init(
         packetLength: @escaping PacketAssembler.PacketLength, encode: @escaping @Sendable (Data) -> Data,
-        makeDecoder: @escaping @Sendable () -> @Sendable (Data) -> [Data]
+        makeDecoder: @escaping @Sendable () -> @Sendable (Data) -> [Data], bufferOverhead: Int = 0
     ) {
         self.packetLength = packetLength
         self.encode = encode
         self.makeDecoder = makeDecoder
+        self.bufferOverhead = bufferOverhead
     }
 }

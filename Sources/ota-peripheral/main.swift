@@ -197,6 +197,12 @@ do {
         var bootloader = NordicBootloaderModel.Configuration()
         bootloader.installedSoftDevice = softDevice
         model = NordicBootloaderModel(configuration: bootloader)
+    } else if options.smpPTY {
+        // On a serial line the frame's length and CRC take 4 bytes of each buffer, as on Zephyr.
+        let configuration = try MCUmgrConfiguration(parameters: options.parameters)
+        var settings = configuration.deviceSettings
+        settings.framingOverhead = SMPSerialFraming.bufferOverhead
+        model = MCUmgrDeviceModel(settings: settings, profile: configuration.profile)
     } else {
         model = made
     }

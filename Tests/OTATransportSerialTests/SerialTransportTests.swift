@@ -10,12 +10,25 @@ import Testing
 struct SerialTransportTests {
     static let smp = MCUmgrGATTProfile().smp
 
-    static let framing = SerialFraming(
-        packetLength: SMPHeader.messageLength(of:), encode: { SMPSerialFraming.encode($0) },
-        makeDecoder: {
-            let decoder = SMPSerialStreamDecoder()
-            return { decoder.messages(from: $0) }
-        })
+    static let framing = framing(overhead: SMPSerialFraming.bufferOverhead)
+
+    /// SMP's serial framing, telling the link it takes `overhead` bytes of each device buffer.
+    static func framing(overhead: Int) -> SerialFraming {
+        SerialFraming(
+            packetLength: SMPHeader.messageLength(of:), encode: { SMPSerialFraming.encode($0) },
+            makeDecoder: {
+                let decoder = SMPSerialStreamDecoder()
+                return { decoder.messages(from: $0) }
+            }, bufferOverhead: overhead)
+    }
+
+    /// A device model as Zephyr serves SMP on a serial line: the frame's length and CRC take 4
+    /// bytes of each buffer.
+    static func serialModel(bufferSize: Int) -> MCUmgrDeviceModel {
+        var settings = MCUmgrDeviceModel.Settings(bufferSize: bufferSize, bufferCount: 4)
+        settings.framingOverhead = SMPSerialFraming.bufferOverhead
+        return MCUmgrDeviceModel(settings: settings)
+    }
 
     @Test("the framing matches smpclient's published examples, line by line")
     func smpclientVectors() {
@@ -90,7 +103,7 @@ struct SerialTransportTests {
     @Test("an image uploads over a pseudo-terminal byte-identically, pipelined, with test and reset")
     func uploadOverPTY() async throws {
         let pty = try PseudoTerminal.open()
-        let model = MCUmgrDeviceModel(settings: .init(bufferSize: 1024, bufferCount: 4))
+        let model = Self.serialModel(bufferSize: 1024)
         let server = SerialDeviceServer(
             model: model, characteristic: Self.smp, flash: NORFlash(capacity: 256 * 1024), descriptor: pty.controller, framing: Self.framing)
         server.start()
@@ -114,5 +127,37 @@ struct SerialTransportTests {
         }
         #expect(state.slot(0)?.hash == hash && state.slot(0)?.confirmed == false, "\(state)")
         #expect(model.isTestBoot)
+    }
+
+    @Test("requests leave the serial framing's 4 bytes of the device's buffer: a client that fills it is never answered")
+    func requestsLeaveRoomForTheFraming() async throws {
+        // Seen on a real Zephyr 4.4.0 server (qemu_cortex_m0, buf_size 384): a 383-byte upload
+        // request got no answer, a 380-byte one did.
+        let body = Data((0..<6_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) })
+        let image = try FirmwareImage(bytes: MCUbootImageWriter.unsigned(body: body, version: MCUbootVersion(major: 1, minor: 0, revision: 0)), name: "app.bin")
+        var configuration = MCUmgrConfiguration()
+        configuration.mode = .upload
+        configuration.eraseTimeout = .seconds(1)
+        var engine = UpdateEngine()
+        engine.configuration.resume.maximumAttempts = 0
+        for overhead in [SMPSerialFraming.bufferOverhead, 0] {
+            let pty = try PseudoTerminal.open()
+            let server = SerialDeviceServer(
+                model: Self.serialModel(bufferSize: 384), characteristic: Self.smp, flash: NORFlash(capacity: 64 * 1024),
+                descriptor: pty.controller, framing: Self.framing)
+            server.start()
+            defer { server.stop() }
+            let connector = SerialConnector(
+                address: SerialAddress(path: pty.path), characteristic: Self.smp, framing: Self.framing(overhead: overhead))
+            if overhead > 0 {
+                _ = try await engine.update(image, using: MCUmgrClient(configuration: configuration), connector: connector)
+                #expect(server.flash.read(0..<image.count) == image.bytes)
+            } else {
+                let error = await #expect(throws: OTAError.self) {
+                    try await engine.update(image, using: MCUmgrClient(configuration: configuration), connector: connector)
+                }
+                #expect(error?.code == .timeout, "\(String(describing: error))")
+            }
+        }
     }
 }

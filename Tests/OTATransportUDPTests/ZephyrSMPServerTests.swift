@@ -7,7 +7,8 @@ import Testing
 
 /// Our client against a real Zephyr SMP server over UDP, when `OTA_ZEPHYR_SMP_UDP=HOST:PORT`
 /// names one, or on a serial line (Zephyr's console framing), when `OTA_ZEPHYR_SMP_SERIAL=PATH`
-/// does (docs/protocols/mcumgr.md says how to run Zephyr's `smp_svr` on native_sim); skipped
+/// does (docs/protocols/mcumgr.md says how to run Zephyr's `smp_svr` on native_sim, or under QEMU
+/// with MCUboot and the image group); skipped
 /// otherwise. OS group: echo and MCUmgr parameters. Image group: when the server has it,
 /// an image upload into slot 1 checked by image state; a server built without it (the published
 /// native_sim UDP builds) must answer image state with `rc 8`, unless `OTA_ZEPHYR_SMP_IMG=1`
@@ -28,7 +29,7 @@ struct ZephyrSMPServerTests {
                     makeDecoder: {
                         let decoder = SMPSerialStreamDecoder()
                         return { decoder.messages(from: $0) }
-                    }))
+                    }, bufferOverhead: SMPSerialFraming.bufferOverhead))
         }
         let address = try UDPAddress(parsing: "udp:" + (target ?? ""))
         return UDPConnector(

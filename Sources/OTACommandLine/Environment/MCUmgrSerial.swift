@@ -10,5 +10,5 @@ package enum MCUmgrSerial {
         makeDecoder: {
             let decoder = SMPSerialStreamDecoder()
             return { decoder.messages(from: $0) }
-        })
+        }, bufferOverhead: SMPSerialFraming.bufferOverhead)
 }

@@ -11,13 +11,18 @@ public struct LinkParameters: Sendable, Hashable, CustomStringConvertible {
     public var maximumWriteWithResponse: Int
     /// A short, human-readable summary of the radio link (PHY, interval), when known.
     public var summary: String?
+    /// Bytes of framing around each packet that the device's receive buffer holds besides the
+    /// packet (SMP on a serial line: 4, the frame's length and CRC-16): a protocol that sizes its
+    /// packets to the device's buffer leaves this much room. 0 on a GATT link.
+    public var packetOverhead: Int
 
     /// Creates link parameters.
-    public init(attMTU: Int, maximumWriteWithoutResponse: Int, maximumWriteWithResponse: Int, summary: String? = nil) {
+    public init(attMTU: Int, maximumWriteWithoutResponse: Int, maximumWriteWithResponse: Int, summary: String? = nil, packetOverhead: Int = 0) {
         self.attMTU = attMTU
         self.maximumWriteWithoutResponse = maximumWriteWithoutResponse
         self.maximumWriteWithResponse = maximumWriteWithResponse
         self.summary = summary
+        self.packetOverhead = packetOverhead
     }
 
     /// The largest value a single write of `kind` may carry.

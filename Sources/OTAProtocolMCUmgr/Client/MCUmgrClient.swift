@@ -213,14 +213,16 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
     ) async throws(OTAError) {
         let parameters = try await parameters(channel)
         var settings = MCUmgrUploadStateMachine.Settings(
-            frameLimit: parameters.bufferSize, window: max(1, min(configuration.window, parameters.bufferCount)),
+            frameLimit: parameters.bufferSize - context.link.packetOverhead, window: max(1, min(configuration.window, parameters.bufferCount)),
             alignment: configuration.alignment, writeLength: channel.writeLength, eraseTimeout: configuration.eraseTimeout
         )
         // Restarts from byte 0 after a failed SHA-256 check: the engine's bound on restarts in a
         // row, counted across this update's connections.
         settings.maximumRestarts = context.configuration.resume.maximumAttempts
         context.note(
-            "device buffers: \(parameters.bufferCount) × \(parameters.bufferSize) bytes; \(settings.window) request(s) in flight, \(channel.writeLength)-byte writes"
+            "device buffers: \(parameters.bufferCount) × \(parameters.bufferSize) bytes"
+                + (context.link.packetOverhead > 0 ? " (\(context.link.packetOverhead) of each for the link's framing)" : "")
+                + "; \(settings.window) request(s) in flight, \(channel.writeLength)-byte writes"
         )
         let record = self.record
         var machine = MCUmgrUploadStateMachine(

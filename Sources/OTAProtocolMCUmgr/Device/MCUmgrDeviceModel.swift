@@ -34,6 +34,10 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         public var bufferSize: Int
         /// `buf_count`.
         public var bufferCount: Int
+        /// What the transport's framing takes of each buffer besides the SMP frame
+        /// (``SMPSerialFraming/bufferOverhead`` when served on a serial line, as Zephyr's serial
+        /// transport; 0 over GATT and UDP). A frame that does not fit is dropped without an answer.
+        public var framingOverhead = 0
         /// Whether it answers the MCUmgr parameters command (older servers answer `rc` 8).
         public var answersParameters = true
         /// How slot 1 is erased.
@@ -106,7 +110,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
     public init(settings: Settings = Settings(), profile: MCUmgrGATTProfile = MCUmgrGATTProfile()) {
         self.settings = settings
         self.profile = profile
-        state = Mutex(State(primary: settings.factoryImage, reassembler: SMPReassembler(maximumPayload: max(0, settings.bufferSize - SMPHeader.length))))
+        state = Mutex(State(primary: settings.factoryImage, reassembler: SMPReassembler(maximumPayload: max(0, settings.bufferSize - SMPHeader.length - settings.framingOverhead))))
     }
 
     public var services: [GATTServiceDefinition] { [profile.serviceDefinition] }

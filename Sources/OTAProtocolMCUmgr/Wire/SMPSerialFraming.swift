@@ -17,6 +17,11 @@ public enum SMPSerialFraming {
     /// uses.
     public static let defaultLineLength = 127
 
+    /// What a device's reassembly buffer (`buf_size`) holds besides the SMP message: the frame's
+    /// 2-byte length and 2-byte CRC-16. A real Zephyr server (4.4.0, `qemu_cortex_m0`, `buf_size`
+    /// 384) dropped an upload request of 383 bytes in silence and took 380.
+    public static let bufferOverhead = 4
+
     /// CRC-16/XMODEM (polynomial 0x1021, initial 0, no reflection), what the frame's CRC is.
     public static func crc16(_ bytes: some Sequence<UInt8>) -> UInt16 {
         var crc: UInt16 = 0
