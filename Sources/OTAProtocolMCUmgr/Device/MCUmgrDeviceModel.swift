@@ -110,7 +110,10 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
     public init(settings: Settings = Settings(), profile: MCUmgrGATTProfile = MCUmgrGATTProfile()) {
         self.settings = settings
         self.profile = profile
-        state = Mutex(State(primary: settings.factoryImage, reassembler: SMPReassembler(maximumPayload: max(0, settings.bufferSize - SMPHeader.length - settings.framingOverhead))))
+        state = Mutex(
+            State(
+                primary: settings.factoryImage,
+                reassembler: SMPReassembler(maximumPayload: max(0, settings.bufferSize - SMPHeader.length - settings.framingOverhead))))
     }
 
     public var services: [GATTServiceDefinition] { [profile.serviceDefinition] }
