@@ -29,7 +29,7 @@ public enum EspressifImageCheck: String, Sendable, Hashable, CaseIterable {
 
 /// The client's settings: the GATT layout, the device's variant and the image check, each a
 /// declared parameter.
-public struct EspressifConfiguration: Sendable, Hashable {
+public struct EspressifConfiguration: ProtocolConfiguration, Hashable {
     /// The GATT layout.
     public var profile: EspressifGATTProfile
     /// The device's implementation.
@@ -68,11 +68,14 @@ public struct EspressifConfiguration: Sendable, Hashable {
     public static let parameters =
         EspressifGATTProfile.parameters + [variantParameter.spec, imageParameter.spec, sectorRetriesParameter.spec]
 
-    /// Reads the parameters.
+    /// `esp-ble-ota`, for the message about an undeclared parameter.
+    public static var protocolName: String { EspressifProtocol.name }
+
+    /// Reads the configuration from `reader`, which must have been made with ``parameters``
+    /// among its declarations.
     ///
-    /// - Throws: ``OTAError/Code/invalidParameter`` for an unknown name or a bad value.
-    public init(parameters: ProtocolParameters) throws(OTAError) {
-        let reader = try parameters.reader(declared: Self.parameters, protocolName: EspressifProtocol.name)
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a bad value.
+    public init(reading reader: ProtocolParameterReader) throws(OTAError) {
         let variantText = try reader.value(Self.variantParameter)
         guard let variant = EspressifVariant(rawValue: variantText) else {
             throw OTAError(.invalidParameter, "parameter 'variant': '\(variantText)' is not one of bluedroid, nimble, raw")

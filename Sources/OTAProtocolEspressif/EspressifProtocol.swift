@@ -16,14 +16,9 @@ public enum EspressifProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Espressif ble_ota: 4 KB sectors with a CRC-16 and one ACK each, written with response; restarts from byte 0 after a lost link",
-        parameters: EspressifConfiguration.parameters,
-        makeClient: { (parameters) throws(OTAError) in
-            EspressifClient(configuration: try EspressifConfiguration(parameters: parameters))
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            let configuration = try EspressifConfiguration(parameters: parameters)
-            return EspressifDeviceModel(profile: configuration.profile, variant: configuration.variant)
-        },
+        configuration: EspressifConfiguration.self,
+        makeClient: { EspressifClient(configuration: $0) },
+        makeDeviceModel: { EspressifDeviceModel(profile: $0.profile, variant: $0.variant) },
         containerFormat: EspressifAppImageFormat(),
         rawImagePreparation: EspressifAppImageFormat(),
         defaultFamily: .init(

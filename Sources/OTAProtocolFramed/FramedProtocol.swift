@@ -12,13 +12,9 @@ public enum FramedProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Framed chunks (sequence number, CRC-32 per batch), per-batch ACKs, resumes after any disconnect or reboot",
-        parameters: FramedConfiguration.parameters,
-        makeClient: { (parameters) throws(OTAError) in
-            FramedClient(configuration: try FramedConfiguration(parameters: parameters))
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            FramedDeviceModel(profile: try FramedConfiguration(parameters: parameters).profile)
-        },
+        configuration: FramedConfiguration.self,
+        makeClient: { FramedClient(configuration: $0) },
+        makeDeviceModel: { FramedDeviceModel(profile: $0.profile) },
         // The benchmark measures version 2 (the default) and version 1 side by side.
         parameterVariants: [[:], [FramedConfiguration.versionParameter.spec.name: "1"]],
         defaultFamily: .init(

@@ -12,13 +12,9 @@ public enum GenericProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Two characteristics (Data + Control), START/COMMIT/ABORT with CRC-32; restarts after a disconnect",
-        parameters: GenericGATTProfile.parameters,
-        makeClient: { (parameters) throws(OTAError) in
-            GenericClient(profile: try GenericGATTProfile(parameters: parameters))
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            GenericDeviceModel(profile: try GenericGATTProfile(parameters: parameters))
-        },
+        configuration: GenericGATTProfile.self,
+        makeClient: { GenericClient(profile: $0) },
+        makeDeviceModel: { GenericDeviceModel(profile: $0) },
         defaultFamily: .init(
             name: "generic-ota",
             summary: "Firmware with the generic OTA service (seed ESP-IDF example)",

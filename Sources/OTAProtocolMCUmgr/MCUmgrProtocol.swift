@@ -11,14 +11,9 @@ public enum MCUmgrProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "MCUmgr/SMP image management (Zephyr, nRF Connect SDK) with MCUboot: pipelined upload, test/confirm, resume",
-        parameters: MCUmgrConfiguration.parameters,
-        makeClient: { (parameters) throws(OTAError) in
-            MCUmgrClient(configuration: try MCUmgrConfiguration(parameters: parameters))
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            let configuration = try MCUmgrConfiguration(parameters: parameters)
-            return MCUmgrDeviceModel(settings: configuration.deviceSettings, profile: configuration.profile)
-        },
+        configuration: MCUmgrConfiguration.self,
+        makeClient: { MCUmgrClient(configuration: $0) },
+        makeDeviceModel: { MCUmgrDeviceModel(settings: $0.deviceSettings, profile: $0.profile) },
         containerFormat: MCUbootImageFormat(),
         rawImagePreparation: MCUbootRawImagePreparation(),
         // The transfer is what is measured (the benchmark keeps one connection, so no reset):
@@ -44,8 +39,7 @@ public enum MCUmgrProtocol {
                 rssi: -61)
         ],
         signatureVerification: MCUbootSignatureVerification(),
-        makeVerifyingDeviceModel: { (parameters, key) throws(OTAError) in
-            let configuration = try MCUmgrConfiguration(parameters: parameters)
+        makeVerifyingDeviceModel: { (configuration, key) in
             var settings = configuration.deviceSettings
             settings.bootKey = key
             return MCUmgrDeviceModel(settings: settings, profile: configuration.profile)

@@ -11,14 +11,10 @@ public enum NordicDFUProtocol {
     public static let descriptor = ProtocolDescriptor(
         name: name,
         summary: "Nordic Secure DFU (nRF5 SDK bootloaders): init packet, 4 KiB data objects, receipt notifications, resume; DFU .zip packages",
-        parameters: NordicDFUConfiguration.parameters,
-        makeClient: { (parameters) throws(OTAError) in
-            NordicDFUClient(configuration: try NordicDFUConfiguration(parameters: parameters))
-        },
-        makeDeviceModel: { (parameters) throws(OTAError) in
-            _ = try NordicDFUConfiguration(parameters: parameters)
-            return NordicBootloaderModel()
-        },
+        configuration: NordicDFUConfiguration.self,
+        makeClient: { NordicDFUClient(configuration: $0) },
+        // The bootloader's side reads none of the client's settings.
+        makeDeviceModel: { _ in NordicBootloaderModel() },
         containerFormat: DFUPackageFormat(),
         rawImagePreparation: UnsignedInitPacketPreparation(),
         parameterVariants: [[prn: "0"], [prn: "12"], [prn: "auto", pipeline: "on"], [prn: "0", pipeline: "on"]],
@@ -33,8 +29,7 @@ public enum NordicDFUProtocol {
             .init(name: "nrf-tracker", hardwareProfile: "nrf52840-mtu244-2m", advertisedName: "DfuTarg", manufacturerData: [0x0059: Data([0x01])], rssi: -58)
         ],
         signatureVerification: DFUSignatureVerification(),
-        makeVerifyingDeviceModel: { (parameters, key) throws(OTAError) in
-            _ = try NordicDFUConfiguration(parameters: parameters)
+        makeVerifyingDeviceModel: { (_, key) throws(OTAError) in
             guard key.algorithm == .ecdsaP256 else {
                 throw OTAError(.invalidParameter, "a Secure DFU bootloader verifies ECDSA P-256 signatures only, not \(key)")
             }

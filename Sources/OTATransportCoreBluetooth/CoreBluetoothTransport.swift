@@ -31,7 +31,9 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     let identifier: UUID
     let timeouts: CoreBluetoothTimeouts
 
-    private var down: DisconnectReason?
+    /// The watchers of ``disconnections``, and why the link went down.
+    private var watchers = DisconnectionWatchers()
+    private var down: DisconnectReason? { watchers.reason }
     private var closing = false
     private var table: [CharacteristicID: CBCharacteristic] = [:]
     private var discoveredTable: [CharacteristicID: CharacteristicProperties] = [:]
@@ -46,7 +48,6 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
     private var readyWaiters: [UInt64: Resume<Void>] = [:]
     private var closeWaiters: [UInt64: Resume<Void>] = [:]
-    private var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
     private var sentWithoutResponse = false
     private var pausedWrites = 0
 
@@ -70,13 +71,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     public var writerPauses: Int { bridge.onQueue { pausedWrites } }
 
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
-        try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
-        let maximum = link.maximumWriteLength(for: kind)
-        guard value.count <= maximum else {
-            throw TransportError(
-                .valueTooLong(length: value.count, maximum: maximum),
-                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))")
-        }
+        try requireWritable(value, to: characteristic, kind: kind)
         switch kind {
         case .withResponse:
             try await withCurrentCharacteristic(characteristic) { () async -> Result<Void, TransportError> in
@@ -201,16 +196,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
-        bridge.onQueue {
-            if let down {
-                continuation.yield(down)
-                continuation.finish()
-            } else {
-                watchers.append(continuation)
-            }
-        }
-        return stream
+        bridge.onQueue { watchers.watch() }
     }
 
     public func disconnect() async {
@@ -416,30 +402,24 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
 
     /// Fails everything outstanding with `reason`: no callback comes after a disconnect.
     func fail(_ reason: DisconnectReason) {
-        guard down == nil else { return }
-        down = reason
+        guard let notice = watchers.markDown(reason) else { return }
         let error = TransportError.disconnected(reason)
         let pendingWrites = writes.values.joined().map(\.continuation)
         let pendingReads = reads.values.joined().map(\.continuation)
         let pendingNotify = notifyChanges.values.joined().map(\.continuation)
         let others = Array(readyWaiters.values) + Array(discoveryWaiters.values)
         let streams = subscriptions.values.map(\.continuation)
-        let toldWatchers = watchers
         writes.removeAll()
         reads.removeAll()
         notifyChanges.removeAll()
         readyWaiters.removeAll()
         discoveryWaiters.removeAll()
         subscriptions.removeAll()
-        watchers.removeAll()
         for continuation in pendingWrites { continuation.resume(returning: .failure(error)) }
         for continuation in pendingReads { continuation.resume(returning: .failure(error)) }
         for continuation in pendingNotify { continuation.resume(returning: .failure(error)) }
         for continuation in others { continuation.resume(returning: .failure(error)) }
         for stream in streams { stream.finish() }
-        for watcher in toldWatchers {
-            watcher.yield(reason)
-            watcher.finish()
-        }
+        notice.deliver()
     }
 }

@@ -71,18 +71,6 @@ struct CoreBluetoothDevice: TransportDevice {
     func check(_ images: [FirmwareImage]) {}
 
     func withSession<R>(_ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
-        try await body(Session(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
-    }
-
-    /// A radio: the update runs where it is called.
-    struct Session: TransportSession {
-        let connector: any Connector
-        let clock: any Clock<Duration>
-        var executor: (any TaskExecutor)? { nil }
-        let restartDelay: Duration
-
-        func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
-            try await body()
-        }
+        try await body(DirectTransportSession(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
     }
 }

@@ -33,19 +33,7 @@ package struct PacketLinkDevice: TransportDevice {
     package func withSession<R>(
         _ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        try await body(Session(connector: connector))
-    }
-
-    /// Real time, run where it is called.
-    struct Session: TransportSession {
-        let connector: any Connector
-        var clock: any Clock<Duration> { ContinuousClock() }
-        var executor: (any TaskExecutor)? { nil }
-        var restartDelay: Duration { .seconds(2) }
-
-        func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
-            try await body()
-        }
+        try await body(DirectTransportSession(connector: connector, clock: ContinuousClock(), restartDelay: .seconds(2)))
     }
 }
 

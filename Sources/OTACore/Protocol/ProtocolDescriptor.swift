@@ -108,6 +108,57 @@ public struct ProtocolDescriptor: Sendable {
 }
 
 extension ProtocolDescriptor {
+    /// Creates the descriptor of a protocol whose parameters are read into a `configuration`
+    /// (``ProtocolConfiguration``): the parameters are its declarations, and the client and the
+    /// device models are made from the configuration read from them.
+    ///
+    /// ```swift
+    /// ProtocolDescriptor(
+    ///     name: "lumen", summary: "…", configuration: LumenConfiguration.self,
+    ///     makeClient: { LumenClient(configuration: $0) },
+    ///     makeDeviceModel: { LumenDeviceModel(profile: $0.profile) })
+    /// ```
+    ///
+    /// - Precondition: `configuration`'s ``ProtocolConfiguration/protocolName`` is `name`, so
+    ///   that its messages and the descriptor's name the same protocol.
+    public init<Configuration: ProtocolConfiguration>(
+        name: String,
+        summary: String,
+        configuration: Configuration.Type,
+        makeClient: @escaping @Sendable (Configuration) throws(OTAError) -> any UpdateProtocol,
+        makeDeviceModel: @escaping @Sendable (Configuration) throws(OTAError) -> any DeviceModel,
+        containerFormat: (any FirmwareContainerFormat)? = nil,
+        rawImagePreparation: (any RawImagePreparation)? = nil,
+        parameterVariants: [ProtocolParameters] = [[:]],
+        defaultFamily: DefaultFamily? = nil,
+        demoDevices: [DemoDevice] = [],
+        signatureVerification: (any SignatureVerification)? = nil,
+        makeVerifyingDeviceModel: (@Sendable (Configuration, TrustedKey) throws(OTAError) -> any DeviceModel)? = nil
+    ) {
+        precondition(
+            Configuration.protocolName == name, "protocol '\(name)' reads a configuration of protocol '\(Configuration.protocolName)'")
+        let parameters = Configuration.parameters
+        // The designated initializer checks the values against `parameters` before it calls
+        // these, so the configuration reads them without checking them again.
+        let read = { @Sendable (values: ProtocolParameters) throws(OTAError) -> Configuration in
+            try Configuration(reading: ProtocolParameterReader(parameters: values, declared: parameters))
+        }
+        var makeVerifying: (@Sendable (ProtocolParameters, TrustedKey) throws(OTAError) -> any DeviceModel)?
+        if let makeVerifyingDeviceModel {
+            makeVerifying = { (values, key) throws(OTAError) in try makeVerifyingDeviceModel(read(values), key) }
+        }
+        self.init(
+            name: name, summary: summary, parameters: parameters,
+            makeClient: { (values) throws(OTAError) in try makeClient(read(values)) },
+            makeDeviceModel: { (values) throws(OTAError) in try makeDeviceModel(read(values)) },
+            containerFormat: containerFormat, rawImagePreparation: rawImagePreparation, parameterVariants: parameterVariants,
+            defaultFamily: defaultFamily, demoDevices: demoDevices, signatureVerification: signatureVerification,
+            makeVerifyingDeviceModel: makeVerifying
+        )
+    }
+}
+
+extension ProtocolDescriptor {
     /// How to recognise a device running the protocol's firmware, and how to update it: the
     /// family an app's built-in catalog holds for the protocol.
     public struct DefaultFamily: Sendable, Hashable {

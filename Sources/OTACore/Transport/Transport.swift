@@ -55,4 +55,24 @@ extension Transport {
             )
         }
     }
+
+    /// Checks that the device exposes `characteristic`, that it allows writes of `kind`, and
+    /// that `value` fits in one (``requireFits(_:in:)``).
+    public func requireWritable(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) throws(TransportError) {
+        try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
+        try requireFits(value, in: kind)
+    }
+
+    /// Checks that `value` is no longer than one write of `kind` carries on this link
+    /// (``LinkParameters/maximumWriteLength(for:)``).
+    ///
+    /// - Throws: ``TransportError/Kind/valueTooLong(length:maximum:)``.
+    public func requireFits(_ value: Data, in kind: WriteKind) throws(TransportError) {
+        let maximum = link.maximumWriteLength(for: kind)
+        guard value.count <= maximum else {
+            throw TransportError(
+                .valueTooLong(length: value.count, maximum: maximum),
+                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))")
+        }
+    }
 }

@@ -118,14 +118,15 @@ public final class BlueZTransport: Transport, Sendable {
     }
 
     private struct State {
-        var disconnectReason: DisconnectReason?
+        /// The watchers of ``disconnections``, and why the link went down.
+        var watchers = DisconnectionWatchers()
+        var disconnectReason: DisconnectReason? { watchers.reason }
         /// The bookkeeping of delivery receipts; `nil` without them.
         var receipts: DeliveryReceipts?
         /// Writes waiting for a receipt, by id.
         var receiptWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         /// Waits cancelled before they were registered.
         var cancelledWaits: Set<UInt64> = []
-        var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
         var subscriptions: [CharacteristicID: Subscription] = [:]
         /// Characteristics with `StartNotify` done and no `StopNotify` since.
         var notifying: Set<CharacteristicID> = []
@@ -275,13 +276,7 @@ public final class BlueZTransport: Transport, Sendable {
     // MARK: - Transport
 
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
-        try requireCharacteristic(characteristic, allowing: kind.requiredProperty)
-        let maximum = link.maximumWriteLength(for: kind)
-        guard value.count <= maximum else {
-            throw TransportError(
-                .valueTooLong(length: value.count, maximum: maximum),
-                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))")
-        }
+        try requireWritable(value, to: characteristic, kind: kind)
         try checkConnected()
         switch kind {
         case .withoutResponse:
@@ -349,16 +344,7 @@ public final class BlueZTransport: Transport, Sendable {
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
-        let reason: DisconnectReason? = state.withLock { state in
-            if state.disconnectReason == nil { state.watchers.append(continuation) }
-            return state.disconnectReason
-        }
-        if let reason {
-            continuation.yield(reason)
-            continuation.finish()
-        }
-        return stream
+        state.withLock { $0.watchers.watch() }
     }
 
     /// Disconnects the device (`Device1.Disconnect`), closes the sockets and the D-Bus connection.
@@ -647,28 +633,20 @@ public final class BlueZTransport: Transport, Sendable {
     /// connection (unless `closeSession` is false). Returns whether this call brought it down.
     @discardableResult
     private func drop(_ reason: DisconnectReason, closeSession: Bool = true) -> Bool {
-        let taken = state.withLock {
-            state -> (
-                Set<CharacteristicID>, [Subscription], [AsyncStream<DisconnectReason>.Continuation], Task<Void, Never>?
-            )? in
-            guard state.disconnectReason == nil else { return nil }
-            state.disconnectReason = reason
+        let taken = state.withLock { state -> (DisconnectionWatchers.Notice, [Subscription], Task<Void, Never>?)? in
+            guard let notice = state.watchers.markDown(reason) else { return nil }
             defer {
                 state.subscriptions = [:]
-                state.watchers = []
                 state.monitor = nil
                 state.notifying = []
             }
-            return (state.notifying, Array(state.subscriptions.values), state.watchers, state.monitor)
+            return (notice, Array(state.subscriptions.values), state.monitor)
         }
-        guard let (_, subscriptions, watchers, monitor) = taken else { return false }
+        guard let (notice, subscriptions, monitor) = taken else { return false }
         wakeReceiptWaiters()
         for socket in sockets.values { socket.close(failing: .disconnected(reason)) }
         for subscription in subscriptions { subscription.continuation.finish() }
-        for watcher in watchers {
-            watcher.yield(reason)
-            watcher.finish()
-        }
+        notice.deliver()
         monitor?.cancel()
         if closeSession {
             // Pending calls then fail at once, and are reported as the link's loss.

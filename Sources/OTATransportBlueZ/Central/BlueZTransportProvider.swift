@@ -178,7 +178,7 @@ struct BlueZDevice: TransportDevice {
         _ request: SessionRequest,
         _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        try await body(Session(connector: connector(for: request), clock: scanner.clock, restartDelay: restartDelay))
+        try await body(DirectTransportSession(connector: connector(for: request), clock: scanner.clock, restartDelay: restartDelay))
     }
 
     /// The connector a session uses: pairing as the device's family asks (``SessionRequest/pairing``)
@@ -186,18 +186,6 @@ struct BlueZDevice: TransportDevice {
     func connector(for request: SessionRequest) -> BlueZConnector {
         guard let pairing = request.pairing, !pairingChosen else { return connector }
         return connector.pairing(as: pairing)
-    }
-
-    /// Nothing to set up around a radio: the update runs where it is called.
-    struct Session: TransportSession {
-        let connector: any Connector
-        let clock: any Clock<Duration>
-        var executor: (any TaskExecutor)? { nil }
-        let restartDelay: Duration
-
-        func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
-            try await body()
-        }
     }
 }
 

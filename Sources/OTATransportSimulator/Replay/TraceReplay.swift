@@ -238,8 +238,9 @@ final class ReplayTransport: Transport {
 
     private struct State {
         var subscribers: [CharacteristicID: AsyncStream<Data>.Continuation] = [:]
-        var watchers: [AsyncStream<DisconnectReason>.Continuation] = []
-        var down: DisconnectReason?
+        /// The watchers of ``disconnections``, and why the link went down.
+        var watchers = DisconnectionWatchers()
+        var down: DisconnectReason? { watchers.reason }
     }
 
     private let state = Mutex(State())
@@ -274,16 +275,7 @@ final class ReplayTransport: Transport {
     }
 
     var disconnections: AsyncStream<DisconnectReason> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
-        let down = state.withLock { state in
-            if state.down == nil { state.watchers.append(continuation) }
-            return state.down
-        }
-        if let down {
-            continuation.yield(down)
-            continuation.finish()
-        }
-        return stream
+        state.withLock { $0.watchers.watch() }
     }
 
     func disconnect() async {
@@ -297,19 +289,13 @@ final class ReplayTransport: Transport {
     }
 
     func drop(_ reason: DisconnectReason) {
-        let (subscribers, watchers) = state.withLock { state -> ([AsyncStream<Data>.Continuation], [AsyncStream<DisconnectReason>.Continuation]) in
-            guard state.down == nil else { return ([], []) }
-            state.down = reason
-            defer {
-                state.subscribers = [:]
-                state.watchers = []
-            }
-            return (Array(state.subscribers.values), state.watchers)
+        let taken = state.withLock { state -> (DisconnectionWatchers.Notice, [AsyncStream<Data>.Continuation])? in
+            guard let notice = state.watchers.markDown(reason) else { return nil }
+            defer { state.subscribers = [:] }
+            return (notice, Array(state.subscribers.values))
         }
-        for watcher in watchers {
-            watcher.yield(reason)
-            watcher.finish()
-        }
+        guard let (notice, subscribers) = taken else { return }
+        notice.deliver()
         for subscriber in subscribers { subscriber.finish() }
     }
 }

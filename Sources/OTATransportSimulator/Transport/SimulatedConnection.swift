@@ -57,7 +57,9 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     public let link: LinkParameters
     public let characteristics: [CharacteristicID: CharacteristicProperties]
 
-    private var disconnectReason: DisconnectReason?
+    /// The watchers of ``disconnections``, and why the link went down.
+    private var disconnectWatchers = DisconnectionWatchers()
+    private var disconnectReason: DisconnectReason? { disconnectWatchers.reason }
     private var central: [CentralPDU] = []
     private var centralHead = 0
     private var commandsQueued = 0
@@ -65,7 +67,6 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private var blockedWriters: [BlockedWriter] = []
     private var pendingReplies: [UInt64: CheckedContinuation<Result<Data, TransportError>, Never>] = [:]
     private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
-    private var disconnectWatchers: [AsyncStream<DisconnectReason>.Continuation] = []
     private var eventScheduled: Duration?
     private var lastEvent: Duration?
     private var nextID: UInt64 = 0
@@ -121,7 +122,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
         switch kind {
         case .withoutResponse:
-            try checkLength(value, kind: kind)
+            try requireFits(value, in: kind)
             // Fast path: room in the queue, nobody waiting ahead of us.
             let queued: Bool = try withLock { () throws(TransportError) -> Bool in
                 // A data stream writes one characteristic: look it up once, not per write (the
@@ -137,7 +138,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             if queued { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
-            try checkWrite(value, to: characteristic, kind: kind)
+            try requireWritable(value, to: characteristic, kind: kind)
             _ = try await request(.request, value: value, characteristic: characteristic).get()
         }
     }
@@ -169,16 +170,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DisconnectReason.self)
-        withLock {
-            if let reason = disconnectReason {
-                continuation.yield(reason)
-                continuation.finish()
-            } else {
-                disconnectWatchers.append(continuation)
-            }
-        }
-        return stream
+        withLock { disconnectWatchers.watch() }
     }
 
     public func disconnect() async {
@@ -192,7 +184,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// This exists to prove that the simulator reproduces the back-pressure bug; the engine never
     /// calls it.
     public func writeIgnoringFlowControl(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) {
-        try checkWrite(value, to: characteristic, kind: .withoutResponse)
+        try requireWritable(value, to: characteristic, kind: .withoutResponse)
         try withLock { () throws(TransportError) in
             if let reason = disconnectReason { throw TransportError.disconnected(reason) }
             if commandsQueued < profile.writeQueueDepth {
@@ -212,21 +204,6 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private func check(_ characteristic: CharacteristicID, allows property: CharacteristicProperties) throws(TransportError) {
         try requireCharacteristic(characteristic, allowing: property)
-    }
-
-    private func checkWrite(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) throws(TransportError) {
-        try check(characteristic, allows: kind.requiredProperty)
-        try checkLength(value, kind: kind)
-    }
-
-    private func checkLength(_ value: Data, kind: WriteKind) throws(TransportError) {
-        let maximum = link.maximumWriteLength(for: kind)
-        guard value.count <= maximum else {
-            throw TransportError(
-                .valueTooLong(length: value.count, maximum: maximum),
-                "a \(value.count)-byte \(kind) exceeds the link's maximum of \(maximum) bytes (ATT MTU \(link.attMTU))"
-            )
-        }
     }
 
     // MARK: - Central side
@@ -506,8 +483,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// the device is told. Does nothing if the link is already down.
     public func drop(_ reason: DisconnectReason) {
         let wasUp: Bool = withLock {
-            guard disconnectReason == nil else { return false }
-            disconnectReason = reason
+            guard let notice = disconnectWatchers.markDown(reason) else { return false }
             let error = TransportError.disconnected(reason)
             for writer in blockedWriters { writer.continuation.resume(returning: .failure(error)) }
             blockedWriters.removeAll()
@@ -515,11 +491,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             pendingReplies.removeAll()
             for (_, subscription) in subscriptions { subscription.continuation.finish() }
             subscriptions.removeAll()
-            for watcher in disconnectWatchers {
-                watcher.yield(reason)
-                watcher.finish()
-            }
-            disconnectWatchers.removeAll()
+            notice.deliver()
             central.removeAll()
             centralHead = 0
             commandsQueued = 0
