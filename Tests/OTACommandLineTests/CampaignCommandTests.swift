@@ -133,6 +133,10 @@ import Testing
             (["campaign", "run", file + ".missing"], 3, "no such campaign file"),
             (["campaign", "status", imageURL.path], 3, "is not a campaign file"),
             (["campaign", "status", file, "--adapter-limit", "2"], 2, "--adapter-limit applies to 'ota campaign run'"),
+            (["campaign", "status", file, "--lease", "5"], 2, "--lease applies to 'ota campaign run'"),
+            (["campaign", "run", "postgres://localhost/fleet"], 2, "needs --sim-state DIR"),
+            (["campaign", "run", file, "--lease", "0"], 2, "--lease"),
+            (["campaign", "status", "postgresql://ota:secret@/fleet?host=/nonexistent-socket-directory"], 3, "cannot connect to the campaign database"),
         ]
         for (arguments, code, text) in cases {
             let result = await Self.ota(arguments)
