@@ -190,7 +190,8 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                         gateway: gateway)
                     if final { continue }
                 }
-                claimed.append(CampaignDeviceRecord(address: address, stage: stage, state: .pending, attempts: attempts, lastError: lastError, gateway: gateway))
+                claimed.append(
+                    CampaignDeviceRecord(address: address, stage: stage, state: .pending, attempts: attempts, lastError: lastError, gateway: gateway))
             }
             guard !claimed.isEmpty else { return [] }
             try connection.query(

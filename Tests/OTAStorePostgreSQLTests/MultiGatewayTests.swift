@@ -117,9 +117,10 @@ struct MultiGatewayTests {
         }
         #expect(wrong == 0)
 
-        let load = try PostgreSQLConnection(uri: uri).query(
-            "SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = 'fleet'"
-        ).first ?? []
+        let load =
+            try PostgreSQLConnection(uri: uri).query(
+                "SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = 'fleet'"
+            ).first ?? []
         print(
             "four-gateway campaign: \(devices) devices, 4 gateways (gw-4 killed after \(lines) events, \(takenFromVictim.count) of its devices taken over, \(reopened) open attempts retried), campaign wall \(wall.humanReadable), test \((ContinuousClock.now - started).humanReadable); history \(history.count) rows; completions by gateway \(completedBy.sorted { $0.key < $1.key }); pg_stat_database: commits \(load.first.flatMap { $0 } ?? "?"), rollbacks \(load.dropFirst().first.flatMap { $0 } ?? "?"), rows returned \(load.dropFirst(2).first.flatMap { $0 } ?? "?"), fetched \(load.dropFirst(3).first.flatMap { $0 } ?? "?"), inserted \(load.dropFirst(4).first.flatMap { $0 } ?? "?"), updated \(load.dropFirst(5).first.flatMap { $0 } ?? "?")"
         )

@@ -46,7 +46,10 @@ final class PostgreSQLCluster {
         try Self.run(bin + "/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
         try Self.run(
             bin + "/pg_ctl",
-            ["-D", data, "-l", directory.appendingPathComponent("server.log").path, "-w", "-o", "-k \(directory.path) -c listen_addresses='' -c fsync=off", "start"])
+            [
+                "-D", data, "-l", directory.appendingPathComponent("server.log").path, "-w", "-o", "-k \(directory.path) -c listen_addresses='' -c fsync=off",
+                "start",
+            ])
     }
 
     private var data: String { directory.appendingPathComponent("data").path }
