@@ -156,6 +156,30 @@ public final class PostgreSQLCampaignStore: CampaignStore {
         }
     }
 
+    public func progress() throws(OTAError) -> CampaignProgress {
+        try change { (connection) throws(OTAError) -> CampaignProgress in
+            guard let phase = try connection.query("SELECT phase FROM campaign").first?.first?.flatMap(CampaignPhase.init(rawValue:)) else {
+                throw OTAError(.storage, "\(connection.label): the campaign database is damaged (its campaign row)")
+            }
+            let names = try connection.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first ?? nil }
+            var stages = names.map { CampaignStageStatus(name: $0, devices: 0, completed: 0, failed: 0) }
+            for row in try connection.query(
+                """
+                SELECT stage, count(*), count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state = 'failed')
+                FROM device GROUP BY stage
+                """)
+            {
+                guard row.count == 4, let stage = row[0].flatMap({ Int($0) }), stages.indices.contains(stage) else {
+                    throw OTAError(.storage, "\(connection.label): the campaign database is damaged (a device row)")
+                }
+                stages[stage].devices = row[1].flatMap { Int($0) } ?? 0
+                stages[stage].completed = row[2].flatMap { Int($0) } ?? 0
+                stages[stage].failed = row[3].flatMap { Int($0) } ?? 0
+            }
+            return CampaignProgress(phase: phase, stages: stages)
+        }
+    }
+
     public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
         try change { (connection) throws(OTAError) -> [CampaignDeviceRecord] in
             guard let campaign = try connection.query("SELECT phase, maximum_attempts FROM campaign").first, campaign.count == 2,

@@ -140,6 +140,27 @@ public final class SQLiteCampaignStore: CampaignStore {
         }
     }
 
+    public func progress() throws(OTAError) -> CampaignProgress {
+        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> CampaignProgress in
+            guard let phase = try database.query("SELECT phase FROM campaign").first?.first?.text.flatMap(CampaignPhase.init(rawValue:)) else {
+                throw OTAError(.storage, "\(database.path): the campaign file is damaged (its campaign row)")
+            }
+            let names = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
+            var stages = names.map { CampaignStageStatus(name: $0, devices: 0, completed: 0, failed: 0) }
+            for row in try database.query(
+                "SELECT stage, count(*), sum(state = 'completed'), sum(state = 'failed') FROM device GROUP BY stage")
+            {
+                guard row.count == 4, let stage = row[0].integer, stages.indices.contains(stage) else {
+                    throw OTAError(.storage, "\(database.path): the campaign file is damaged (a device row)")
+                }
+                stages[stage].devices = row[1].integer ?? 0
+                stages[stage].completed = row[2].integer ?? 0
+                stages[stage].failed = row[3].integer ?? 0
+            }
+            return CampaignProgress(phase: phase, stages: stages)
+        }
+    }
+
     public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
         try change { (database, now) throws(OTAError) -> [CampaignDeviceRecord] in
             guard try database.query("SELECT phase FROM campaign").first?.first?.text == CampaignPhase.running.rawValue else { return [] }

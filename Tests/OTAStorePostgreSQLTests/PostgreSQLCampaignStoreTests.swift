@@ -60,6 +60,9 @@ struct PostgreSQLCampaignStoreTests {
         let rows = try store.history().filter { $0.device == device }.map { "\($0.event) \($0.gateway ?? "-")" }
         #expect(rows == ["leased g1", "started g1", "taken-over g2", "retry g2", "leased g2", "started g2", "completed g2"])
 
+        let counted = try store.snapshot()
+        #expect(try store.progress() == CampaignProgress(phase: .running, stages: counted.stages))
+        #expect(counted.stages.map(\.completed) == [1, 0] && counted.stages.map(\.devices) == [2, 8])
         try store.finish(.aborted, detail: "first", gateway: "g1")
         try other.finish(.completed, detail: "second", gateway: "g2")
         #expect(try other.snapshot().phaseDetail == "first")

@@ -65,6 +65,10 @@ struct SQLiteCampaignStoreTests {
                 "sim:dev-001 started 1", "sim:dev-001 failed 1",
             ])
         #expect(history.filter { $0.event == "leased" }.count == 4)
+        // The counts a runner reads between batches agree with the whole snapshot.
+        let snapshot = try store.snapshot()
+        #expect(try store.progress() == CampaignProgress(phase: .running, stages: snapshot.stages))
+        #expect(snapshot.stages.map(\.completed) == [1, 0] && snapshot.stages.map(\.failed) == [1, 0])
         #expect(history.dropFirst().allSatisfy { $0.gateway == "g1" })
     }
 

@@ -69,16 +69,17 @@ public struct CampaignRunner: Sendable {
     public func run(
         _ store: any CampaignStore, fleet: any CampaignFleet, observe: (@Sendable (Event) -> Void)? = nil
     ) async throws(OTAError) -> CampaignSnapshot {
-        var snapshot = try store.snapshot()
-        guard snapshot.phase == .running else { return snapshot }
-        let plan = snapshot.plan
+        let initial = try store.snapshot()
+        guard initial.phase == .running else { return initial }
+        let plan = initial.plan
+        var progress = CampaignProgress(phase: initial.phase, stages: initial.stages)
         let limit = max(1, claimLimit ?? 2 * fleet.adapters.reduce(0) { $0 + $1.connectionLimit })
         // Waits for other gateways are short, so a simulation sees the wake-ups.
         let poll = min(lease / 4, .milliseconds(500))
         for (index, stage) in plan.stages.enumerated() {
             var round = 0
             while true {
-                let status = snapshot.stages[index]
+                let status = progress.stages[index]
                 if status.remaining == 0 { break }
                 if Double(status.failed) > plan.abortFailureRate * Double(status.devices) { break }
                 let claimed = try store.claim(stage: index, limit: limit, gateway: gateway, lease: lease)
@@ -88,9 +89,9 @@ public struct CampaignRunner: Sendable {
                         .finished(device: record.address, attempt: record.attempts, outcome: .failed(message: Self.stoppedDuringAttempt, final: false)))
                 }
                 if claimed.isEmpty {
-                    snapshot = try store.snapshot()
-                    guard snapshot.phase == .running else { return snapshot }
-                    let status = snapshot.stages[index]
+                    progress = try store.progress()
+                    guard progress.phase == .running else { return try store.snapshot() }
+                    let status = progress.stages[index]
                     if status.remaining == 0 { break }
                     // Other gateways hold the rest: wait for them, or for their leases to expire.
                     do {
@@ -98,7 +99,7 @@ public struct CampaignRunner: Sendable {
                     } catch {
                         throw OTAError(.cancelled, "stopped while waiting for the other gateways")
                     }
-                    snapshot = try store.snapshot()
+                    progress = try store.progress()
                     continue
                 }
                 round += 1
@@ -111,10 +112,10 @@ public struct CampaignRunner: Sendable {
                 }
                 observe?(.round(stage: index, round: round, devices: claimed.count))
                 try await attempt(claimed, plan: plan, store: store, fleet: fleet, observe: observe)
-                snapshot = try store.snapshot()
-                guard snapshot.phase == .running else { return snapshot }
+                progress = try store.progress()
+                guard progress.phase == .running else { return try store.snapshot() }
             }
-            let status = snapshot.stages[index]
+            let status = progress.stages[index]
             let failedShare = Double(status.failed) / Double(status.devices)
             let updatedShare = Double(status.completed) / Double(status.devices)
             var reason: String?
@@ -133,7 +134,7 @@ public struct CampaignRunner: Sendable {
                 return result
             }
         }
-        let detail = "\(snapshot.devices.filter { $0.state == .completed }.count) of \(snapshot.devices.count) devices updated"
+        let detail = "\(progress.stages.reduce(0) { $0 + $1.completed }) of \(plan.devices.count) devices updated"
         try store.finish(.completed, detail: detail, gateway: gateway)
         let result = try store.snapshot()
         observe?(.ended(result.phase, detail: result.phaseDetail ?? detail))

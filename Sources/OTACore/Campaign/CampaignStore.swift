@@ -23,6 +23,12 @@ public protocol CampaignStore: Sendable {
     /// - Throws: ``OTAError/Code/storage``.
     func snapshot() throws(OTAError) -> CampaignSnapshot
 
+    /// Where the campaign and its stages are: a few counts, read between batches by every
+    /// gateway (a default reads the whole ``snapshot()``).
+    ///
+    /// - Throws: ``OTAError/Code/storage``.
+    func progress() throws(OTAError) -> CampaignProgress
+
     /// Leases up to `limit` devices of stage `stage` (its index) to `gateway` for `lease`: those
     /// pending with no lease, an expired one, or one held under `gateway`'s own name, fewest
     /// attempts first. A device found `updating` there had its attempt left open by a stopped
@@ -180,6 +186,37 @@ public struct CampaignStageStatus: Sendable, Hashable {
     public var failed: Int
     /// Devices still to update.
     public var remaining: Int { devices - completed - failed }
+
+    /// Describes a stage's progress.
+    public init(name: String, devices: Int, completed: Int, failed: Int) {
+        self.name = name
+        self.devices = devices
+        self.completed = completed
+        self.failed = failed
+    }
+}
+
+/// Where a campaign and each of its stages are, without every device's record: what a runner
+/// reads between batches.
+public struct CampaignProgress: Sendable, Hashable {
+    /// Where the campaign is.
+    public var phase: CampaignPhase
+    /// How far each stage is, in the plan's order.
+    public var stages: [CampaignStageStatus]
+
+    /// Describes a campaign's progress.
+    public init(phase: CampaignPhase, stages: [CampaignStageStatus]) {
+        self.phase = phase
+        self.stages = stages
+    }
+}
+
+extension CampaignStore {
+    /// Read from a whole ``snapshot()``; a store with a cheaper count overrides it.
+    public func progress() throws(OTAError) -> CampaignProgress {
+        let snapshot = try snapshot()
+        return CampaignProgress(phase: snapshot.phase, stages: snapshot.stages)
+    }
 }
 
 /// One transition in a campaign's history.
