@@ -62,7 +62,8 @@ import Testing
             let killAfter = 1 + Int(random >> 33) % 16
             let process = Process()
             process.executableURL = Self.executable
-            process.arguments = ["campaign", "run", file, "--adapter-limit", "4", "--seed", "\(runs)", "--json"]
+            // One gateway name across the runs: each run takes back the leases the killed one held.
+            process.arguments = ["campaign", "run", file, "--adapter-limit", "4", "--seed", "\(runs)", "--gateway", "kill-test", "--json"]
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
@@ -88,7 +89,7 @@ import Testing
         #expect(kills >= 20)
         #expect(completedSoFar < devices, "every kill landed after the end: the test killed nothing mid-campaign")
 
-        let last = await Self.ota(["campaign", "run", file, "--adapter-limit", "4", "--seed", "999"])
+        let last = await Self.ota(["campaign", "run", file, "--adapter-limit", "4", "--seed", "999", "--gateway", "kill-test"])
         #expect(last.code == 0, "\(last.err)")
         let store = try SQLiteCampaignStore.open(file)
         let snapshot = try store.snapshot()

@@ -31,7 +31,9 @@ enum CampaignCommand: Command {
                 help: "run: where the simulated devices' flash is kept (default FILE.devices beside FILE; needed with a URI, shared by its gateways)"),
             .init(name: "--lease", valueName: "SECONDS", help: "run: how long a device stays claimed without a heartbeat, 1...3600 (default 30)"),
             .init(name: "--seed", valueName: "N", help: "run: the simulation's seed (default 1)"),
-            .init(name: "--gateway", valueName: "NAME", help: "run: who runs it, for the history (default this host's name)"),
+            .init(
+                name: "--gateway", valueName: "NAME",
+                help: "run: who runs it, for its leases and the history; the same name takes back a killed run's leases at once (default HOST:PID)"),
             .init(name: "--json", help: "one JSON object per line: each attempt as it starts and ends, then the campaign"),
         ],
         positionals: [
@@ -229,7 +231,8 @@ enum CampaignCommand: Command {
         let directory = URL(fileURLWithPath: arguments.value("--sim-state") ?? file + ".devices", isDirectory: true)
         let fleet = try SimulatedCampaignFleet(
             addresses: plan.devices, descriptor: descriptor, image: image, adapterLimit: limit ?? 4, seed: seed, directory: directory)
-        let gateway = arguments.value("--gateway") ?? ProcessInfo.processInfo.hostName
+        // Unique per process by default: two runs under one name would take each other's leases.
+        let gateway = arguments.value("--gateway") ?? "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
         let leaseDuration = Duration.seconds(lease ?? 30)
         let runner = CampaignRunner(engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway, lease: leaseDuration)
         // The leases are renewed on the wall clock, outside the simulation's virtual time.
