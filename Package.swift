@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "OTATransportUDP", targets: ["OTATransportUDP"]),
         .library(name: "OTATransportSerial", targets: ["OTATransportSerial"]),
         .library(name: "OTAStoreSQLite", targets: ["OTAStoreSQLite"]),
+        .library(name: "OTAStorePostgreSQL", targets: ["OTAStorePostgreSQL"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],
@@ -58,6 +59,13 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+
+        // libpq, PostgreSQL's client library, for a campaign shared by several gateways.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
 
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
@@ -102,7 +110,8 @@ let package = Package(
             name: "OTACommandLine",
             dependencies: [
                 "OTACore", "OTATrust", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr",
-                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite", blueZ,
+                "OTAProtocolEspressif", "OTATransportSimulator", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite", "OTAStorePostgreSQL",
+                blueZ,
             ],
             swiftSettings: strictSettings
         ),
@@ -119,6 +128,9 @@ let package = Package(
 
         // A fleet campaign's state in one SQLite file (one gateway, no server).
         .target(name: "OTAStoreSQLite", dependencies: ["OTACore", "CSQLite"], swiftSettings: strictSettings),
+        // A fleet campaign's state in a PostgreSQL database, shared by several gateways (leases
+        // claimed with FOR UPDATE SKIP LOCKED).
+        .target(name: "OTAStorePostgreSQL", dependencies: ["OTACore", "CLibPQ"], swiftSettings: strictSettings),
 
         // Shared test support: a harness that updates a simulated device and collects events.
         .target(
@@ -268,6 +280,12 @@ let package = Package(
         .testTarget(
             name: "OTAStoreSQLiteTests",
             dependencies: ["OTAStoreSQLite", "OTACore", "OTATransportSimulator", "OTAProtocolGeneric"],
+            swiftSettings: strictSettings
+        ),
+        // Against a private PostgreSQL cluster each test starts (skipped without the server's binaries).
+        .testTarget(
+            name: "OTAStorePostgreSQLTests",
+            dependencies: ["OTAStorePostgreSQL", "OTACore"],
             swiftSettings: strictSettings
         ),
         .testTarget(

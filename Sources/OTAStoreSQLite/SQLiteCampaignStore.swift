@@ -2,11 +2,14 @@ import Foundation
 import OTACore
 import Synchronization
 
-/// A campaign kept in one SQLite file: the embedded store for a single gateway, no server.
+/// A campaign kept in one SQLite file: the embedded store for gateways on one host, no server.
 ///
-/// Each call is one transaction, committed with `synchronous=FULL` in WAL mode before it
-/// returns, so a process killed at any instant leaves the file at a state it had. Every change
-/// of a device is also a row in the `history` table.
+/// Each call is one transaction (`BEGIN IMMEDIATE`: one writer at a time, other processes wait
+/// up to 5 s), committed with `synchronous=FULL` in WAL mode before it returns, so a process
+/// killed at any instant leaves the file at a state it had. Every change of a device, each
+/// lease and each renewal included, is also a row in the `history` table. Leases are measured
+/// on the injected lease clock (the wall clock by default), which every process sharing the
+/// file must share.
 ///
 /// ```swift
 /// let store = try SQLiteCampaignStore.create(at: "locks.campaign", plan: plan)
@@ -14,21 +17,25 @@ import Synchronization
 /// ```
 public final class SQLiteCampaignStore: CampaignStore {
     private let database: Mutex<SQLiteDatabase>
+    private let clock: any CampaignLeaseClock
     /// The file.
     public let path: String
 
-    /// The layout this code writes and reads; a file of another version is refused.
-    static let schemaVersion = 1
+    /// The layout this code writes and reads; a file of another version is refused. 2: leases.
+    static let schemaVersion = 2
 
-    private init(database: sending SQLiteDatabase) {
+    private init(database: sending SQLiteDatabase, clock: any CampaignLeaseClock) {
         path = database.path
+        self.clock = clock
         self.database = Mutex(database)
     }
 
     /// Creates the campaign file at `path` with `plan`, every device pending.
     ///
     /// - Throws: ``OTAError/Code/storage`` when the file exists already or cannot be written.
-    public static func create(at path: String, plan: CampaignPlan) throws(OTAError) -> SQLiteCampaignStore {
+    public static func create(
+        at path: String, plan: CampaignPlan, leaseClock: any CampaignLeaseClock = WallLeaseClock()
+    ) throws(OTAError) -> SQLiteCampaignStore {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw OTAError(.storage, "\(path) exists already: run the campaign in it with 'ota campaign run', or choose another file")
         }
@@ -44,9 +51,11 @@ public final class SQLiteCampaignStore: CampaignStore {
             CREATE TABLE stage (number INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE device (
                 position INTEGER PRIMARY KEY, address TEXT NOT NULL UNIQUE, stage INTEGER NOT NULL REFERENCES stage(number),
-                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT);
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, lease_owner TEXT, lease_expires REAL);
+            CREATE INDEX device_claim ON device (stage, state, attempts, position);
             CREATE TABLE history (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, device TEXT, event TEXT NOT NULL, attempt INTEGER, detail TEXT);
+                id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, device TEXT, event TEXT NOT NULL, attempt INTEGER, detail TEXT,
+                gateway TEXT, lease_until REAL);
             """)
         try database.transaction { () throws(OTAError) in
             try database.query(
@@ -66,16 +75,18 @@ public final class SQLiteCampaignStore: CampaignStore {
                     position += 1
                 }
             }
-            try Self.log(database, device: nil, event: "created", attempt: nil, detail: "\(plan.devices.count) devices in \(plan.stages.count) stages")
+            try Self.log(
+                database, at: leaseClock.now, device: nil, event: "created", attempt: nil,
+                detail: "\(plan.devices.count) devices in \(plan.stages.count) stages")
         }
-        return SQLiteCampaignStore(database: database)
+        return SQLiteCampaignStore(database: database, clock: leaseClock)
     }
 
     /// Opens the campaign file at `path`.
     ///
     /// - Throws: ``OTAError/Code/storage`` when it is missing, not a campaign file, or of
     ///   another layout version.
-    public static func open(_ path: String) throws(OTAError) -> SQLiteCampaignStore {
+    public static func open(_ path: String, leaseClock: any CampaignLeaseClock = WallLeaseClock()) throws(OTAError) -> SQLiteCampaignStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw OTAError(.storage, "\(path): no such campaign file (make one with 'ota campaign create')")
         }
@@ -91,7 +102,7 @@ public final class SQLiteCampaignStore: CampaignStore {
         guard version == schemaVersion else {
             throw OTAError(.storage, "\(path) was written by another version of ota (layout \(version), this one reads \(schemaVersion))")
         }
-        return SQLiteCampaignStore(database: database)
+        return SQLiteCampaignStore(database: database, clock: leaseClock)
     }
 
     public func snapshot() throws(OTAError) -> CampaignSnapshot {
@@ -108,12 +119,13 @@ public final class SQLiteCampaignStore: CampaignStore {
             let stageNames = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
             var stageDevices = Array(repeating: [String](), count: stageNames.count)
             var records: [CampaignDeviceRecord] = []
-            for row in try database.query("SELECT address, stage, state, attempts, last_error FROM device ORDER BY position") {
-                guard row.count == 5, let address = row[0].text, let stage = row[1].integer, stageDevices.indices.contains(stage),
+            for row in try database.query("SELECT address, stage, state, attempts, last_error, lease_owner FROM device ORDER BY position") {
+                guard row.count == 6, let address = row[0].text, let stage = row[1].integer, stageDevices.indices.contains(stage),
                     let state = row[2].text.flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].integer
                 else { throw corrupt("a device row") }
                 stageDevices[stage].append(address)
-                records.append(CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text))
+                records.append(
+                    CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text, gateway: row[5].text))
             }
             let plan: CampaignPlan
             do throws(OTAError) {
@@ -128,49 +140,150 @@ public final class SQLiteCampaignStore: CampaignStore {
         }
     }
 
-    public func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError) {
-        try change { (database) throws(OTAError) in
-            try Self.update(database, device: device, "state = 'updating', attempts = ?", [.integer(Int64(attempt))])
-            try Self.log(database, device: device, event: "started", attempt: attempt, detail: gateway)
+    public func progress() throws(OTAError) -> CampaignProgress {
+        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> CampaignProgress in
+            guard let phase = try database.query("SELECT phase FROM campaign").first?.first?.text.flatMap(CampaignPhase.init(rawValue:)) else {
+                throw OTAError(.storage, "\(database.path): the campaign file is damaged (its campaign row)")
+            }
+            let names = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
+            var stages = names.map { CampaignStageStatus(name: $0, devices: 0, completed: 0, failed: 0) }
+            for row in try database.query(
+                "SELECT stage, count(*), sum(state = 'completed'), sum(state = 'failed') FROM device GROUP BY stage")
+            {
+                guard row.count == 4, let stage = row[0].integer, stages.indices.contains(stage) else {
+                    throw OTAError(.storage, "\(database.path): the campaign file is damaged (a device row)")
+                }
+                stages[stage].devices = row[1].integer ?? 0
+                stages[stage].completed = row[2].integer ?? 0
+                stages[stage].failed = row[3].integer ?? 0
+            }
+            return CampaignProgress(phase: phase, stages: stages)
         }
     }
 
-    public func attemptFinished(device: String, attempt: Int, outcome: CampaignAttemptOutcome) throws(OTAError) {
-        try change { (database) throws(OTAError) in
+    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
+        try change { (database, now) throws(OTAError) -> [CampaignDeviceRecord] in
+            guard try database.query("SELECT phase FROM campaign").first?.first?.text == CampaignPhase.running.rawValue else { return [] }
+            let maximum = try database.query("SELECT maximum_attempts FROM campaign").first?.first?.integer ?? 1
+            let until = now.addingTimeInterval(lease.seconds)
+            let rows = try database.query(
+                """
+                SELECT address, state, attempts, last_error, lease_owner FROM device
+                WHERE stage = ? AND state IN ('pending', 'updating') AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires <= ?)
+                ORDER BY attempts, position LIMIT ?
+                """, [.integer(Int64(stage)), .text(gateway), .real(now.timeIntervalSince1970), .integer(Int64(limit))])
+            var claimed: [CampaignDeviceRecord] = []
+            for row in rows {
+                guard row.count == 5, let address = row[0].text, let state = row[1].text, let attempts = row[2].integer else {
+                    throw OTAError(.storage, "\(database.path): the campaign file is damaged (a device row)")
+                }
+                var lastError = row[3].text
+                let previous = row[4].text
+                if let previous, previous != gateway {
+                    try Self.log(database, at: now, device: address, event: "taken-over", attempt: nil, detail: previous, gateway: gateway)
+                }
+                if state == CampaignDeviceState.updating.rawValue {
+                    // Its gateway stopped during this attempt: it failed.
+                    let final = attempts >= maximum
+                    lastError = CampaignRunner.stoppedDuringAttempt
+                    try Self.update(
+                        database, device: address, "state = ?, last_error = ?, lease_owner = NULL, lease_expires = NULL",
+                        [.text(final ? "failed" : "pending"), .text(CampaignRunner.stoppedDuringAttempt)])
+                    try Self.log(
+                        database, at: now, device: address, event: final ? "failed" : "retry", attempt: attempts, detail: CampaignRunner.stoppedDuringAttempt,
+                        gateway: gateway)
+                    if final { continue }
+                }
+                try Self.update(
+                    database, device: address, "lease_owner = ?, lease_expires = ?", [.text(gateway), .real(until.timeIntervalSince1970)])
+                try Self.log(database, at: now, device: address, event: "leased", attempt: nil, detail: nil, gateway: gateway, leaseUntil: until)
+                claimed.append(
+                    CampaignDeviceRecord(address: address, stage: stage, state: .pending, attempts: attempts, lastError: lastError, gateway: gateway))
+            }
+            return claimed
+        }
+    }
+
+    @discardableResult
+    public func renew(gateway: String, lease: Duration) throws(OTAError) -> Int {
+        try change { (database, now) throws(OTAError) -> Int in
+            let until = now.addingTimeInterval(lease.seconds)
+            let held = try database.query(
+                "SELECT address FROM device WHERE lease_owner = ? AND lease_expires > ?", [.text(gateway), .real(now.timeIntervalSince1970)]
+            ).compactMap { $0.first?.text }
+            for address in held {
+                try Self.update(database, device: address, "lease_expires = ?", [.real(until.timeIntervalSince1970)])
+                try Self.log(database, at: now, device: address, event: "renewed", attempt: nil, detail: nil, gateway: gateway, leaseUntil: until)
+            }
+            return held.count
+        }
+    }
+
+    public func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError) {
+        try change { (database, now) throws(OTAError) in
+            try Self.checkLease(database, device: device, gateway: gateway, now: now)
+            try Self.update(database, device: device, "state = 'updating', attempts = ?", [.integer(Int64(attempt))])
+            try Self.log(database, at: now, device: device, event: "started", attempt: attempt, detail: gateway, gateway: gateway)
+        }
+    }
+
+    public func attemptFinished(device: String, attempt: Int, gateway: String, outcome: CampaignAttemptOutcome) throws(OTAError) {
+        try change { (database, now) throws(OTAError) in
+            try Self.checkLease(database, device: device, gateway: gateway, now: now)
             switch outcome {
             case .completed(let detail):
-                try Self.update(database, device: device, "state = 'completed', last_error = NULL", [])
-                try Self.log(database, device: device, event: "completed", attempt: attempt, detail: detail)
+                try Self.update(database, device: device, "state = 'completed', last_error = NULL, lease_owner = NULL, lease_expires = NULL", [])
+                try Self.log(database, at: now, device: device, event: "completed", attempt: attempt, detail: detail, gateway: gateway)
             case .failed(let message, let final):
-                try Self.update(database, device: device, "state = ?, last_error = ?", [.text(final ? "failed" : "pending"), .text(message)])
-                try Self.log(database, device: device, event: final ? "failed" : "retry", attempt: attempt, detail: message)
+                try Self.update(
+                    database, device: device, "state = ?, last_error = ?, lease_owner = NULL, lease_expires = NULL",
+                    [.text(final ? "failed" : "pending"), .text(message)])
+                try Self.log(database, at: now, device: device, event: final ? "failed" : "retry", attempt: attempt, detail: message, gateway: gateway)
             }
         }
     }
 
-    public func finish(_ phase: CampaignPhase, detail: String) throws(OTAError) {
-        try change { (database) throws(OTAError) in
+    public func finish(_ phase: CampaignPhase, detail: String, gateway: String) throws(OTAError) {
+        try change { (database, now) throws(OTAError) in
+            // Another gateway may have finished it first: its verdict stays.
+            guard try database.query("SELECT phase FROM campaign").first?.first?.text == CampaignPhase.running.rawValue else { return }
             try database.query("UPDATE campaign SET phase = ?, phase_detail = ?", [.text(phase.rawValue), .text(detail)])
-            try Self.log(database, device: nil, event: "campaign-\(phase.rawValue)", attempt: nil, detail: detail)
+            try Self.log(database, at: now, device: nil, event: "campaign-\(phase.rawValue)", attempt: nil, detail: detail, gateway: gateway)
         }
     }
 
     public func history() throws(OTAError) -> [CampaignHistoryEntry] {
         try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> [CampaignHistoryEntry] in
-            try database.query("SELECT at, device, event, attempt, detail FROM history ORDER BY id").map { row in
+            try database.query("SELECT at, device, event, attempt, detail, gateway, lease_until FROM history ORDER BY id").map { row in
                 CampaignHistoryEntry(
                     at: Date(timeIntervalSince1970: row[0].real ?? 0), device: row[1].text, event: row[2].text ?? "?", attempt: row[3].integer,
-                    detail: row[4].text)
+                    detail: row[4].text, gateway: row[5].text, leaseUntil: row[6].real.map { Date(timeIntervalSince1970: $0) })
             }
         }
     }
 
     // MARK: - Writing
 
-    private func change(_ body: (SQLiteDatabase) throws(OTAError) -> Void) throws(OTAError) {
-        try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) in
+    /// Runs `body` in one transaction, with the lease clock's time for everything it records.
+    private func change<R: Sendable>(_ body: (SQLiteDatabase, Date) throws(OTAError) -> R) throws(OTAError) -> R {
+        let clock = self.clock
+        return try database.withLock { (database: inout SQLiteDatabase) throws(OTAError) -> R in
             let handle = database
-            try handle.transaction { () throws(OTAError) in try body(handle) }
+            return try handle.transaction { () throws(OTAError) -> R in try body(handle, clock.now) }
+        }
+    }
+
+    /// Refuses a write by a gateway that does not hold the device's lease.
+    private static func checkLease(_ database: SQLiteDatabase, device: String, gateway: String, now: Date) throws(OTAError) {
+        guard let row = try database.query("SELECT lease_owner, lease_expires FROM device WHERE address = ?", [.text(device)]).first else {
+            throw OTAError(.storage, "\(database.path): no device \(device) in this campaign")
+        }
+        guard row[0].text == gateway, let expires = row[1].real, expires > now.timeIntervalSince1970 else {
+            let holder = row[0].text.map { "it is leased to \($0)" } ?? "it is not leased"
+            throw OTAError(
+                .storage,
+                "\(database.path): gateway \(gateway) no longer holds the lease on \(device) (\(holder)); it stops rather than update a device another gateway may have"
+            )
         }
     }
 
@@ -181,12 +294,15 @@ public final class SQLiteCampaignStore: CampaignStore {
         }
     }
 
-    private static func log(_ database: SQLiteDatabase, device: String?, event: String, attempt: Int?, detail: String?) throws(OTAError) {
+    private static func log(
+        _ database: SQLiteDatabase, at: Date, device: String?, event: String, attempt: Int?, detail: String?, gateway: String? = nil,
+        leaseUntil: Date? = nil
+    ) throws(OTAError) {
         try database.query(
-            "INSERT INTO history (at, device, event, attempt, detail) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO history (at, device, event, attempt, detail, gateway, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                .real(Date().timeIntervalSince1970), device.map { .text($0) } ?? .null, .text(event), attempt.map { .integer(Int64($0)) } ?? .null,
-                detail.map { .text($0) } ?? .null,
+                .real(at.timeIntervalSince1970), device.map { .text($0) } ?? .null, .text(event), attempt.map { .integer(Int64($0)) } ?? .null,
+                detail.map { .text($0) } ?? .null, gateway.map { .text($0) } ?? .null, leaseUntil.map { .real($0.timeIntervalSince1970) } ?? .null,
             ])
     }
 }

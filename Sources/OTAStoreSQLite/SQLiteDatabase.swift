@@ -26,8 +26,16 @@ final class SQLiteDatabase {
             handle = nil
             throw OTAError(.storage, "\(path): cannot open the campaign database (\(reason))")
         }
-        // Another process (a second `ota campaign run`) waits for a lock instead of failing at once.
-        sqlite3_busy_timeout(opened, 5_000)
+        // Another process (a second gateway on this host) waits for the lock instead of failing at
+        // once, for about 5 s, retrying every millisecond: SQLite's own busy timeout backs off to
+        // 100 ms between tries, which starves a gateway while another commits back to back.
+        sqlite3_busy_handler(
+            opened,
+            { _, tries in
+                guard tries < 5_000 else { return 0 }
+                usleep(1_000)
+                return 1
+            }, nil)
     }
 
     deinit {

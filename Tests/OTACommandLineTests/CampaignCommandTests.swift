@@ -62,7 +62,8 @@ import Testing
             let killAfter = 1 + Int(random >> 33) % 16
             let process = Process()
             process.executableURL = Self.executable
-            process.arguments = ["campaign", "run", file, "--adapter-limit", "4", "--seed", "\(runs)", "--json"]
+            // One gateway name across the runs: each run takes back the leases the killed one held.
+            process.arguments = ["campaign", "run", file, "--adapter-limit", "4", "--seed", "\(runs)", "--gateway", "kill-test", "--json"]
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
@@ -88,7 +89,7 @@ import Testing
         #expect(kills >= 20)
         #expect(completedSoFar < devices, "every kill landed after the end: the test killed nothing mid-campaign")
 
-        let last = await Self.ota(["campaign", "run", file, "--adapter-limit", "4", "--seed", "999"])
+        let last = await Self.ota(["campaign", "run", file, "--adapter-limit", "4", "--seed", "999", "--gateway", "kill-test"])
         #expect(last.code == 0, "\(last.err)")
         let store = try SQLiteCampaignStore.open(file)
         let snapshot = try store.snapshot()
@@ -133,6 +134,10 @@ import Testing
             (["campaign", "run", file + ".missing"], 3, "no such campaign file"),
             (["campaign", "status", imageURL.path], 3, "is not a campaign file"),
             (["campaign", "status", file, "--adapter-limit", "2"], 2, "--adapter-limit applies to 'ota campaign run'"),
+            (["campaign", "status", file, "--lease", "5"], 2, "--lease applies to 'ota campaign run'"),
+            (["campaign", "run", "postgres://localhost/fleet"], 2, "needs --sim-state DIR"),
+            (["campaign", "run", file, "--lease", "0"], 2, "--lease"),
+            (["campaign", "status", "postgresql://ota:secret@/fleet?host=/nonexistent-socket-directory"], 3, "cannot connect to the campaign database"),
         ]
         for (arguments, code, text) in cases {
             let result = await Self.ota(arguments)

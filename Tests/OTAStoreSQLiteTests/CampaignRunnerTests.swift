@@ -60,8 +60,12 @@ struct CampaignRunnerTests {
                 successThreshold: threshold)
         }
 
-        func run(_ store: any CampaignStore) async throws -> CampaignSnapshot {
-            let runner = CampaignRunner(engine: UpdateEngine(clock: simulation.clock), backoff: FleetPolicy(initialBackoff: .seconds(1)), gateway: "test")
+        func run(
+            _ store: any CampaignStore, gateway: String = "test", leaseClock: any CampaignLeaseClock = WallLeaseClock()
+        ) async throws -> CampaignSnapshot {
+            let runner = CampaignRunner(
+                engine: UpdateEngine(clock: simulation.clock), backoff: FleetPolicy(initialBackoff: .seconds(1)), gateway: gateway,
+                leaseClock: leaseClock)
             return try await simulation.run { () async throws(OTAError) -> CampaignSnapshot in try await runner.run(store, fleet: self) }
         }
     }
@@ -146,18 +150,27 @@ struct CampaignRunnerTests {
         #expect(result.phaseDetail?.contains("4 of 5 devices updated (80%), below the 90% needed to go on") == true)
     }
 
-    @Test("an attempt a killed run left open counts as one attempt, is retried, and the device ends updated once")
+    @Test("attempts a killed gateway left open are taken over once its leases expire: each counts as one attempt and is retried")
     func interruptedAttempt() async throws {
         let fleet = Fleet(count: 6, limit: 2, imageSize: 4096)
-        let (store, path) = try Self.store(try fleet.plan(attempts: 2))
+        let clock = ManualLeaseClock()
+        let path = SQLiteCampaignStoreTests.temporaryPath()
         defer { SQLiteCampaignStoreTests.remove(path) }
-        // What a process killed during these attempts leaves behind.
+        let store = try SQLiteCampaignStore.create(at: path, plan: try fleet.plan(attempts: 2), leaseClock: clock)
+        // What a gateway killed during these attempts leaves behind: two devices leased to it for 30 s.
+        #expect(try store.claim(stage: 0, limit: 2, gateway: "killed", lease: .seconds(30)).count == 2)
         try store.attemptStarted(device: fleet.addresses[0], attempt: 1, gateway: "killed")
         try store.attemptStarted(device: fleet.addresses[1], attempt: 1, gateway: "killed")
-        try store.attemptFinished(device: fleet.addresses[1], attempt: 1, outcome: .failed(message: "link lost", final: false))
+        try store.attemptFinished(device: fleet.addresses[1], attempt: 1, gateway: "killed", outcome: .failed(message: "link lost", final: false))
+        // Its next claim took device 1 again (a claim takes fewest attempts first, so lease it by hand).
+        try SQLiteDatabase(path: path, create: false).query(
+            "UPDATE device SET lease_owner = 'killed', lease_expires = ? WHERE address = ?",
+            [.real(clock.now.timeIntervalSince1970 + 30), .text(fleet.addresses[1])])
         try store.attemptStarted(device: fleet.addresses[1], attempt: 2, gateway: "killed")
 
-        let result = try await fleet.run(try SQLiteCampaignStore.open(path))
+        let result = try await fleet.run(try SQLiteCampaignStore.open(path, leaseClock: clock), leaseClock: clock)
+        // Not before the leases expired, on the lease clock.
+        #expect(clock.elapsed >= 30)
         #expect(result.devices[0].state == .completed && result.devices[0].attempts == 2)
         // Its second attempt was its last: the open one is its failure, and it is not tried again.
         #expect(result.devices[1].state == .failed && result.devices[1].attempts == 2)
@@ -165,6 +178,9 @@ struct CampaignRunnerTests {
         #expect(result.devices[2...].allSatisfy { $0.state == .completed && $0.attempts == 1 })
         #expect(try Self.completions(store).values.allSatisfy { $0 == 1 })
         #expect(fleet.holdsImage(fleet.addresses[0]) && !fleet.holdsImage(fleet.addresses[1]))
+        let takeovers = try store.history().filter { $0.event == "taken-over" }
+        #expect(Set(takeovers.compactMap(\.device)) == Set(fleet.addresses[0...1]))
+        #expect(takeovers.allSatisfy { $0.detail == "killed" && $0.gateway == "test" })
     }
 
     /// A store whose writes start failing after a number of calls, as a full disk would.
@@ -187,17 +203,21 @@ struct CampaignRunnerTests {
         }
 
         func snapshot() throws(OTAError) -> CampaignSnapshot { try inner.snapshot() }
+        func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
+            try inner.claim(stage: stage, limit: limit, gateway: gateway, lease: lease)
+        }
+        func renew(gateway: String, lease: Duration) throws(OTAError) -> Int { try inner.renew(gateway: gateway, lease: lease) }
         func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError) {
             try write()
             try inner.attemptStarted(device: device, attempt: attempt, gateway: gateway)
         }
-        func attemptFinished(device: String, attempt: Int, outcome: CampaignAttemptOutcome) throws(OTAError) {
+        func attemptFinished(device: String, attempt: Int, gateway: String, outcome: CampaignAttemptOutcome) throws(OTAError) {
             try write()
-            try inner.attemptFinished(device: device, attempt: attempt, outcome: outcome)
+            try inner.attemptFinished(device: device, attempt: attempt, gateway: gateway, outcome: outcome)
         }
-        func finish(_ phase: CampaignPhase, detail: String) throws(OTAError) {
+        func finish(_ phase: CampaignPhase, detail: String, gateway: String) throws(OTAError) {
             try write()
-            try inner.finish(phase, detail: detail)
+            try inner.finish(phase, detail: detail, gateway: gateway)
         }
         func history() throws(OTAError) -> [CampaignHistoryEntry] { try inner.history() }
     }

@@ -42,23 +42,34 @@ struct SQLiteCampaignStoreTests {
         let path = Self.temporaryPath()
         defer { Self.remove(path) }
         let store = try SQLiteCampaignStore.create(at: path, plan: try Self.plan())
+        #expect(try store.claim(stage: 0, limit: 2, gateway: "g1", lease: .seconds(60)).map(\.address) == ["sim:dev-000", "sim:dev-001"])
         try store.attemptStarted(device: "sim:dev-000", attempt: 1, gateway: "g1")
         #expect(try store.snapshot().devices[0].state == .updating)
-        try store.attemptFinished(device: "sim:dev-000", attempt: 1, outcome: .failed(message: "link lost", final: false))
+        try store.attemptFinished(device: "sim:dev-000", attempt: 1, gateway: "g1", outcome: .failed(message: "link lost", final: false))
+        // The attempt's end released the device: it is claimed again for the next one.
+        #expect(try store.snapshot().devices[0].gateway == nil)
+        #expect(try store.claim(stage: 0, limit: 2, gateway: "g1", lease: .seconds(60)).map(\.address) == ["sim:dev-001", "sim:dev-000"])
         try store.attemptStarted(device: "sim:dev-000", attempt: 2, gateway: "g1")
-        try store.attemptFinished(device: "sim:dev-000", attempt: 2, outcome: .completed(detail: "4096 bytes"))
+        try store.attemptFinished(device: "sim:dev-000", attempt: 2, gateway: "g1", outcome: .completed(detail: "4096 bytes"))
         try store.attemptStarted(device: "sim:dev-001", attempt: 1, gateway: "g1")
-        try store.attemptFinished(device: "sim:dev-001", attempt: 1, outcome: .failed(message: "flash error", final: true))
+        try store.attemptFinished(device: "sim:dev-001", attempt: 1, gateway: "g1", outcome: .failed(message: "flash error", final: true))
 
         let devices = try SQLiteCampaignStore.open(path).snapshot().devices
         #expect(devices[0] == CampaignDeviceRecord(address: "sim:dev-000", stage: 0, state: .completed, attempts: 2, lastError: nil))
         #expect(devices[1] == CampaignDeviceRecord(address: "sim:dev-001", stage: 0, state: .failed, attempts: 1, lastError: "flash error"))
-        let events = try store.history().map { "\($0.device ?? "-") \($0.event) \($0.attempt.map(String.init) ?? "-")" }
+        let history = try store.history()
+        let events = history.filter { $0.event != "leased" }.map { "\($0.device ?? "-") \($0.event) \($0.attempt.map(String.init) ?? "-")" }
         #expect(
             events == [
                 "- created -", "sim:dev-000 started 1", "sim:dev-000 retry 1", "sim:dev-000 started 2", "sim:dev-000 completed 2",
                 "sim:dev-001 started 1", "sim:dev-001 failed 1",
             ])
+        #expect(history.filter { $0.event == "leased" }.count == 4)
+        // The counts a runner reads between batches agree with the whole snapshot.
+        let snapshot = try store.snapshot()
+        #expect(try store.progress() == CampaignProgress(phase: .running, stages: snapshot.stages))
+        #expect(snapshot.stages.map(\.completed) == [1, 0] && snapshot.stages.map(\.failed) == [1, 0])
+        #expect(history.dropFirst().allSatisfy { $0.gateway == "g1" })
     }
 
     @Test("an unknown device is refused and changes nothing")

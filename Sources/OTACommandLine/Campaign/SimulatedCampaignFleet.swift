@@ -6,8 +6,11 @@ import OTATransportSimulator
 /// adapter, each device's flash (and the state its model keeps outside the flash) kept in a
 /// directory so that the campaign can be stopped, even killed, and run again.
 ///
-/// A device is saved when an attempt on it ends, before the campaign records the outcome: a
-/// process killed during an attempt leaves the device as it was before that attempt.
+/// A device is saved when an attempt on it ends, before the campaign records the outcome, and
+/// read back when an attempt on it is about to start: a process killed during an attempt leaves
+/// the device as it was before that attempt, and gateways that share the directory (several
+/// `ota campaign run` on one PostgreSQL campaign) see one another's devices as their last ended
+/// attempt left them.
 final class SimulatedCampaignFleet: CampaignFleet {
     let simulation: Simulation
     let adapter: SimulatedAdapter
@@ -52,17 +55,6 @@ final class SimulatedCampaignFleet: CampaignFleet {
             let model = try descriptor.makeDeviceModel(ProtocolParameters())
             let device = SimulatedDevice(
                 profile: profile, model: model, simulation: simulation, address: String(format: "C0:DE:00:00:%02X:%02X", index >> 8, index & 0xFF))
-            let files = Self.files(address, in: directory)
-            if FileManager.default.fileExists(atPath: files.flash.path) {
-                do {
-                    try device.flash.restore(try Data(contentsOf: files.flash))
-                    if let persistent = model as? any PersistentDeviceModel, FileManager.default.fileExists(atPath: files.state.path) {
-                        try persistent.restore(persistentState: try Data(contentsOf: files.state))
-                    }
-                } catch {
-                    throw OTAError(.storage, "\(files.flash.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
-                }
-            }
             devices[address] = device
         }
         self.devices = devices
@@ -72,6 +64,18 @@ final class SimulatedCampaignFleet: CampaignFleet {
 
     func device(_ address: String) throws(OTAError) -> FleetDevice {
         guard let device = devices[address] else { throw OTAError(.invalidParameter, "\(address) is not in this campaign") }
+        // As the last attempt that ended left it, whichever gateway made that attempt.
+        let files = Self.files(address, in: directory)
+        if FileManager.default.fileExists(atPath: files.flash.path) {
+            do {
+                try device.flash.restore(try Data(contentsOf: files.flash))
+                if let persistent = device.model as? any PersistentDeviceModel, FileManager.default.fileExists(atPath: files.state.path) {
+                    try persistent.restore(persistentState: try Data(contentsOf: files.state))
+                }
+            } catch {
+                throw OTAError(.storage, "\(files.flash.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
+            }
+        }
         return FleetDevice(
             id: address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: device, adapter: adapter))])
     }

@@ -1,18 +1,20 @@
 import Foundation
 import OTACore
+import OTAStorePostgreSQL
 import OTAStoreSQLite
 import OTATransportSimulator
 
-/// `ota campaign create|run|status FILE`: a fleet campaign kept in one SQLite file, run on a
-/// simulated fleet through one simulated adapter; stop it (Ctrl-C, or kill it) and run it again
-/// to go on.
+/// `ota campaign create|run|status FILE|URI`: a fleet campaign kept in one SQLite file, or in a
+/// PostgreSQL database that several gateways share, run on a simulated fleet through one
+/// simulated adapter per gateway; stop it (Ctrl-C, or kill it) and run it again to go on.
 enum CampaignCommand: Command {
     /// The actions, as `ota campaign ACTION` takes them.
     static let actions = ["create", "run", "status"]
 
     static let spec = CommandSpec(
         name: "campaign",
-        summary: "Fleet campaigns: create one in a SQLite file, run it (again after a stop or a crash), show its progress.",
+        summary:
+            "Fleet campaigns: create one in a SQLite file or a PostgreSQL database, run it (on several gateways, again after a crash), show its progress.",
         options: [
             .init(name: "--protocol", valueName: "NAME", help: "create: the protocol that installs the image"),
             .init(name: "--sim-fleet", valueName: "N", help: "create: the campaign's devices, N simulated ones (sim:PROFILE/1 … N), 1...10000"),
@@ -24,14 +26,19 @@ enum CampaignCommand: Command {
             .init(name: "--success", valueName: "P%", help: "create: share of a stage that must be updated before the next starts (default 90%)"),
             .init(name: "--name", valueName: "TEXT", help: "create: a name for people (default the image's file name)"),
             .init(name: "--adapter-limit", valueName: "K", help: "run: connections the simulated adapter holds at once, 1...64 (default 4)"),
-            .init(name: "--sim-state", valueName: "DIR", help: "run: where the simulated devices' flash is kept (default FILE.devices beside FILE)"),
+            .init(
+                name: "--sim-state", valueName: "DIR",
+                help: "run: where the simulated devices' flash is kept (default FILE.devices beside FILE; needed with a URI, shared by its gateways)"),
+            .init(name: "--lease", valueName: "SECONDS", help: "run: how long a device stays claimed without a heartbeat, 1...3600 (default 30)"),
             .init(name: "--seed", valueName: "N", help: "run: the simulation's seed (default 1)"),
-            .init(name: "--gateway", valueName: "NAME", help: "run: who runs it, for the history (default this host's name)"),
+            .init(
+                name: "--gateway", valueName: "NAME",
+                help: "run: who runs it, for its leases and the history; the same name takes back a killed run's leases at once (default HOST:PID)"),
             .init(name: "--json", help: "one JSON object per line: each attempt as it starts and ends, then the campaign"),
         ],
         positionals: [
             .init(name: "ACTION", help: "create, run or status"),
-            .init(name: "FILE", help: "the campaign file (SQLite)"),
+            .init(name: "FILE", help: "the campaign file (SQLite), or a postgres:// or postgresql:// URI (PostgreSQL)"),
             .init(name: "IMAGE", help: "create: the firmware file every device receives", isOptional: true),
         ],
         discussion: """
@@ -41,6 +48,13 @@ enum CampaignCommand: Command {
             not updated again, an attempt the stopped run left open counts as a failed attempt and
             is retried. Stages run in order; a stage whose failures exceed --abort-at, or that
             updates fewer than --success of its devices, stops the campaign (aborted).
+
+            Several gateways share a campaign through PostgreSQL (FILE a postgres:// URI, decision
+            0037): each claims a few devices at a time, leased to it (--gateway, unique per
+            running gateway) for --lease seconds and renewed by a heartbeat while it updates them;
+            a gateway killed mid-campaign leaves its devices to the others once their leases
+            expire, and its open attempts count as failed. Simulated gateways share the devices
+            through --sim-state DIR; a device taken over restarts from its last ended attempt.
 
             Campaigns run on simulated fleets so far (decision 0035); real devices through BlueZ
             are not built yet.
@@ -65,7 +79,7 @@ enum CampaignCommand: Command {
                 throw UsageError("'ota campaign \(action)' takes no IMAGE", command: "campaign")
             }
             let createOnly = ["--protocol", "--sim-fleet", "--sim-profile", "--stages", "--attempts", "--abort-at", "--success", "--name"]
-            let runOnly = ["--adapter-limit", "--sim-state", "--seed", "--gateway"]
+            let runOnly = ["--adapter-limit", "--sim-state", "--lease", "--seed", "--gateway"]
             for option in createOnly where action != "create" && arguments.value(option) != nil {
                 throw UsageError("\(option) applies to 'ota campaign create'", command: "campaign")
             }
@@ -123,16 +137,32 @@ enum CampaignCommand: Command {
             image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, size: image.count, sha256: digest(image.bytes)),
             stages: try CampaignPlan.stages(of: addresses, endingAt: stages), maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
             successThreshold: success)
-        _ = try SQLiteCampaignStore.create(at: file, plan: plan)
+        let name: String
+        if PostgreSQLCampaignStore.isURI(file) {
+            name = try PostgreSQLCampaignStore.create(uri: file, plan: plan).label
+        } else {
+            _ = try SQLiteCampaignStore.create(at: file, plan: plan)
+            name = file
+        }
         if arguments.flag("--json") {
             JSONRenderer(streams: streams).emit(
-                ["event": .string("created"), "campaign": .string(file), "devices": .number(Double(count)), "stages": .number(Double(plan.stages.count))])
+                ["event": .string("created"), "campaign": .string(name), "devices": .number(Double(count)), "stages": .number(Double(plan.stages.count))])
         } else {
             streams.out(
-                "created \(file): \(plan.name), \(count) simulated \(profile.name) devices by \(descriptor.name) in \(plan.stages.count) stage\(plan.stages.count == 1 ? "" : "s") (\(plan.stages.map { "\($0.devices.count)" }.joined(separator: ", "))); run it with 'ota campaign run \(file)'\n"
+                "created \(name): \(plan.name), \(count) simulated \(profile.name) devices by \(descriptor.name) in \(plan.stages.count) stage\(plan.stages.count == 1 ? "" : "s") (\(plan.stages.map { "\($0.devices.count)" }.joined(separator: ", "))); run it with 'ota campaign run \(name)'\n"
             )
         }
         return .success
+    }
+
+    /// The campaign at `location`, a file or a PostgreSQL URI, and its name for messages (a URI's
+    /// password masked).
+    private static func open(_ location: String) throws(OTAError) -> (store: any CampaignStore, name: String) {
+        if PostgreSQLCampaignStore.isURI(location) {
+            let store = try PostgreSQLCampaignStore.open(uri: location)
+            return (store, store.label)
+        }
+        return (try SQLiteCampaignStore.open(location), location)
     }
 
     /// "20%" or "20" → 0.2; 0 < share ≤ 100 %.
@@ -168,19 +198,28 @@ enum CampaignCommand: Command {
             try UpdatePlan.integer(text, option: "--adapter-limit", in: 1...64, command: "campaign")
         }
         let seed = try arguments.value("--seed").map { text throws(UsageError) in try SimulatorOptions.seed(text, command: "campaign") } ?? 1
+        let lease = try arguments.value("--lease").map { text throws(UsageError) in
+            try UpdatePlan.integer(text, option: "--lease", in: 1...3600, command: "campaign")
+        }
         let json = arguments.flag("--json")
-        let store = try SQLiteCampaignStore.open(file)
+        let shared = PostgreSQLCampaignStore.isURI(file)
+        guard !shared || arguments.value("--sim-state") != nil else {
+            throw UsageError(
+                "'ota campaign run' with a PostgreSQL URI needs --sim-state DIR: where the simulated devices are kept, shared by every gateway",
+                command: "campaign")
+        }
+        let (store, name) = try open(file)
         let snapshot = try store.snapshot()
         let plan = snapshot.plan
         guard snapshot.phase == .running else {
-            try render(snapshot, file: file, json: json, streams: streams)
+            try render(snapshot, file: name, json: json, streams: streams)
             return exitCode(snapshot)
         }
         let descriptor: ProtocolDescriptor
         do throws(OTAError) {
             descriptor = try environment.registry.descriptor(named: plan.protocolName)
         } catch {
-            throw OTAError(.storage, "\(file): the campaign's protocol '\(plan.protocolName)' is not in this build")
+            throw OTAError(.storage, "\(name): the campaign's protocol '\(plan.protocolName)' is not in this build")
         }
         let image = try loadImage(plan.image.path, descriptor: descriptor, registry: environment.registry)
         guard image.count == plan.image.size, digest(image.bytes) == plan.image.sha256 else {
@@ -192,11 +231,17 @@ enum CampaignCommand: Command {
         let directory = URL(fileURLWithPath: arguments.value("--sim-state") ?? file + ".devices", isDirectory: true)
         let fleet = try SimulatedCampaignFleet(
             addresses: plan.devices, descriptor: descriptor, image: image, adapterLimit: limit ?? 4, seed: seed, directory: directory)
-        let gateway = arguments.value("--gateway") ?? ProcessInfo.processInfo.hostName
-        let runner = CampaignRunner(engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway)
+        // Unique per process by default: two runs under one name would take each other's leases.
+        let gateway = arguments.value("--gateway") ?? "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+        let leaseDuration = Duration.seconds(lease ?? 30)
+        let runner = CampaignRunner(engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway, lease: leaseDuration)
+        // The leases are renewed on the wall clock, outside the simulation's virtual time.
+        let heartbeat = Task { await CampaignHeartbeat(store: store, gateway: gateway, lease: leaseDuration).run() }
+        defer { heartbeat.cancel() }
         if !json {
             let left = snapshot.devices.filter { $0.state != .completed && $0.state != .failed }.count
-            streams.out("campaign \(plan.name): \(left) of \(plan.devices.count) devices to go, \(limit ?? 4) at a time through the simulated adapter\n")
+            streams.out(
+                "campaign \(plan.name): \(left) of \(plan.devices.count) devices to go, \(limit ?? 4) at a time through the simulated adapter of \(gateway)\n")
         }
         let result: CampaignSnapshot
         do {
@@ -206,10 +251,10 @@ enum CampaignCommand: Command {
         } catch {
             let failure = OTAError.wrapping(error, context: "the campaign")
             guard failure.code == .cancelled else { throw failure }
-            streams.err("ota: interrupted: the campaign is saved in \(file); run 'ota campaign run \(file)' again to go on\n")
+            streams.err("ota: interrupted: the campaign is saved in \(name); run 'ota campaign run \(name)' again to go on\n")
             return .interrupted
         }
-        try render(result, file: file, json: json, streams: streams)
+        try render(result, file: name, json: json, streams: streams)
         return exitCode(result)
     }
 
@@ -236,7 +281,7 @@ enum CampaignCommand: Command {
         }
         switch event {
         case .round(let stage, let round, let devices):
-            streams.out("stage \(stage + 1), \(round == 1 ? "first round" : "round \(round) (retries)"): \(devices) device\(devices == 1 ? "" : "s")\n")
+            streams.out("stage \(stage + 1), batch \(round): \(devices) device\(devices == 1 ? "" : "s") claimed\n")
         case .finished(let device, let attempt, .failed(let message, let final)):
             streams.out("  \(device): attempt \(attempt) failed\(final ? " (its last)" : ""): \(message)\n")
         case .ended(let phase, let detail):
@@ -249,8 +294,9 @@ enum CampaignCommand: Command {
     // MARK: - status
 
     private static func status(file: String, json: Bool, streams: any OutputStreams) throws(OTAError) -> ExitCode {
-        let snapshot = try SQLiteCampaignStore.open(file).snapshot()
-        try render(snapshot, file: file, json: json, streams: streams)
+        let (store, name) = try open(file)
+        let snapshot = try store.snapshot()
+        try render(snapshot, file: name, json: json, streams: streams)
         return snapshot.phase == .running ? .success : exitCode(snapshot)
     }
 

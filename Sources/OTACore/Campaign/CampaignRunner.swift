@@ -3,30 +3,51 @@ import Synchronization
 /// Runs a campaign from its store to its end, and can be stopped at any point: run it again
 /// with the same store and it goes on from what the store recorded.
 ///
-/// Each stage's devices are updated by the ``FleetScheduler`` (each adapter within its
-/// connection limit), one attempt per device per round; a device that failed is tried again in
-/// the next round, after a backoff, until the plan's attempts are spent. Every attempt's start
-/// and end is recorded in the store before the run goes on, so a device is never forgotten nor,
-/// once recorded as updated, updated again. An attempt a killed process left open counts as a
-/// failed attempt ("the previous run stopped during this attempt") and is retried.
+/// The runner claims a few devices of the current stage at a time from the store (a lease, so
+/// several gateways can share a campaign: see ``CampaignStore``) and updates them through the
+/// ``FleetScheduler`` (each adapter within its connection limit), one attempt each; a device
+/// that failed goes back to the store and is claimed again, fewest attempts first, after a
+/// backoff, until the plan's attempts are spent. Every attempt's start and end is recorded in
+/// the store before the run goes on, so a device is never forgotten nor, once recorded as
+/// updated, updated again. An attempt a killed process left open counts as a failed attempt
+/// ("the previous run stopped during this attempt") and is retried. A stage ends when every one
+/// of its devices has ended, on any gateway: until then the runner waits on the lease clock for
+/// the other gateways' devices (or their leases to expire).
+///
+/// While it runs, something must renew its leases: a ``CampaignHeartbeat`` on the lease clock,
+/// outside the simulation.
 public struct CampaignRunner: Sendable {
     /// The engine each update runs with; its clock is the run's clock.
     public var engine: UpdateEngine
-    /// Backoff between rounds (its attempt limit is not used: the plan's is).
+    /// Backoff before a batch of retries (its attempt limit is not used: the plan's is).
     public var backoff: FleetPolicy
-    /// Who runs it, for the history ("gateway-1", a host name).
+    /// Who runs it, for the leases and the history ("gateway-1", a host name); unique among the
+    /// gateways running the campaign at the same time.
     public var gateway: String
+    /// The clock leases are measured on, and the waits for other gateways.
+    public var leaseClock: any CampaignLeaseClock
+    /// How long a claimed device stays leased without a heartbeat.
+    public var lease: Duration
+    /// Devices claimed at a time; `nil`: twice the adapters' connections.
+    public var claimLimit: Int?
 
     /// Creates a runner.
-    public init(engine: UpdateEngine, backoff: FleetPolicy = FleetPolicy(), gateway: String) {
+    public init(
+        engine: UpdateEngine, backoff: FleetPolicy = FleetPolicy(), gateway: String, leaseClock: any CampaignLeaseClock = WallLeaseClock(),
+        lease: Duration = .seconds(30), claimLimit: Int? = nil
+    ) {
         self.engine = engine
         self.backoff = backoff
         self.gateway = gateway
+        self.leaseClock = leaseClock
+        self.lease = lease
+        self.claimLimit = claimLimit
     }
 
     /// What the runner did, as it happens.
     public enum Event: Sendable {
-        /// Stage `stage` (its index) starts a round of attempts on `devices` devices.
+        /// Stage `stage` (its index) starts a batch (`round`, counted per stage in this run) of
+        /// attempts on `devices` claimed devices.
         case round(stage: Int, round: Int, devices: Int)
         /// An attempt on `device` starts.
         case started(device: String, attempt: Int, adapter: String)
@@ -42,42 +63,59 @@ public struct CampaignRunner: Sendable {
     ///   - fleet: the devices, by address, and the adapters that reach them.
     ///   - observe: receives every ``Event``.
     /// - Returns: the campaign as recorded at the end.
-    /// - Throws: ``OTAError/Code/storage`` when the store fails (the campaign can be run again
-    ///   once it works), or what `fleet` throws for a device it cannot make.
+    /// - Throws: ``OTAError/Code/storage`` when the store fails or a lease was lost (the
+    ///   campaign can be run again once it works), or what `fleet` throws for a device it
+    ///   cannot make.
     public func run(
         _ store: any CampaignStore, fleet: any CampaignFleet, observe: (@Sendable (Event) -> Void)? = nil
     ) async throws(OTAError) -> CampaignSnapshot {
-        var snapshot = try store.snapshot()
-        guard snapshot.phase == .running else { return snapshot }
-        let plan = snapshot.plan
-        // Attempts a killed run left open ended without a verdict: count them as failed.
-        for record in snapshot.devices where record.state == .updating {
-            let outcome = CampaignAttemptOutcome.failed(
-                message: "the previous run stopped during this attempt", final: record.attempts >= plan.maximumAttempts)
-            try store.attemptFinished(device: record.address, attempt: record.attempts, outcome: outcome)
-            observe?(.finished(device: record.address, attempt: record.attempts, outcome: outcome))
-        }
-        snapshot = try store.snapshot()
+        let initial = try store.snapshot()
+        guard initial.phase == .running else { return initial }
+        let plan = initial.plan
+        var progress = CampaignProgress(phase: initial.phase, stages: initial.stages)
+        let limit = max(1, claimLimit ?? 2 * fleet.adapters.reduce(0) { $0 + $1.connectionLimit })
+        // Waits for other gateways are short, so a simulation sees the wake-ups.
+        let poll = min(lease / 4, .milliseconds(500))
         for (index, stage) in plan.stages.enumerated() {
             var round = 0
             while true {
-                let todo = snapshot.devices.filter { $0.stage == index && $0.state == .pending }
-                if todo.isEmpty { break }
-                let status = snapshot.stages[index]
+                let status = progress.stages[index]
+                if status.remaining == 0 { break }
                 if Double(status.failed) > plan.abortFailureRate * Double(status.devices) { break }
-                round += 1
-                if round > 1 {
+                let claimed = try store.claim(stage: index, limit: limit, gateway: gateway, lease: lease)
+                for record in claimed where record.lastError == Self.stoppedDuringAttempt {
+                    // The open attempt the claim closed (this gateway's previous run, or a gateway whose lease expired).
+                    observe?(
+                        .finished(device: record.address, attempt: record.attempts, outcome: .failed(message: Self.stoppedDuringAttempt, final: false)))
+                }
+                if claimed.isEmpty {
+                    progress = try store.progress()
+                    guard progress.phase == .running else { return try store.snapshot() }
+                    let status = progress.stages[index]
+                    if status.remaining == 0 { break }
+                    // Other gateways hold the rest: wait for them, or for their leases to expire.
                     do {
-                        try await engine.clock.sleep(for: backoff.backoff(afterAttempt: round - 1))
+                        try await leaseClock.sleep(for: poll)
+                    } catch {
+                        throw OTAError(.cancelled, "stopped while waiting for the other gateways")
+                    }
+                    progress = try store.progress()
+                    continue
+                }
+                round += 1
+                if let fewest = claimed.map(\.attempts).min(), fewest > 0 {
+                    do {
+                        try await engine.clock.sleep(for: backoff.backoff(afterAttempt: fewest))
                     } catch {
                         throw OTAError(.cancelled, "stopped during the campaign's backoff")
                     }
                 }
-                observe?(.round(stage: index, round: round, devices: todo.count))
-                try await attempt(todo, plan: plan, store: store, fleet: fleet, observe: observe)
-                snapshot = try store.snapshot()
+                observe?(.round(stage: index, round: round, devices: claimed.count))
+                try await attempt(claimed, plan: plan, store: store, fleet: fleet, observe: observe)
+                progress = try store.progress()
+                guard progress.phase == .running else { return try store.snapshot() }
             }
-            let status = snapshot.stages[index]
+            let status = progress.stages[index]
             let failedShare = Double(status.failed) / Double(status.devices)
             let updatedShare = Double(status.completed) / Double(status.devices)
             var reason: String?
@@ -90,16 +128,21 @@ public struct CampaignRunner: Sendable {
             }
             if let reason {
                 let detail = index + 1 < plan.stages.count ? reason + "; later stages not started" : reason
-                try store.finish(.aborted, detail: detail)
-                observe?(.ended(.aborted, detail: detail))
-                return try store.snapshot()
+                try store.finish(.aborted, detail: detail, gateway: gateway)
+                let result = try store.snapshot()
+                observe?(.ended(result.phase, detail: result.phaseDetail ?? detail))
+                return result
             }
         }
-        let detail = "\(snapshot.devices.filter { $0.state == .completed }.count) of \(snapshot.devices.count) devices updated"
-        try store.finish(.completed, detail: detail)
-        observe?(.ended(.completed, detail: detail))
-        return try store.snapshot()
+        let detail = "\(progress.stages.reduce(0) { $0 + $1.completed }) of \(plan.devices.count) devices updated"
+        try store.finish(.completed, detail: detail, gateway: gateway)
+        let result = try store.snapshot()
+        observe?(.ended(result.phase, detail: result.phaseDetail ?? detail))
+        return result
     }
+
+    /// What the history and the device record say of an attempt its gateway left open.
+    public static let stoppedDuringAttempt = "the previous run stopped during this attempt"
 
     /// One round: one attempt on each of `records`, recorded as they start and end.
     private func attempt(
@@ -138,7 +181,7 @@ public struct CampaignRunner: Sendable {
                     case .failure(let error):
                         outcome = .failed(message: error.message, final: attempt >= maximum)
                     }
-                    try store.attemptFinished(device: address, attempt: attempt, outcome: outcome)
+                    try store.attemptFinished(device: address, attempt: attempt, gateway: gateway, outcome: outcome)
                     observe?(.finished(device: address, attempt: attempt, outcome: outcome))
                 }
             } catch {

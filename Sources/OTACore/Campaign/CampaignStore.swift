@@ -1,29 +1,89 @@
 import Foundation
 
 /// Where a campaign's state lives, so that it survives the process: the plan, each device's
-/// state and attempts, and a history of every transition.
+/// state, attempts and lease, and a history of every transition.
 ///
-/// Every call is one durable step: when it returns, what it recorded is on disk (a transaction
-/// committed), so a process killed at any point leaves the store at a state it had. Calls are
-/// synchronous and made one at a time by ``CampaignRunner``.
+/// Every call is one durable step: when it returns, what it recorded is committed, so a process
+/// killed at any point leaves the store at a state it had.
+///
+/// Several gateways (processes, hosts) can share one campaign: a gateway ``claim(stage:limit:gateway:lease:)``s
+/// devices, which leases them to it until the lease expires; it keeps them with
+/// ``renew(gateway:lease:)`` (a heartbeat) while it updates them, and an attempt's end releases
+/// the device. A device whose lease expired (its gateway was killed) is claimed by another
+/// gateway, and the attempt its gateway left open counts as failed. A gateway that no longer
+/// holds a device's lease cannot record an attempt on it: the store refuses. Gateways are told
+/// apart by name: a gateway restarted under the same name takes its own leases back at once, so
+/// two gateways running at the same time need different names.
+///
+/// Calls are synchronous: ``CampaignRunner`` makes them from inside a simulation's executor, so
+/// virtual time does not move while a transaction commits.
 public protocol CampaignStore: Sendable {
     /// The campaign as recorded.
     ///
     /// - Throws: ``OTAError/Code/storage``.
     func snapshot() throws(OTAError) -> CampaignSnapshot
 
+    /// Where the campaign and its stages are: a few counts, read between batches by every
+    /// gateway (a default reads the whole ``snapshot()``).
+    ///
+    /// - Throws: ``OTAError/Code/storage``.
+    func progress() throws(OTAError) -> CampaignProgress
+
+    /// Leases up to `limit` devices of stage `stage` (its index) to `gateway` for `lease`: those
+    /// pending with no lease, an expired one, or one held under `gateway`'s own name, fewest
+    /// attempts first. A device found `updating` there had its attempt left open by a stopped
+    /// gateway: that attempt is recorded as failed first (and a device with no attempt left is
+    /// failed for good, not returned). Nothing is claimed once the campaign has ended.
+    ///
+    /// - Returns: the devices now leased to `gateway`, each pending.
+    func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord]
+
+    /// Extends every unexpired lease `gateway` holds to `lease` from now: its heartbeat.
+    ///
+    /// - Returns: how many leases were renewed.
+    @discardableResult
+    func renew(gateway: String, lease: Duration) throws(OTAError) -> Int
+
     /// Records that attempt `attempt` (1 for the first) on `device` starts, by `gateway`.
+    ///
+    /// - Throws: ``OTAError/Code/storage`` when `gateway` does not hold the device's lease (it
+    ///   expired and another gateway may have the device).
     func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError)
 
     /// Records how that attempt ended: the device is then completed, failed for good, or
-    /// pending again for another attempt.
-    func attemptFinished(device: String, attempt: Int, outcome: CampaignAttemptOutcome) throws(OTAError)
+    /// pending again for another attempt; its lease is released.
+    ///
+    /// - Throws: ``OTAError/Code/storage`` when `gateway` no longer holds the device's lease.
+    func attemptFinished(device: String, attempt: Int, gateway: String, outcome: CampaignAttemptOutcome) throws(OTAError)
 
-    /// Records that the campaign ended.
-    func finish(_ phase: CampaignPhase, detail: String) throws(OTAError)
+    /// Records that the campaign ended; when several gateways finish it, the first one's verdict
+    /// is kept.
+    func finish(_ phase: CampaignPhase, detail: String, gateway: String) throws(OTAError)
 
     /// Every transition, oldest first.
     func history() throws(OTAError) -> [CampaignHistoryEntry]
+}
+
+/// The wall clock leases are measured on, shared by every gateway of a campaign (unlike a
+/// simulation's virtual clock), and the waits for other gateways. Injected so that tests move it
+/// by hand.
+public protocol CampaignLeaseClock: Sendable {
+    /// Now.
+    var now: Date { get }
+    /// Waits `duration` of this clock.
+    func sleep(for duration: Duration) async throws
+}
+
+/// The system's wall clock: ``Date()``, and real sleeps.
+public struct WallLeaseClock: CampaignLeaseClock {
+    /// Creates the wall clock.
+    public init() {}
+
+    public var now: Date { Date() }
+
+    public func sleep(for duration: Duration) async throws {
+        try await Task.sleep(for: duration)
+    }
 }
 
 /// Where a campaign is.
@@ -70,14 +130,17 @@ public struct CampaignDeviceRecord: Sendable, Hashable {
     public var attempts: Int
     /// Why the last failed attempt failed.
     public var lastError: String?
+    /// The gateway that holds its lease, if one does (the lease may have expired).
+    public var gateway: String?
 
     /// Creates a record.
-    public init(address: String, stage: Int, state: CampaignDeviceState, attempts: Int, lastError: String?) {
+    public init(address: String, stage: Int, state: CampaignDeviceState, attempts: Int, lastError: String?, gateway: String? = nil) {
         self.address = address
         self.stage = stage
         self.state = state
         self.attempts = attempts
         self.lastError = lastError
+        self.gateway = gateway
     }
 }
 
@@ -123,28 +186,68 @@ public struct CampaignStageStatus: Sendable, Hashable {
     public var failed: Int
     /// Devices still to update.
     public var remaining: Int { devices - completed - failed }
+
+    /// Describes a stage's progress.
+    public init(name: String, devices: Int, completed: Int, failed: Int) {
+        self.name = name
+        self.devices = devices
+        self.completed = completed
+        self.failed = failed
+    }
+}
+
+/// Where a campaign and each of its stages are, without every device's record: what a runner
+/// reads between batches.
+public struct CampaignProgress: Sendable, Hashable {
+    /// Where the campaign is.
+    public var phase: CampaignPhase
+    /// How far each stage is, in the plan's order.
+    public var stages: [CampaignStageStatus]
+
+    /// Describes a campaign's progress.
+    public init(phase: CampaignPhase, stages: [CampaignStageStatus]) {
+        self.phase = phase
+        self.stages = stages
+    }
+}
+
+extension CampaignStore {
+    /// Read from a whole ``snapshot()``; a store with a cheaper count overrides it.
+    public func progress() throws(OTAError) -> CampaignProgress {
+        let snapshot = try snapshot()
+        return CampaignProgress(phase: snapshot.phase, stages: snapshot.stages)
+    }
 }
 
 /// One transition in a campaign's history.
 public struct CampaignHistoryEntry: Sendable, Hashable {
-    /// When it was recorded (the wall clock of the process that recorded it).
+    /// When it was recorded (the lease clock of the store: the database server's clock for a
+    /// shared store).
     public var at: Date
     /// The device, for a device's transition.
     public var device: String?
-    /// What happened: `created`, `started`, `completed`, `failed`, `retry`, `campaign-completed`,
-    /// `campaign-aborted`.
+    /// What happened: `created`, `leased`, `renewed`, `taken-over`, `started`, `completed`,
+    /// `failed`, `retry`, `campaign-completed`, `campaign-aborted`.
     public var event: String
     /// The attempt, for a device's transition.
     public var attempt: Int?
-    /// The gateway that made it, or the reason.
+    /// The reason or the result, or the previous gateway for `taken-over`.
     public var detail: String?
+    /// The gateway that made it.
+    public var gateway: String?
+    /// For `leased` and `renewed`: until when the device is leased to ``gateway``.
+    public var leaseUntil: Date?
 
     /// Creates an entry.
-    public init(at: Date, device: String?, event: String, attempt: Int?, detail: String?) {
+    public init(
+        at: Date, device: String?, event: String, attempt: Int?, detail: String?, gateway: String? = nil, leaseUntil: Date? = nil
+    ) {
         self.at = at
         self.device = device
         self.event = event
         self.attempt = attempt
         self.detail = detail
+        self.gateway = gateway
+        self.leaseUntil = leaseUntil
     }
 }
