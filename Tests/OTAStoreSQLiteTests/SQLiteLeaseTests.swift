@@ -129,6 +129,10 @@ struct SQLiteLeaseTests {
         let path = SQLiteCampaignStoreTests.temporaryPath()
         defer { SQLiteCampaignStoreTests.remove(path) }
         _ = try SQLiteCampaignStore.create(at: path, plan: try first.plan(stages: [20, 100]))
+        // Three devices of the first stage are leased to g2 before either runs: g1 cannot take them
+        // while the lease lasts, and g2 takes its own back at once, so both gateways must update
+        // devices whatever the machine's load (left to timing, one gateway took all 60 in CI).
+        #expect(try SQLiteCampaignStore.open(path).claim(stage: 0, limit: 3, gateway: "g2", lease: .seconds(120)).count == 3)
         async let a = first.run(try SQLiteCampaignStore.open(path), gateway: "g1")
         async let b = second.run(try SQLiteCampaignStore.open(path), gateway: "g2")
         let results = try await [a, b]
