@@ -134,25 +134,17 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                 let phase = row[8].flatMap(CampaignPhase.init(rawValue:))
             else { throw corrupt("its campaign row") }
             let stageNames = try connection.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first ?? nil }
-            var stageDevices = Array(repeating: [String](), count: stageNames.count)
             var records: [CampaignDeviceRecord] = []
             for row in try connection.query("SELECT address, stage, state, attempts, last_error, lease_owner FROM device ORDER BY position") {
-                guard row.count == 6, let address = row[0], let stage = row[1].flatMap({ Int($0) }), stageDevices.indices.contains(stage),
+                guard row.count == 6, let address = row[0], let stage = row[1].flatMap({ Int($0) }),
                     let state = row[2].flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].flatMap({ Int($0) })
                 else { throw corrupt("a device row") }
-                stageDevices[stage].append(address)
                 records.append(CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4], gateway: row[5]))
             }
-            let plan: CampaignPlan
-            do throws(OTAError) {
-                plan = try CampaignPlan(
-                    name: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
-                    stages: zip(stageNames, stageDevices).map { CampaignStage(name: $0, devices: $1) }, maximumAttempts: attempts,
-                    abortFailureRate: abortRate, successThreshold: threshold)
-            } catch {
-                throw corrupt(error.message)
-            }
-            return CampaignSnapshot(plan: plan, phase: phase, phaseDetail: row[9], devices: records)
+            return try CampaignSnapshot(
+                restoring: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
+                maximumAttempts: attempts, abortFailureRate: abortRate, successThreshold: threshold, stageNames: stageNames, devices: records,
+                phase: phase, phaseDetail: row[9], damaged: corrupt)
         }
     }
 

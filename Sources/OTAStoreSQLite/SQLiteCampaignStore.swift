@@ -117,26 +117,18 @@ public final class SQLiteCampaignStore: CampaignStore {
                 let threshold = row[7].real, let phase = row[8].text.flatMap(CampaignPhase.init(rawValue:))
             else { throw corrupt("its campaign row") }
             let stageNames = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
-            var stageDevices = Array(repeating: [String](), count: stageNames.count)
             var records: [CampaignDeviceRecord] = []
             for row in try database.query("SELECT address, stage, state, attempts, last_error, lease_owner FROM device ORDER BY position") {
-                guard row.count == 6, let address = row[0].text, let stage = row[1].integer, stageDevices.indices.contains(stage),
+                guard row.count == 6, let address = row[0].text, let stage = row[1].integer,
                     let state = row[2].text.flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].integer
                 else { throw corrupt("a device row") }
-                stageDevices[stage].append(address)
                 records.append(
                     CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text, gateway: row[5].text))
             }
-            let plan: CampaignPlan
-            do throws(OTAError) {
-                plan = try CampaignPlan(
-                    name: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
-                    stages: zip(stageNames, stageDevices).map { CampaignStage(name: $0, devices: $1) }, maximumAttempts: attempts,
-                    abortFailureRate: abortRate, successThreshold: threshold)
-            } catch {
-                throw corrupt(error.message)
-            }
-            return CampaignSnapshot(plan: plan, phase: phase, phaseDetail: row[9].text, devices: records)
+            return try CampaignSnapshot(
+                restoring: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
+                maximumAttempts: attempts, abortFailureRate: abortRate, successThreshold: threshold, stageNames: stageNames, devices: records,
+                phase: phase, phaseDetail: row[9].text, damaged: corrupt)
         }
     }
 

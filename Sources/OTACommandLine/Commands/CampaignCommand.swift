@@ -134,7 +134,7 @@ enum CampaignCommand: Command {
         let addresses = SimulatedCampaignFleet.addresses(profile: profile, count: count)
         let plan = try CampaignPlan(
             name: arguments.value("--name") ?? URL(fileURLWithPath: path).lastPathComponent, protocolName: descriptor.name,
-            image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, size: image.count, sha256: digest(image.bytes)),
+            image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, describing: image),
             stages: try CampaignPlan.stages(of: addresses, endingAt: stages), maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
             successThreshold: success)
         let name: String
@@ -183,12 +183,6 @@ enum CampaignCommand: Command {
         return try descriptor.rawImagePreparation?.prepare(image) ?? image
     }
 
-    private static func digest(_ bytes: Data) -> String {
-        var hash = SHA256()
-        hash.update(bytes)
-        return Hex.bytes(hash.finalize())
-    }
-
     // MARK: - run
 
     private static func runCampaign(
@@ -222,7 +216,7 @@ enum CampaignCommand: Command {
             throw OTAError(.storage, "\(name): the campaign's protocol '\(plan.protocolName)' is not in this build")
         }
         let image = try loadImage(plan.image.path, descriptor: descriptor, registry: environment.registry)
-        guard image.count == plan.image.size, digest(image.bytes) == plan.image.sha256 else {
+        guard plan.image.describes(image) else {
             throw OTAError(
                 .invalidImage,
                 "\(plan.image.path) changed since the campaign was created (SHA-256 \(plan.image.sha256.prefix(16))… expected); a campaign installs the image it was made with"

@@ -67,11 +67,17 @@ public struct CampaignPlan: Sendable, Hashable {
         for (index, percent) in percentages.enumerated() {
             let end = index == percentages.count - 1 ? devices.count : Int((Double(devices.count) * percent / 100).rounded(.down))
             guard end > start else { continue }
-            let label = percent == percent.rounded() ? "\(Int(percent))" : String(oneDecimal: percent)
-            stages.append(CampaignStage(name: "\(stages.count + 1) (up to \(label)%)", devices: Array(devices[start..<end])))
+            stages.append(CampaignStage(name: "\(stages.count + 1) (up to \(percentText(percent)))", devices: Array(devices[start..<end])))
             start = end
         }
         return stages
+    }
+}
+
+extension CampaignPlan {
+    /// "10%", "12.5%": a percentage with one decimal, none when it is whole.
+    static func percentText(_ percent: Double) -> String {
+        (percent == percent.rounded() ? "\(Int(percent))" : String(oneDecimal: percent)) + "%"
     }
 }
 
@@ -90,6 +96,16 @@ public struct CampaignImage: Sendable, Hashable {
         self.path = path
         self.size = size
         self.sha256 = sha256
+    }
+
+    /// Describes `image`, read from `path`: its size and SHA-256.
+    public init(path: String, describing image: FirmwareImage) {
+        self.init(path: path, size: image.count, sha256: Hex.bytes(SHA256.hash(image.bytes)))
+    }
+
+    /// Whether `image` is the one described: the same size and SHA-256.
+    public func describes(_ image: FirmwareImage) -> Bool {
+        image.count == size && Hex.bytes(SHA256.hash(image.bytes)) == sha256
     }
 }
 

@@ -194,10 +194,7 @@ public struct CampaignRunner: Sendable {
         if Task.isCancelled { throw OTAError(.cancelled, "the campaign was stopped") }
     }
 
-    private func percent(_ share: Double) -> String {
-        let value = share * 100
-        return (value == value.rounded() ? "\(Int(value))" : String(oneDecimal: value)) + "%"
-    }
+    private func percent(_ share: Double) -> String { CampaignPlan.percentText(share * 100) }
 }
 
 /// The devices a campaign reaches: a ``FleetDevice`` per address, the adapters, and what must

@@ -163,6 +163,34 @@ public struct CampaignSnapshot: Sendable, Hashable {
         self.devices = devices
     }
 
+    /// A snapshot from what a store read back: the plan's fields, the stages' names in order, and
+    /// every device in the plan's order, each naming its stage. The plan is checked again.
+    ///
+    /// - Parameter damaged: the store's error for what it holds that does not fit ("a device
+    ///   row", or why ``CampaignPlan`` refuses the plan).
+    /// - Throws: what `damaged` makes.
+    public init(
+        restoring name: String, protocolName: String, image: CampaignImage, maximumAttempts: Int, abortFailureRate: Double,
+        successThreshold: Double, stageNames: [String], devices: [CampaignDeviceRecord], phase: CampaignPhase, phaseDetail: String?,
+        damaged: (String) -> OTAError
+    ) throws(OTAError) {
+        var stageDevices = Array(repeating: [String](), count: stageNames.count)
+        for device in devices {
+            guard stageDevices.indices.contains(device.stage) else { throw damaged("a device row") }
+            stageDevices[device.stage].append(device.address)
+        }
+        let plan: CampaignPlan
+        do throws(OTAError) {
+            plan = try CampaignPlan(
+                name: name, protocolName: protocolName, image: image,
+                stages: zip(stageNames, stageDevices).map { CampaignStage(name: $0, devices: $1) }, maximumAttempts: maximumAttempts,
+                abortFailureRate: abortFailureRate, successThreshold: successThreshold)
+        } catch {
+            throw damaged(error.message)
+        }
+        self.init(plan: plan, phase: phase, phaseDetail: phaseDetail, devices: devices)
+    }
+
     /// How far each stage is.
     public var stages: [CampaignStageStatus] {
         plan.stages.indices.map { index in
