@@ -65,41 +65,20 @@ final class SimulatedCampaignFleet: CampaignFleet {
     func device(_ address: String) throws(OTAError) -> FleetDevice {
         guard let device = devices[address] else { throw OTAError(.invalidParameter, "\(address) is not in this campaign") }
         // As the last attempt that ended left it, whichever gateway made that attempt.
-        let files = Self.files(address, in: directory)
-        if FileManager.default.fileExists(atPath: files.flash.path) {
-            do {
-                try device.flash.restore(try Data(contentsOf: files.flash))
-                if let persistent = device.model as? any PersistentDeviceModel, FileManager.default.fileExists(atPath: files.state.path) {
-                    try persistent.restore(persistentState: try Data(contentsOf: files.state))
-                }
-            } catch {
-                throw OTAError(.storage, "\(files.flash.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
-            }
-        }
+        try files(address).restore(device)
         return FleetDevice(
             id: address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: device, adapter: adapter))])
     }
 
     func attemptEnded(_ address: String) throws(OTAError) {
         guard let device = devices[address] else { return }
-        let files = Self.files(address, in: directory)
-        do {
-            if let persistent = device.model as? any PersistentDeviceModel {
-                try persistent.persistentState.write(to: files.state, options: .atomic)
-            }
-            try device.flash.snapshot().write(to: files.flash, options: .atomic)
-        } catch {
-            throw OTAError(.storage, "\(files.flash.path): cannot save the simulated device (\(error.localizedDescription))")
-        }
+        try files(address).save(device)
     }
 
-    /// Whether the device's flash holds `image` from byte 0.
-    func holds(_ address: String, _ image: FirmwareImage) -> Bool {
-        devices[address].map { $0.flash.read(0..<image.count) == image.bytes } ?? false
-    }
-
-    private static func files(_ address: String, in directory: URL) -> (flash: URL, state: URL) {
+    /// `PROFILE-N.flash` and `PROFILE-N.state` in the directory.
+    private func files(_ address: String) -> SimulatedDeviceFiles {
         let name = address.replacingOccurrences(of: "sim:", with: "").replacingOccurrences(of: "/", with: "-")
-        return (directory.appendingPathComponent(name + ".flash"), directory.appendingPathComponent(name + ".state"))
+        return SimulatedDeviceFiles(
+            flash: directory.appendingPathComponent(name + ".flash"), state: directory.appendingPathComponent(name + ".state"), code: .storage)
     }
 }

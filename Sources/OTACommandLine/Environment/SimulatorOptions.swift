@@ -139,46 +139,21 @@ struct SimulatorOptions: Sendable {
         faults.disconnectAtBytes = disconnects.map { $0.bytes(of: imageSize) }.sorted()
         faults.rebootAtBytes = reboots.map { $0.bytes(of: imageSize) }.sorted()
         device.faults = faults
-        if let file = stateFile(for: profile), FileManager.default.fileExists(atPath: file.path) {
-            do {
-                try device.flash.restore(try Data(contentsOf: file))
-            } catch {
-                throw OTAError(.invalidParameter, "\(file.path): cannot restore the simulated device (\(error)); delete it to start with erased flash")
-            }
-        }
-        if let persistent = model as? any PersistentDeviceModel, let file = modelStateFile(for: profile),
-            FileManager.default.fileExists(atPath: file.path)
-        {
-            do {
-                try persistent.restore(persistentState: try Data(contentsOf: file))
-            } catch {
-                throw OTAError(.invalidParameter, "\(file.path): cannot restore the simulated device's state (\(error)); delete it to start afresh")
-            }
-        }
+        try files(for: profile)?.restore(device)
         return device
     }
 
     /// Saves the device's flash to the state directory, if there is one.
     func save(_ device: SimulatedDevice) throws(OTAError) {
-        guard let file = stateFile(for: device.profile) else { return }
-        do {
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try device.flash.snapshot().write(to: file, options: .atomic)
-            if let persistent = device.model as? any PersistentDeviceModel, let modelFile = modelStateFile(for: device.profile) {
-                try persistent.persistentState.write(to: modelFile, options: .atomic)
-            }
-        } catch {
-            throw OTAError(.invalidParameter, "\(file.path): cannot save the simulated device (\(error))")
+        try files(for: device.profile)?.save(device)
+    }
+
+    /// `PROFILE.flash` and `PROFILE.state` in the state directory, if there is one.
+    private func files(for profile: DeviceProfile) -> SimulatedDeviceFiles? {
+        stateDirectory.map { directory in
+            SimulatedDeviceFiles(
+                flash: directory.appendingPathComponent("\(profile.name).flash"), state: directory.appendingPathComponent("\(profile.name).state"),
+                code: .invalidParameter)
         }
-    }
-
-    private func stateFile(for profile: DeviceProfile) -> URL? {
-        stateDirectory?.appendingPathComponent("\(profile.name).flash")
-    }
-
-    /// Where a ``PersistentDeviceModel`` keeps what it holds outside the flash (MCUboot's slot 0
-    /// and flags).
-    private func modelStateFile(for profile: DeviceProfile) -> URL? {
-        stateDirectory?.appendingPathComponent("\(profile.name).state")
     }
 }
