@@ -25,7 +25,6 @@ import Testing
         harness.device.faults = faults
         var settings = NordicDFUConfiguration()
         settings.packetReceiptInterval = prn
-        let wall = ContinuousClock.now
         let outcome = try await harness.update(image, using: NordicDFUClient(configuration: settings))
         let report = try outcome.result.get()
         #expect(report.resumes == 1)
@@ -35,9 +34,8 @@ import Testing
         #expect(outcome.notes.contains { $0.contains("with a different CRC") } == checksumFails)
         #expect(outcome.notes.contains { $0.hasPrefix("resuming: bootloader holds") })
         #expect(!outcome.notes.contains { $0.contains("drops packets") })
-        // The pauses ran on the simulation's clock: seconds of virtual time, little wall time.
+        // The pauses ran on the simulation's clock (the harness has no other).
         #expect(outcome.virtualTime > .seconds(2))
-        #expect(ContinuousClock.now - wall < .seconds(30))
     }
 
     @Test func aBootloaderThatDropsPacketsOnAHealthyLinkFailsWithAdviceForTheSettings() async throws {
@@ -47,7 +45,6 @@ import Testing
         // One packet of every 17 is lost, on every attempt; the link stays up.
         faults.dropWrites = Set(stride(from: 5, to: 5000, by: 17))
         harness.device.faults = faults
-        let wall = ContinuousClock.now
         let outcome = try await harness.update(image, using: NordicDFUClient())
         let error = try outcome.failure()
         #expect(error.code == .verificationFailed)
@@ -57,7 +54,6 @@ import Testing
                 "the bootloader drops packets: prn=12 is already set; try --param prn=1 or a lower --max-chunk (packets are 244 bytes; such as 120)"))
         // Paced: 0.5 s and 1 s before the resends, 3 s before the verdict, in virtual time.
         #expect(outcome.virtualTime >= .milliseconds(4500))
-        #expect(ContinuousClock.now - wall < .seconds(30))
         #expect(outcome.notes.contains { $0.hasSuffix("sending the object again in 500 ms (attempt 2)") })
         #expect(outcome.notes.contains { $0.hasSuffix("sending the object again in 1.0 s (attempt 3)") })
     }
