@@ -40,10 +40,10 @@ struct MultiGatewayTests {
         let work = cluster.directory.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         var random: UInt64 = 17
-        // 64 KiB: several windows of the framed protocol, so a device killed mid-transfer has
-        // usually received more than a window, which a restart from byte 0 would send again.
+        // 96 KiB, eight windows of the framed protocol: a device killed mid-transfer has most
+        // likely received more than a window, which a restart from byte 0 would send again.
         let image = Data(
-            (0..<(64 * 1024)).map { _ in
+            (0..<(96 * 1024)).map { _ in
                 random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 return UInt8(truncatingIfNeeded: random >> 33)
             })
