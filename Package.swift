@@ -285,7 +285,7 @@ let package = Package(
         // Against a private PostgreSQL cluster each test starts (skipped without the server's binaries).
         .testTarget(
             name: "OTAStorePostgreSQLTests",
-            dependencies: ["OTAStorePostgreSQL", "OTACore"],
+            dependencies: ["OTAStorePostgreSQL", "OTACore", "OTATestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -295,7 +295,9 @@ let package = Package(
         ),
         .testTarget(
             name: "OTACommandLineTests",
-            dependencies: ["OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite"],
+            dependencies: [
+                "OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite", "OTATestSupport",
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import Testing
 
 @testable import OTAStorePostgreSQL
@@ -8,6 +9,12 @@ import Testing
 /// one campaign in a private cluster, one of them killed with SIGKILL mid-campaign.
 @Suite(.serialized, .enabled(if: PostgreSQLCluster.unavailable == nil, "\(PostgreSQLCluster.unavailable ?? "")"))
 struct MultiGatewayTests {
+    /// The framed protocol's window on the nrf52840-mtu244-2m profile, in bytes of data writes
+    /// (what a simulated device counts): 3 batches (`window`'s default) of 16 chunks (`batch`'s)
+    /// in 244-byte writes, 11,712 bytes (11,604 of them image bytes: each write less its 2-byte
+    /// version-2 tag, each batch less its 4-byte check).
+    static let framedWindow = 3 * 16 * 244
+
     /// The `ota` executable beside the test bundle, built with the tests.
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ota")
 
@@ -33,8 +40,10 @@ struct MultiGatewayTests {
         let work = cluster.directory.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         var random: UInt64 = 17
+        // 96 KiB, eight windows of the framed protocol: a device killed mid-transfer has most
+        // likely received more than a window, which a restart from byte 0 would send again.
         let image = Data(
-            (0..<4096).map { _ in
+            (0..<(96 * 1024)).map { _ in
                 random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 return UInt8(truncatingIfNeeded: random >> 33)
             })
@@ -42,7 +51,7 @@ struct MultiGatewayTests {
         try image.write(to: imageURL)
         let devices = 1000
         let create = try Self.gateway(
-            ["campaign", "create", uri, imageURL.path, "--protocol", "generic", "--sim-fleet", "\(devices)"], output: FileHandle.nullDevice,
+            ["campaign", "create", uri, imageURL.path, "--protocol", "framed", "--sim-fleet", "\(devices)"], output: FileHandle.nullDevice,
             log: work.appendingPathComponent("create.err"))
         create.waitUntilExit()
         #expect(create.terminationStatus == 0, "\((try? String(contentsOf: work.appendingPathComponent("create.err"), encoding: .utf8)) ?? "")")
@@ -108,6 +117,16 @@ struct MultiGatewayTests {
         let completedBy = Dictionary(grouping: history.filter { $0.event == "completed" }, by: { $0.gateway ?? "-" }).mapValues(\.count)
         #expect(["gw-1", "gw-2", "gw-3"].allSatisfy { (completedBy[$0] ?? 0) > 0 })
 
+        // The killed gateway's devices resumed: each one it was updating received at most one
+        // window more than the image, counted by the device across the processes.
+        let resumed = try CampaignResumeAudit(history: history, window: Self.framedWindow) { device in
+            try CampaignResumeAudit.received(in: URL(fileURLWithPath: state), device: device)
+        }
+        #expect(!resumed.devices.isEmpty, "no device of gw-4 was mid-transfer when it was killed")
+        #expect(resumed.uneven.isEmpty, "\(resumed.uneven.prefix(5))")
+        #expect(resumed.overWindow.isEmpty, "\(resumed.overWindow.prefix(5))")
+        #expect(resumed.beyondWindowBeforeLast > 0, "no device of gw-4 had received a window when it was killed: a restart from 0 would pass")
+
         // Every simulated device's flash, as the gateways share it, holds the image.
         let flashes = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".flash") }
         #expect(flashes.count == devices)
@@ -122,7 +141,7 @@ struct MultiGatewayTests {
                 "SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = 'fleet'"
             ).first ?? []
         print(
-            "four-gateway campaign: \(devices) devices, 4 gateways (gw-4 killed after \(lines) events, \(takenFromVictim.count) of its devices taken over, \(reopened) open attempts retried), campaign wall \(wall.humanReadable), test \((ContinuousClock.now - started).humanReadable); history \(history.count) rows; completions by gateway \(completedBy.sorted { $0.key < $1.key }); pg_stat_database: commits \(load.first.flatMap { $0 } ?? "?"), rollbacks \(load.dropFirst().first.flatMap { $0 } ?? "?"), rows returned \(load.dropFirst(2).first.flatMap { $0 } ?? "?"), fetched \(load.dropFirst(3).first.flatMap { $0 } ?? "?"), inserted \(load.dropFirst(4).first.flatMap { $0 } ?? "?"), updated \(load.dropFirst(5).first.flatMap { $0 } ?? "?")"
+            "four-gateway campaign: \(resumed.summary); \(devices) devices, 4 gateways (gw-4 killed after \(lines) events, \(takenFromVictim.count) of its devices taken over, \(reopened) open attempts retried), campaign wall \(wall.humanReadable), test \((ContinuousClock.now - started).humanReadable); history \(history.count) rows; completions by gateway \(completedBy.sorted { $0.key < $1.key }); pg_stat_database: commits \(load.first.flatMap { $0 } ?? "?"), rollbacks \(load.dropFirst().first.flatMap { $0 } ?? "?"), rows returned \(load.dropFirst(2).first.flatMap { $0 } ?? "?"), fetched \(load.dropFirst(3).first.flatMap { $0 } ?? "?"), inserted \(load.dropFirst(4).first.flatMap { $0 } ?? "?"), updated \(load.dropFirst(5).first.flatMap { $0 } ?? "?")"
         )
     }
 }

@@ -1,16 +1,20 @@
 import Foundation
 import OTACore
 import OTATransportSimulator
+import Synchronization
 
 /// A campaign's simulated devices (`sim:PROFILE/N`), all in one simulation behind one simulated
 /// adapter, each device's flash (and the state its model keeps outside the flash) kept in a
 /// directory so that the campaign can be stopped, even killed, and run again.
 ///
-/// A device is saved when an attempt on it ends, before the campaign records the outcome, and
-/// read back when an attempt on it is about to start: a process killed during an attempt leaves
-/// the device as it was before that attempt, and gateways that share the directory (several
-/// `ota campaign run` on one PostgreSQL campaign) see one another's devices as their last ended
-/// attempt left them.
+/// A device is read back when an attempt on it is about to start, and kept as it goes, as a
+/// real device keeps what it has acknowledged (decision 0041): before each answer it gives the
+/// central, what changed is appended to its journal (``SimulatedDeviceFiles/keep(_:)``), and the
+/// data bytes it received are counted in place; when the attempt ends, before the campaign
+/// records the outcome, the journal is folded into its files. A process killed during an attempt
+/// leaves the device as its last answer left it, so the gateway that takes it over (several
+/// `ota campaign run` on one PostgreSQL campaign share the directory) resumes from the device's
+/// offset, through the protocol's own resume, as it would with a real device.
 final class SimulatedCampaignFleet: CampaignFleet {
     let simulation: Simulation
     let adapter: SimulatedAdapter
@@ -19,6 +23,8 @@ final class SimulatedCampaignFleet: CampaignFleet {
     private let client: any UpdateProtocol
     private let directory: URL
     private let limit: Int
+    /// The devices in an attempt, kept as they go.
+    private let kept = Mutex<[String: KeptDevice]>([:])
 
     /// "sim:PROFILE/N", N from 1.
     static func addresses(profile: DeviceProfile, count: Int) -> [String] {
@@ -64,21 +70,57 @@ final class SimulatedCampaignFleet: CampaignFleet {
 
     func device(_ address: String) throws(OTAError) -> FleetDevice {
         guard let device = devices[address] else { throw OTAError(.invalidParameter, "\(address) is not in this campaign") }
-        // As the last attempt that ended left it, whichever gateway made that attempt.
-        try files(address).restore(device)
+        // As it last answered a central, whichever gateway that was.
+        let files = files(address)
+        try files.restore(device)
+        let keeping = KeptDevice(handle: try files.openReceived())
+        kept.withLock { $0[address] = keeping }
+        device.persistence = SimulatedDevice.Persistence(
+            replying: {
+                do throws(OTAError) {
+                    try files.keep(device)
+                } catch {
+                    keeping.failed(error)
+                }
+            },
+            received: { (total: Int) in
+                do throws(OTAError) {
+                    try files.keepReceived(total, handle: keeping.handle)
+                } catch {
+                    keeping.failed(error)
+                }
+            })
         return FleetDevice(
             id: address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: device, adapter: adapter))])
     }
 
     func attemptEnded(_ address: String) throws(OTAError) {
         guard let device = devices[address] else { return }
+        device.persistence = nil
+        let keeping = kept.withLock { $0.removeValue(forKey: address) }
+        try? keeping?.handle.close()
+        // The device could not be kept as it went: a kill would have lost what it acknowledged.
+        if let error = keeping?.error { throw error }
         try files(address).save(device)
     }
 
-    /// `PROFILE-N.flash` and `PROFILE-N.state` in the directory.
+    /// `PROFILE-N.flash`, `.state`, `.journal` and `.received` in the directory.
     private func files(_ address: String) -> SimulatedDeviceFiles {
         let name = address.replacingOccurrences(of: "sim:", with: "").replacingOccurrences(of: "/", with: "-")
         return SimulatedDeviceFiles(
             flash: directory.appendingPathComponent(name + ".flash"), state: directory.appendingPathComponent(name + ".state"), code: .storage)
     }
+}
+
+/// A device in an attempt: its count's open file, and the first error keeping it met (the
+/// simulation's callbacks cannot throw; the attempt's end does).
+private final class KeptDevice: Sendable {
+    let handle: FileHandle
+    private let firstError = Mutex<OTAError?>(nil)
+
+    init(handle: FileHandle) { self.handle = handle }
+
+    func failed(_ error: OTAError) { firstError.withLock { $0 = $0 ?? error } }
+
+    var error: OTAError? { firstError.withLock { $0 } }
 }

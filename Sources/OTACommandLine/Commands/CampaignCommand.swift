@@ -54,7 +54,9 @@ enum CampaignCommand: Command {
             running gateway) for --lease seconds and renewed by a heartbeat while it updates them;
             a gateway killed mid-campaign leaves its devices to the others once their leases
             expire, and its open attempts count as failed. Simulated gateways share the devices
-            through --sim-state DIR; a device taken over restarts from its last ended attempt.
+            through --sim-state DIR, each kept there before every answer it gives (decision
+            0041): a device taken over resumes where it last acknowledged, by the protocol's
+            own resume (generic cannot resume and starts over).
 
             Campaigns run on simulated fleets so far (decision 0035); real devices through BlueZ
             are not built yet.

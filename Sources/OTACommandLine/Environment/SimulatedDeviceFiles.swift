@@ -3,8 +3,19 @@ import OTACore
 import OTATransportSimulator
 
 /// Where a simulated device is kept between runs: its flash, and the state a model keeps outside
-/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags), each in a file of its own.
+/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags), each in a file of its own;
+/// and, for a device kept as it goes (``keep(_:)``: a campaign's), a journal of what changed
+/// since those files were written and a count of the data bytes it received.
 /// `--sim-state` keeps one device per profile this way, a campaign one per device.
+///
+/// The journal (`NAME.journal`, decision 0041) is appended one group at a time, each group the
+/// sectors that changed since the previous one and the model's state, framed by a length and a
+/// CRC-32: a process killed in the middle of an append leaves a torn last group, which is
+/// ignored, so the device loads as the previous group left it. Every group holds the newest
+/// content of what it names, and the journal holds every sector changed since the flash file
+/// was written, so replaying it over the flash file before or after that file is rewritten gives
+/// the same device: ``save(_:)`` appends, rewrites the files (each replaced at once), then
+/// deletes the journal, and a kill between any two of those steps loses nothing.
 struct SimulatedDeviceFiles {
     /// The flash, as ``SimulatedFlash/snapshot()`` writes it.
     var flash: URL
@@ -13,34 +24,191 @@ struct SimulatedDeviceFiles {
     /// The error code of a file that cannot be read or written.
     var code: OTAError.Code
 
-    /// Restores from the files what they hold; a missing file leaves that part as it is.
+    /// What changed since ``flash`` and ``state`` were written.
+    var journal: URL { flash.deletingPathExtension().appendingPathExtension("journal") }
+    /// ``SimulatedDevice/dataBytesReceived``, 8 bytes little-endian.
+    var received: URL { flash.deletingPathExtension().appendingPathExtension("received") }
+
+    private static let groupMagic = Data("SJG1".utf8)
+    private static let sectorEntry: UInt8 = 1
+    private static let stateEntry: UInt8 = 2
+
+    /// Restores from the files what they hold, the journal replayed over them; a missing file
+    /// leaves that part as it is. A journal found is folded into the files (``save(_:)``).
     ///
     /// - Throws: ``code``, naming the file and saying to delete it.
     func restore(_ device: SimulatedDevice) throws(OTAError) {
         var file = flash
+        var replayed = false
         do {
-            if FileManager.default.fileExists(atPath: flash.path) { try device.flash.restore(try Data(contentsOf: flash)) }
+            var image = FileManager.default.fileExists(atPath: flash.path) ? try Data(contentsOf: flash) : nil
             file = state
-            if let persistent = device.model as? any PersistentDeviceModel, FileManager.default.fileExists(atPath: state.path) {
-                try persistent.restore(persistentState: try Data(contentsOf: state))
+            var modelState = FileManager.default.fileExists(atPath: state.path) ? try Data(contentsOf: state) : nil
+            file = journal
+            if FileManager.default.fileExists(atPath: journal.path) {
+                var contents = image ?? device.flash.snapshot()
+                for entry in Self.entries(try Data(contentsOf: journal)) {
+                    switch entry.kind {
+                    case Self.sectorEntry:
+                        let start = entry.index * device.flash.sectorSize
+                        guard entry.bytes.count == device.flash.sectorSize, start + entry.bytes.count <= contents.count else {
+                            throw SimulatedDeviceFilesError("a sector that is not one of this device's")
+                        }
+                        contents.replaceSubrange(start..<(start + entry.bytes.count), with: entry.bytes)
+                    default:
+                        modelState = entry.bytes
+                    }
+                }
+                image = contents
+                replayed = true
+            }
+            file = flash
+            if let image { try device.flash.restore(image) }
+            file = state
+            if let persistent = device.model as? any PersistentDeviceModel, let modelState {
+                try persistent.restore(persistentState: modelState)
+            }
+            file = received
+            if FileManager.default.fileExists(atPath: received.path) {
+                let count = try Data(contentsOf: received)
+                guard count.count == 8 else { throw SimulatedDeviceFilesError("not an 8-byte count") }
+                device.dataBytesReceived = Int(count.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
             }
         } catch {
             throw OTAError(code, "\(file.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
         }
+        if replayed { try save(device) }
     }
 
-    /// Writes the device's flash and its model's state to the files (each replaced at once).
+    /// Appends to the journal the sectors changed since the last call (or the restore) and the
+    /// model's state, as one group: the device as it is now survives the process.
+    ///
+    /// - Throws: ``code``, naming the journal.
+    func keep(_ device: SimulatedDevice) throws(OTAError) {
+        let sectors = device.flash.takeChangedSectors()
+        let persistent = device.model as? any PersistentDeviceModel
+        guard !sectors.isEmpty || persistent != nil else { return }
+        var payload = Data()
+        let size = device.flash.sectorSize
+        for sector in sectors {
+            Self.append(entry: Self.sectorEntry, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)), to: &payload)
+        }
+        if let persistent { Self.append(entry: Self.stateEntry, index: 0, bytes: persistent.persistentState, to: &payload) }
+        var group = Self.groupMagic
+        group.append(littleEndian: UInt32(payload.count))
+        group.append(payload)
+        group.append(littleEndian: CRC32.checksum(payload))
+        do {
+            try FileManager.default.createDirectory(at: journal.deletingLastPathComponent(), withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: journal.path) {
+                guard FileManager.default.createFile(atPath: journal.path, contents: nil) else {
+                    throw SimulatedDeviceFilesError("cannot create it")
+                }
+            }
+            let handle = try FileHandle(forWritingTo: journal)
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: group)
+        } catch {
+            throw OTAError(code, "\(journal.path): cannot keep the simulated device (\(error))")
+        }
+    }
+
+    /// Writes ``SimulatedDevice/dataBytesReceived`` to ``received`` in place (8 bytes at once).
+    ///
+    /// - Throws: ``code``, naming the file.
+    func keepReceived(_ count: Int, handle: FileHandle) throws(OTAError) {
+        var bytes = Data()
+        bytes.append(littleEndian: UInt64(count))
+        do {
+            try handle.seek(toOffset: 0)
+            try handle.write(contentsOf: bytes)
+        } catch {
+            throw OTAError(code, "\(received.path): cannot keep the simulated device's count (\(error))")
+        }
+    }
+
+    /// Opens ``received`` for ``keepReceived(_:handle:)``, creating it.
+    ///
+    /// - Throws: ``code``, naming the file.
+    func openReceived() throws(OTAError) -> FileHandle {
+        do {
+            if !FileManager.default.fileExists(atPath: received.path) {
+                guard FileManager.default.createFile(atPath: received.path, contents: Data(count: 8)) else {
+                    throw SimulatedDeviceFilesError("cannot create it")
+                }
+            }
+            return try FileHandle(forWritingTo: received)
+        } catch {
+            throw OTAError(code, "\(received.path): cannot keep the simulated device's count (\(error))")
+        }
+    }
+
+    /// Writes the device's flash and its model's state to the files (each replaced at once),
+    /// after bringing a journal up to date, then deletes the journal.
     ///
     /// - Throws: ``code``, naming the file.
     func save(_ device: SimulatedDevice) throws(OTAError) {
+        if FileManager.default.fileExists(atPath: journal.path) { try keep(device) }
         do {
             try FileManager.default.createDirectory(at: flash.deletingLastPathComponent(), withIntermediateDirectories: true)
             try device.flash.snapshot().write(to: flash, options: .atomic)
             if let persistent = device.model as? any PersistentDeviceModel {
                 try persistent.persistentState.write(to: state, options: .atomic)
             }
+            if FileManager.default.fileExists(atPath: journal.path) { try FileManager.default.removeItem(at: journal) }
         } catch {
             throw OTAError(code, "\(flash.path): cannot save the simulated device (\(error.localizedDescription))")
         }
+        _ = device.flash.takeChangedSectors()
+    }
+
+    /// The entries of every whole group of `journal`, in order; reading stops at the first torn
+    /// or damaged group (what a killed append leaves).
+    static func entries(_ journal: Data) -> [(kind: UInt8, index: Int, bytes: Data)] {
+        let bytes = [UInt8](journal)
+        var entries: [(kind: UInt8, index: Int, bytes: Data)] = []
+        var position = 0
+        while position + 12 <= bytes.count, Data(bytes[position..<(position + 4)]) == groupMagic {
+            let length = Int(uint32(bytes, at: position + 4))
+            let start = position + 8
+            guard length <= bytes.count - start - 4 else { break }
+            let payload = Data(bytes[start..<(start + length)])
+            guard CRC32.checksum(payload) == uint32(bytes, at: start + length) else { break }
+            var group: [(kind: UInt8, index: Int, bytes: Data)] = []
+            var offset = start
+            while offset + 9 <= start + length {
+                let count = Int(uint32(bytes, at: offset + 5))
+                guard offset + 9 + count <= start + length else { return entries }
+                group.append((bytes[offset], Int(uint32(bytes, at: offset + 1)), Data(bytes[(offset + 9)..<(offset + 9 + count)])))
+                offset += 9 + count
+            }
+            entries += group
+            position = start + length + 4
+        }
+        return entries
+    }
+
+    private static func append(entry kind: UInt8, index: Int, bytes: Data, to payload: inout Data) {
+        payload.append(kind)
+        payload.append(littleEndian: UInt32(index))
+        payload.append(littleEndian: UInt32(bytes.count))
+        payload.append(bytes)
+    }
+
+    private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
+    }
+}
+
+/// What is wrong with a simulated device's file.
+struct SimulatedDeviceFilesError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Data {
+    fileprivate mutating func append<Integer: FixedWidthInteger>(littleEndian value: Integer) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }

@@ -177,7 +177,7 @@ public struct CampaignRunner: Sendable {
                     let outcome: CampaignAttemptOutcome
                     switch result {
                     case .success(let report):
-                        outcome = .completed(detail: "\(report.bytesSent) bytes in \(report.duration.humanReadable)")
+                        outcome = .completed(detail: Self.completedDetail(report))
                     case .failure(let error):
                         outcome = .failed(message: error.message, final: attempt >= maximum)
                     }
@@ -195,6 +195,22 @@ public struct CampaignRunner: Sendable {
     }
 
     private func percent(_ share: Double) -> String { CampaignPlan.percentText(share * 100) }
+
+    /// A completed attempt's detail in the history: "N bytes sent from byte R in T", R the bytes
+    /// the device held when the attempt started (a resume, after a killed gateway or run).
+    public static func completedDetail(_ report: UpdateReport) -> String {
+        "\(report.bytesSent) bytes sent from byte \(report.bytesHeldAtStart) in \(report.duration.humanReadable)"
+    }
+
+    /// The bytes sent and the byte the attempt started from, read back from a
+    /// ``completedDetail(_:)``; `nil` for another text.
+    public static func sentAndResumedFrom(_ detail: String) -> (sent: Int, from: Int)? {
+        let words = detail.split(separator: " ")
+        guard words.count >= 6, words[1] == "bytes", words[2] == "sent", words[3] == "from", words[4] == "byte",
+            let sent = Int(words[0]), let from = Int(words[5])
+        else { return nil }
+        return (sent, from)
+    }
 }
 
 /// The devices a campaign reaches: a ``FleetDevice`` per address, the adapters, and what must

@@ -19,6 +19,28 @@ public final class SimulatedDevice: Sendable {
         var dying = false
         var rebootsPending = 0
         var name: String?
+        var persistence: Persistence?
+        var persistPending = false
+        var dataBytesReceived = 0
+    }
+
+    /// How a host keeps the device beyond its process as it goes, as a real device keeps what it
+    /// has acknowledged whatever happens to the central: set ``persistence``.
+    public struct Persistence: Sendable {
+        /// Called on the simulation's thread after the device decided to answer the central (a
+        /// notification, a write or read response) and before the answer reaches the central,
+        /// at the same virtual time; answers at one instant are kept once. Keep what the device
+        /// holds now: whatever the central learns from the answer is then already kept.
+        public var replying: @Sendable () -> Void
+        /// Called as data writes arrive, with ``SimulatedDevice/dataBytesReceived`` (the bytes
+        /// received since the device was made, across processes when the host restores it).
+        public var received: (@Sendable (Int) -> Void)?
+
+        /// Describes what to call.
+        public init(replying: @escaping @Sendable () -> Void, received: (@Sendable (Int) -> Void)? = nil) {
+            self.replying = replying
+            self.received = received
+        }
     }
 
     /// The hardware profile.
@@ -111,6 +133,21 @@ public final class SimulatedDevice: Sendable {
         set { state.withLock { $0.reachable = newValue } }
     }
 
+    /// What keeps the device beyond its process; `nil` (the default): nothing, it lasts as long
+    /// as its simulation.
+    public var persistence: Persistence? {
+        get { state.withLock { $0.persistence } }
+        set { state.withLock { $0.persistence = newValue } }
+    }
+
+    /// Payload bytes of data writes (writes without response) the device took in over its life,
+    /// duplicates and re-sent ones included: what the device was sent, as opposed to what it
+    /// kept. A host that keeps the device across processes restores it by setting it.
+    public var dataBytesReceived: Int {
+        get { state.withLock { $0.dataBytesReceived } }
+        set { state.withLock { $0.dataBytesReceived = newValue } }
+    }
+
     /// How many times the device restarted.
     public var rebootCount: Int { state.withLock { $0.reboots } }
 
@@ -151,6 +188,31 @@ public final class SimulatedDevice: Sendable {
     func readStandard(_ id: CharacteristicID) -> Result<Data, ATTStatus>? {
         if id == StandardServices.batteryLevel, let level = batteryLevel { return .success(Data([UInt8(level)])) }
         return profile.standardServices.deviceInformationValue(id).map { .success($0) }
+    }
+
+    /// The device is about to answer the central: its ``persistence`` keeps it first.
+    func willReply() {
+        let persistence: Persistence? = state.withLock { state in
+            guard let persistence = state.persistence, !state.persistPending else { return nil }
+            state.persistPending = true
+            return persistence
+        }
+        guard let persistence else { return }
+        // After the model's call returns (it may hold its own lock now), before the answer,
+        // which leaves at a later connection event.
+        simulation.schedule(at: simulation.now) { [self] in
+            state.withLock { $0.persistPending = false }
+            persistence.replying()
+        }
+    }
+
+    /// A data write of `bytes` reached the model.
+    func receivedData(_ bytes: Int) {
+        let (total, persistence) = state.withLock { state in
+            state.dataBytesReceived += bytes
+            return (state.dataBytesReceived, state.persistence)
+        }
+        persistence?.received?(total)
     }
 
     /// Drains the battery for `bytes` of data received.

@@ -15,6 +15,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         var failing: String?
         var bytesWritten = 0
         var sectorsErased = 0
+        var changedSectors = Set<Int>()
     }
 
     /// Erase and write timing.
@@ -39,6 +40,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             let sectors = flash.sectors(covering: range).count / sectorSize
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime * sectors
+            if !range.isEmpty { state.changedSectors.formUnion(range.lowerBound / sectorSize...((range.upperBound - 1) / sectorSize)) }
         }
     }
 
@@ -49,6 +51,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             try flash.write(bytes, at: offset)
             state.bytesWritten += bytes.count
             state.pendingCost += timing.writeTime(bytes.count)
+            if !bytes.isEmpty { state.changedSectors.formUnion(offset / sectorSize...((offset + bytes.count - 1) / sectorSize)) }
         }
     }
 
@@ -72,6 +75,17 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
         try flash.restore(snapshot)
+        state.withLock { $0.changedSectors = [] }
+    }
+
+    /// The sectors (by index: offset / ``sectorSize``) erased or programmed since the last call
+    /// or the last ``restore(_:)``, in order, and forgets them: what a host that keeps the device
+    /// across processes writes through.
+    public func takeChangedSectors() -> [Int] {
+        state.withLock { state in
+            defer { state.changedSectors = [] }
+            return state.changedSectors.sorted()
+        }
     }
 
     /// Total bytes programmed since the device was made.

@@ -386,6 +386,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             for value in outcome.deliveries {
                 statistics.dataBytesDelivered += value.count
                 device.consumeEnergy(receiving: value.count)
+                device.receivedData(value.count)
                 _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
             }
             _ = device.settle(at: time)
@@ -415,6 +416,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             let queued = peripheral.count
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
             let ready = time + device.profile.processingLatency
+            device.willReply()
             let position = peripheral[..<min(queued, peripheral.count)].firstIndex { $0.readyAt > ready } ?? min(queued, peripheral.count)
             peripheral.insert(PeripheralPDU(kind: .writeResponse(id, status), readyAt: ready, remaining: (status == .success ? 1 : 5) + 4), at: position)
             scheduleEvent()
@@ -427,6 +429,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private func enqueuePeripheral(_ kind: PeripheralKind, length: Int, after time: Duration) {
         let ready = device.settle(at: time) + device.profile.processingLatency
+        device.willReply()
         peripheral.append(PeripheralPDU(kind: kind, readyAt: ready, remaining: length + 4))
         scheduleEvent()
     }

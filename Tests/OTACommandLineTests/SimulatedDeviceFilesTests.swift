@@ -1,0 +1,93 @@
+import Foundation
+import OTACore
+import OTATransportSimulator
+import Testing
+
+@testable import OTACommandLine
+
+/// A campaign's simulated device kept as it goes (decision 0041): the journal replays what was
+/// kept, a kill in the middle of an append loads as the previous keep, and a kill between the
+/// steps of a save loses nothing.
+@Suite struct SimulatedDeviceFilesTests {
+    static func device(_ simulation: Simulation) throws -> SimulatedDevice {
+        let model = try BuiltInProtocols.registry.descriptor(named: "generic").makeDeviceModel(ProtocolParameters())
+        return SimulatedDevice(profile: DeviceProfile.nrf52840, model: model, simulation: simulation)
+    }
+
+    static func files() -> SimulatedDeviceFiles {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ota-device-files-\(UUID().uuidString)")
+        return SimulatedDeviceFiles(
+            flash: directory.appendingPathComponent("d.flash"), state: directory.appendingPathComponent("d.state"), code: .storage)
+    }
+
+    /// Programs `byte` over sector `sector`.
+    static func program(_ device: SimulatedDevice, sector: Int, byte: UInt8) throws {
+        let size = device.flash.sectorSize
+        try device.flash.erase((sector * size)..<((sector + 1) * size))
+        try device.flash.write(Data(repeating: byte, count: size), at: sector * size)
+    }
+
+    @Test("what was kept is restored; a torn or damaged last group loads as the keep before it, never as a mix")
+    func tornAppend() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        let device = try Self.device(simulation)
+        try Self.program(device, sector: 0, byte: 0x11)
+        try files.keep(device)
+        let first = device.flash.snapshot()
+        try Self.program(device, sector: 0, byte: 0x22)
+        try Self.program(device, sector: 3, byte: 0x33)
+        try files.keep(device)
+        let second = device.flash.snapshot()
+        let journal = try Data(contentsOf: files.journal)
+
+        let whole = try Self.device(simulation)
+        try files.restore(whole)
+        #expect(whole.flash.snapshot() == second)
+        #expect(!FileManager.default.fileExists(atPath: files.journal.path), "a replayed journal is folded into the files")
+
+        for damage in ["torn", "flipped"] {
+            try FileManager.default.removeItem(at: files.flash)
+            var damaged = journal
+            if damage == "torn" { damaged = damaged.prefix(damaged.count - 100) } else { damaged[damaged.count - 10] ^= 0x01 }
+            try damaged.write(to: files.journal)
+            let restored = try Self.device(simulation)
+            try files.restore(restored)
+            #expect(restored.flash.snapshot() == first, "\(damage)")
+        }
+    }
+
+    @Test("a save killed after the flash file was replaced, before the journal was deleted, replays to the same device")
+    func killedSave() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        let device = try Self.device(simulation)
+        try Self.program(device, sector: 1, byte: 0x44)
+        try files.keep(device)
+        try Self.program(device, sector: 1, byte: 0x55)  // after the last keep: only the save has it
+        try Self.program(device, sector: 2, byte: 0x66)
+        let final = device.flash.snapshot()
+        // The save's steps, stopped before the journal is deleted.
+        try files.keep(device)
+        try final.write(to: files.flash, options: .atomic)
+        let restored = try Self.device(simulation)
+        try files.restore(restored)
+        #expect(restored.flash.snapshot() == final)
+    }
+
+    @Test("the device's count of received bytes is restored from its file")
+    func receivedCount() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        try FileManager.default.createDirectory(at: files.flash.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let handle = try files.openReceived()
+        try files.keepReceived(70_000, handle: handle)
+        try handle.close()
+        let device = try Self.device(simulation)
+        try files.restore(device)
+        #expect(device.dataBytesReceived == 70_000)
+    }
+}
