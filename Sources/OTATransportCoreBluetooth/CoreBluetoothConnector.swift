@@ -59,10 +59,12 @@ public struct CoreBluetoothConnector: Connector {
             )
         }
         let byName = ReappearanceRule(addresses: [], name: name)
+        let (clock, settle, poll) = (central.clock, timeouts.reappearanceSettle, Self.reappearancePoll)
+        // The window counts from here, waiting for Bluetooth included.
+        let stopwatch = Stopwatch(clock: clock)
         let scanner = CoreBluetoothScanner(central: central, services: nil, allowDuplicates: true, advertisedNamesOnly: true)
         let discoveries = try await scanner.discoveries()
         let heard = Heard()
-        let (clock, settle, poll) = (central.clock, timeouts.reappearanceSettle, Self.reappearancePoll)
         let outcome: Result<UUID, OTAError> = await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -72,30 +74,28 @@ public struct CoreBluetoothConnector: Connector {
                 }
             }
             defer { group.cancelAll() }
-            var waited = Duration.zero
-            var matchedFor: Duration?
+            var matchedSince: Duration?
             while true {
+                let elapsed = stopwatch.elapsed
                 let candidates = Self.latestPerPeripheral(heard.devices.withLock { $0 })
                 switch byName.select(from: candidates) {
                 case .ambiguous:
                     return .failure(byName.failure(heard: candidates, after: window))
                 case .found(let device):
-                    if let matched = matchedFor, matched >= settle || waited + poll > window, let identifier = UUID(uuidString: device.address) {
+                    if let since = matchedSince, elapsed - since >= settle || elapsed >= window, let identifier = UUID(uuidString: device.address) {
                         return .success(identifier)
                     }
-                    matchedFor = matchedFor ?? .zero
+                    matchedSince = matchedSince ?? elapsed
                 case .none:
-                    matchedFor = nil
+                    matchedSince = nil
                 }
                 if let failure = heard.failure.withLock({ $0 }) { return .failure(failure) }
-                if matchedFor == nil, waited + poll > window { return .failure(byName.failure(heard: candidates, after: window)) }
+                if matchedSince == nil, elapsed >= window { return .failure(byName.failure(heard: candidates, after: window)) }
                 do {
-                    try await clock.sleep(for: poll)
+                    try await clock.sleep(for: min(poll, max(.zero, window - elapsed)))
                 } catch {
                     return .failure(OTAError(.cancelled, "cancelled while looking for the device \(byName.description)"))
                 }
-                waited += poll
-                if let matched = matchedFor { matchedFor = matched + poll }
             }
         }
         return CoreBluetoothConnector(central: central, identifier: try outcome.get(), timeouts: timeouts)
