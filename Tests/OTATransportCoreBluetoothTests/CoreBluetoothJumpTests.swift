@@ -260,6 +260,96 @@ import Testing
     }
 }
 
+/// A multi-part package through CoreBluetooth: the SoftDevice and bootloader part jumps, the
+/// bootloader comes back under a new identifier and stays in DFU mode; the application part must
+/// go there through the session's connector, not to the application's identifier.
+@Suite struct CoreBluetoothMultiPartTests {
+    /// An unsigned SoftDevice+bootloader image: `sd_size` + `bl_size` bytes, the init packet as
+    /// nrfutil writes one (type SOFTDEVICE_BOOTLOADER, fields 5 and 6), needing SoftDevice 0x0100.
+    static func softDeviceAndBootloader(softDevice: Int = 4096, bootloader: Int = 2048) throws -> FirmwareImage {
+        var random = SeededRandom(seed: 17)
+        let bytes = Data((0..<(softDevice + bootloader)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        func varint(_ value: UInt64) -> Data {
+            var (value, out) = (value, Data())
+            repeat {
+                out.append(UInt8(value & 0x7F) | (value >> 7 != 0 ? 0x80 : 0))
+                value >>= 7
+            } while value != 0
+            return out
+        }
+        func field(_ number: UInt64, _ value: UInt64) -> Data { varint(number << 3) + varint(value) }
+        func bytesField(_ number: UInt64, _ payload: Data) -> Data { varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload }
+        var command = field(1, 2) + field(2, 52) + bytesField(3, varint(0x0100)) + field(4, 3)
+        command += field(5, UInt64(softDevice)) + field(6, UInt64(bootloader))
+        command += bytesField(8, field(1, 3) + bytesField(2, Data(SHA256.hash(bytes).reversed())))
+        let packet = bytesField(1, field(1, 1) + bytesField(2, command))
+        return try FirmwareImage(bytes: bytes, name: "sd_bl.bin", attachments: [NordicDFUClient.initPacketKey: packet])
+    }
+
+    /// Sends both parts through `connector`, the device restarting between them.
+    private func send(
+        _ parts: [FirmwareImage], scene: CoreBluetoothJumpTests.Scene, connector: any Connector, session: DirectTransportSession
+    ) async throws -> [Result<UpdateReport, OTAError>] {
+        var configuration = UpdateConfiguration()
+        configuration.randomSeed = 8
+        configuration.resume.maximumAttempts = 1
+        let engine = UpdateEngine(configuration: configuration, clock: scene.world.clock)
+        return try await scene.world.run {
+            var results: [Result<UpdateReport, OTAError>] = []
+            for part in parts {
+                do throws(OTAError) {
+                    results.append(.success(try await engine.update(part, using: NordicDFUClient(), connector: connector)))
+                    try await session.waitForRestart()
+                } catch {
+                    results.append(.failure(error))
+                    break
+                }
+            }
+            return results
+        }
+    }
+
+    @Test func theApplicationPartGoesToTheBootloaderUnderItsNewIdentifier() async throws {
+        let scene = CoreBluetoothJumpTests.Scene(seed: 8, neighbour: .dfuTarg, bootloaderKeepsAddress: false)
+        let before = scene.neighbour.flash.snapshot()
+        let parts = [
+            try Self.softDeviceAndBootloader(), try NordicDFUProtocol.descriptor.rawImagePreparation!.prepare(try CoreBluetoothHarness.image(size: 3_000)),
+        ]
+        let session = DirectTransportSession(
+            connector: scene.makeCentral().connector(for: scene.peripheral.identifier), clock: scene.world.clock, restartDelay: .seconds(1))
+        let results = try await send(parts, scene: scene, connector: session.connector, session: session)
+        #expect(results.count == 2)
+        for result in results { _ = try result.get() }
+        #expect(scene.model.bootloader.installedImage?.firmwareType == .application)
+        #expect(scene.model.bootloader.installedImage?.sha256 == SHA256.hash(parts[1].bytes))
+        let ours = scene.world.peripherals(of: scene.device)
+        #expect(ours.count == 2)
+        // The application's identifier was connected once (the jump); both parts' transfers went
+        // to the bootloader's.
+        #expect(ours[0].linksOpened == 1)
+        #expect(ours[1].linksOpened == 2)
+        scene.neighbourUntouched(before, "multi-part")
+    }
+
+    @Test func fromTheApplicationsIdentifierTheApplicationPartFindsNothing() async throws {
+        let scene = CoreBluetoothJumpTests.Scene(seed: 8, neighbour: .dfuTarg, bootloaderKeepsAddress: false)
+        let parts = [
+            try Self.softDeviceAndBootloader(), try NordicDFUProtocol.descriptor.rawImagePreparation!.prepare(try CoreBluetoothHarness.image(size: 3_000)),
+        ]
+        let connector = scene.makeCentral().connector(for: scene.peripheral.identifier)
+        let session = DirectTransportSession(connector: connector, clock: scene.world.clock, restartDelay: .seconds(1))
+        // The bare connector, as sessions handed it out before they followed the device.
+        let results = try await send(parts, scene: scene, connector: connector, session: session)
+        #expect(results.count == 2)
+        _ = try results[0].get()
+        let error = try #require(results.last?.failure)
+        #expect(error.code == .connectionFailed)
+        #expect(error.message.contains("did not answer"))
+        #expect(scene.model.bootloader.installedImage?.firmwareType == .softdeviceBootloader)
+        #expect(scene.model.isInBootloader)
+    }
+}
+
 extension Result {
     /// The error, `nil` on success.
     fileprivate var failure: Failure? {
