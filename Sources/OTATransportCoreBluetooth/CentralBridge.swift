@@ -25,6 +25,9 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
     struct Scan {
         var services: [GATTUUID]?
         var allowDuplicates: Bool
+        /// Names only from the advertisement (`CBAdvertisementDataLocalNameKey`), never the name
+        /// iOS cached for the peripheral (which may be an earlier role's).
+        var advertisedNamesOnly = false
         var continuation: AsyncThrowingStream<DiscoveredDevice, any Error>.Continuation
     }
 
@@ -215,13 +218,15 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
             manufacturer[UInt16(bytes[0]) | UInt16(bytes[1]) << 8] = Data(bytes[2...])
         }
         let rssi = RSSI.intValue == 127 ? nil : RSSI.intValue
-        let advertisement = Advertisement(
-            name: advertisementData[CBAdvertisementDataLocalNameKey] as? String ?? peripheral.name, serviceUUIDs: advertised,
-            manufacturerData: manufacturer, rssi: rssi)
-        let device = DiscoveredDevice(address: peripheral.identifier.uuidString, advertisement: advertisement)
+        let localName = advertisementData[CBAdvertisementDataLocalNameKey] as? String
+        func device(named name: String?) -> DiscoveredDevice {
+            DiscoveredDevice(
+                address: peripheral.identifier.uuidString,
+                advertisement: Advertisement(name: name, serviceUUIDs: advertised, manufacturerData: manufacturer, rssi: rssi))
+        }
         for (_, scan) in scans {
             if let services = scan.services, !services.contains(where: advertised.contains) { continue }
-            scan.continuation.yield(device)
+            scan.continuation.yield(device(named: scan.advertisedNamesOnly ? localName : localName ?? peripheral.name))
         }
     }
 

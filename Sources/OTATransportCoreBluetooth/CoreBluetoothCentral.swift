@@ -86,6 +86,11 @@ public struct CoreBluetoothTimeouts: Sendable, Hashable {
     public var readyFallback: Duration = .milliseconds(15)
     /// How long ``Transport/disconnect()`` waits for CoreBluetooth to confirm.
     public var disconnect: Duration = .seconds(2)
+    /// After a jump, how long the scan goes on once one peripheral advertises the name looked
+    /// for, to hear a second that would make the choice ambiguous
+    /// (``CoreBluetoothConnector/reappeared(matching:within:)``): several advertising intervals
+    /// of a bootloader.
+    public var reappearanceSettle: Duration = .milliseconds(500)
 
     /// The defaults.
     public init() {}

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import Synchronization
 
 #if canImport(CoreBluetooth)
 import CoreBluetooth
@@ -29,6 +30,94 @@ public struct CoreBluetoothConnector: Connector {
     }
 
     public var deviceDescription: String { identifier.uuidString }
+
+    // MARK: - After a jump
+
+    /// How often the scan for a device that came back is looked at.
+    static let reappearancePoll: Duration = .milliseconds(50)
+
+    /// The peripheral advertising the rule's name, after the device restarted into another
+    /// role: iOS shows no addresses, and a device back at another address is another peripheral
+    /// with a new identifier, so the name is all there is to find it by.
+    ///
+    /// Scans every peripheral (duplicates reported, so that a peripheral that changed its
+    /// advertisement counts as it is now) and takes names from the advertisement alone
+    /// (`CBAdvertisementDataLocalNameKey`): iOS's `CBPeripheral.name` is the GAP name it cached
+    /// for an identifier, which after a jump at the same address is the application's. Once one
+    /// peripheral matches, it listens on for ``CoreBluetoothTimeouts/reappearanceSettle`` (within
+    /// `window`) for a second; two are refused, never guessed between. Every wait is on the
+    /// central's clock.
+    ///
+    /// - Throws: ``OTAError/Code/connectionFailed``: at once for a rule without a name (addresses
+    ///   alone cannot be checked here); naming the rule and every peripheral heard when none or
+    ///   several match within `window` (``ReappearanceRule/failure(heard:after:)``).
+    public func reappeared(matching rule: ReappearanceRule, within window: Duration) async throws(OTAError) -> any Connector {
+        guard let name = rule.name else {
+            throw OTAError(
+                .connectionFailed,
+                "cannot find \(deviceDescription) again: it comes back \(rule.description) under no name set for this update, and CoreBluetooth shows no addresses; start its bootloader by hand (a button held at reset) and update the peripheral it then advertises, with no other like it in range"
+            )
+        }
+        let byName = ReappearanceRule(addresses: [], name: name)
+        let (clock, settle, poll) = (central.clock, timeouts.reappearanceSettle, Self.reappearancePoll)
+        // The window counts from here, waiting for Bluetooth included.
+        let stopwatch = Stopwatch(clock: clock)
+        let scanner = CoreBluetoothScanner(central: central, services: nil, allowDuplicates: true, advertisedNamesOnly: true)
+        let discoveries = try await scanner.discoveries()
+        let heard = Heard()
+        let outcome: Result<UUID, OTAError> = await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await device in discoveries { heard.devices.withLock { $0.append(device) } }
+                } catch {
+                    heard.failure.withLock { $0 = OTAError.wrapping(error, context: "looking for the device \(byName.description)") }
+                }
+            }
+            defer { group.cancelAll() }
+            var matchedSince: Duration?
+            while true {
+                let elapsed = stopwatch.elapsed
+                let candidates = Self.latestPerPeripheral(heard.devices.withLock { $0 })
+                switch byName.select(from: candidates) {
+                case .ambiguous:
+                    return .failure(byName.failure(heard: candidates, after: window))
+                case .found(let device):
+                    if let since = matchedSince, elapsed - since >= settle || elapsed >= window, let identifier = UUID(uuidString: device.address) {
+                        return .success(identifier)
+                    }
+                    matchedSince = matchedSince ?? elapsed
+                case .none:
+                    matchedSince = nil
+                }
+                if let failure = heard.failure.withLock({ $0 }) { return .failure(failure) }
+                if matchedSince == nil, elapsed >= window { return .failure(byName.failure(heard: candidates, after: window)) }
+                do {
+                    try await clock.sleep(for: min(poll, max(.zero, window - elapsed)))
+                } catch {
+                    return .failure(OTAError(.cancelled, "cancelled while looking for the device \(byName.description)"))
+                }
+            }
+        }
+        return CoreBluetoothConnector(central: central, identifier: try outcome.get(), timeouts: timeouts)
+    }
+
+    /// What a scan after a jump heard, shared by the task that listens and the one that decides.
+    private final class Heard: Sendable {
+        let devices = Mutex<[DiscoveredDevice]>([])
+        let failure = Mutex<OTAError?>(nil)
+    }
+
+    /// The latest report of each peripheral: one that advertised the name and then stopped (or
+    /// took another) is no longer a candidate.
+    static func latestPerPeripheral(_ heard: [DiscoveredDevice]) -> [DiscoveredDevice] {
+        var latest: [String: DiscoveredDevice] = [:]
+        var order: [String] = []
+        for device in heard {
+            if latest[device.address] == nil { order.append(device.address) }
+            latest[device.address] = device
+        }
+        return order.compactMap { latest[$0] }
+    }
 
     public func connect() async throws(TransportError) -> any Transport {
         try await connectCoreBluetooth()

@@ -20,6 +20,16 @@ public struct CoreBluetoothScanner: DeviceScanner {
     public let services: [GATTUUID]?
     /// Whether every advertisement is reported, not only the first per peripheral.
     public let allowDuplicates: Bool
+    /// Whether names come from the advertisement only (`CBAdvertisementDataLocalNameKey`), not
+    /// from `CBPeripheral.name` when the advertisement has none.
+    var advertisedNamesOnly = false
+
+    init(central: CoreBluetoothCentral, services: [GATTUUID]?, allowDuplicates: Bool, advertisedNamesOnly: Bool = false) {
+        self.central = central
+        self.services = services
+        self.allowDuplicates = allowDuplicates
+        self.advertisedNamesOnly = advertisedNamesOnly
+    }
 
     public var clock: any Clock<Duration> { central.clock }
 
@@ -31,10 +41,11 @@ public struct CoreBluetoothScanner: DeviceScanner {
             throw OTAError(.connectionFailed, "cannot scan: \(problem)")
         }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveredDevice.self, throwing: (any Error).self)
-        let (services, allowDuplicates) = (services, allowDuplicates)
+        let (services, allowDuplicates, advertisedNamesOnly) = (services, allowDuplicates, advertisedNamesOnly)
         bridge.onQueue {
             let id = bridge.makeID()
-            bridge.scans[id] = CentralBridge.Scan(services: services, allowDuplicates: allowDuplicates, continuation: continuation)
+            bridge.scans[id] = CentralBridge.Scan(
+                services: services, allowDuplicates: allowDuplicates, advertisedNamesOnly: advertisedNamesOnly, continuation: continuation)
             continuation.onTermination = { _ in
                 bridge.onQueue {
                     guard bridge.scans.removeValue(forKey: id) != nil else { return }

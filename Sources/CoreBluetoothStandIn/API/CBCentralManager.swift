@@ -110,7 +110,7 @@ open class CBCentralManager: CBManager {
                 (manager.scanning && manager.scanGeneration == generation, manager.scanFilter, manager.scanAllowsDuplicates)
             }
             guard live else { return }
-            for record in manager.world.peripherals where record.device.isReachable && !record.isConnected {
+            for record in manager.world.advertising {
                 if let filter, !filter.contains(where: record.advertisedServices.contains) { continue }
                 let fresh = manager.withLock { manager.reported.insert(record.identifier).inserted }
                 guard fresh || duplicates else { continue }
@@ -177,11 +177,14 @@ open class CBCentralManager: CBManager {
             }
             return
         }
-        while !record.device.isReachable || record.isConnected {
+        // Pending until the device advertises at this peripheral's address (iOS connects to an
+        // address: a device that moved to another one is not there).
+        while !record.isAdvertising {
             do { try await clock.sleep(for: .milliseconds(50)) } catch { return }
             guard current() else { return }
         }
-        let connector = SimulatedConnector(device: record.device, centralMTU: world.configuration.centralMTU, overflow: .dropSilently)
+        let connector = SimulatedConnector(
+            device: record.device, centralMTU: world.configuration.centralMTU, overflow: .dropSilently, address: record.address)
         let connection: SimulatedConnection
         do throws(TransportError) {
             connection = try await connector.connectSimulated()

@@ -42,6 +42,7 @@ open class CBPeripheral: CBPeer {
     init(record: StandInPeripheral, manager: CBCentralManager) {
         self.record = record
         self.manager = manager
+        cachedName = record.name
         super.init(identifier: record.identifier)
     }
 
@@ -55,8 +56,13 @@ open class CBPeripheral: CBPeer {
         set { withLock { storedDelegate = newValue } }
     }
 
-    /// The advertised name.
-    open var name: String? { record.name }
+    /// The device's name as iOS caches it for this identifier: what it advertised when this
+    /// manager first saw it. iOS keeps a peripheral's GAP name and does not follow its
+    /// advertisements, so a device that restarted into another role under the same identifier
+    /// (a bootloader that keeps the application's address) still shows the old name here; the
+    /// advertisement's `CBAdvertisementDataLocalNameKey` carries the new one.
+    open var name: String? { cachedName }
+    private let cachedName: String
 
     /// The connection state.
     open var state: CBPeripheralState {

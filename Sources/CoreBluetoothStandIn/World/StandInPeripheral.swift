@@ -2,17 +2,27 @@ import Foundation
 import OTACore
 import OTATransportSimulator
 
-/// A peripheral within range of a ``StandInWorld``: a ``SimulatedDevice`` and what it
-/// advertises. Tests control and inspect it here; apps see it as a `CBPeripheral`.
+/// A peripheral within range of a ``StandInWorld``: a ``SimulatedDevice`` as heard at one
+/// address, and what it advertises there. Tests control and inspect it here; apps see it as a
+/// `CBPeripheral`.
+///
+/// iOS names a peripheral by an identifier of its own for each address it hears, so a device
+/// whose firmware moves it to another address (an nRF5 application jumping into a bootloader at
+/// its address + 1) is a second peripheral with a new identifier; the world makes it the first
+/// time the device advertises there (``StandInWorld/peripherals(of:)``). At its own address the
+/// device stays the same peripheral, whatever it advertises.
 public final class StandInPeripheral: Sendable {
     /// What `CBPeripheral.identifier` reads.
     public let identifier: UUID
     /// The simulated device behind it.
     public let device: SimulatedDevice
-    /// The advertised local name.
-    public let name: String
-    /// The advertised services.
-    public let advertisedServices: [GATTUUID]
+    /// The address it stands for (the device's own, or where its firmware moved it); iOS never
+    /// shows it to the app.
+    public let address: String
+    /// The name it was put in range with, advertised while the device's firmware chooses none.
+    public let configuredName: String
+    /// The services it was put in range with (`nil`: what the device's model offers now).
+    let configuredServices: [GATTUUID]?
     /// The RSSI a scan reports.
     public let rssi: Int
     /// Manufacturer data, as advertised (company identifier first, little-endian).
@@ -28,16 +38,36 @@ public final class StandInPeripheral: Sendable {
     }
 
     init(
-        world: StandInWorld, identifier: UUID, device: SimulatedDevice, name: String, advertisedServices: [GATTUUID], rssi: Int,
-        manufacturerData: Data?
+        world: StandInWorld, identifier: UUID, device: SimulatedDevice, address: String, name: String, advertisedServices: [GATTUUID]?,
+        rssi: Int, manufacturerData: Data?
     ) {
         self.world = world
         self.identifier = identifier
         self.device = device
-        self.name = name
-        self.advertisedServices = advertisedServices
+        self.address = address.uppercased()
+        self.configuredName = name
+        self.configuredServices = advertisedServices
         self.rssi = rssi
         self.manufacturerData = manufacturerData
+    }
+
+    /// The advertised local name now (`CBAdvertisementDataLocalNameKey`): the one the device's
+    /// firmware chose (a bootloader advertising the name its application was told), else
+    /// ``configuredName``.
+    public var name: String {
+        device.model.advertising(hardwareAddress: device.address)?.name ?? configuredName
+    }
+
+    /// The advertised services now.
+    public var advertisedServices: [GATTUUID] {
+        configuredServices ?? device.model.services.map(\.uuid)
+    }
+
+    /// Whether the device advertises at this peripheral's address now (reachable, not connected,
+    /// not about to restart, and its firmware puts it here): only then does a scan hear it, and
+    /// a connection attempt reach it.
+    public var isAdvertising: Bool {
+        device.isAdvertising && link == nil && device.advertisedAddress.uppercased() == address
     }
 
     private func withLock<T>(_ body: (Mutable) -> T) -> T {

@@ -130,13 +130,50 @@ public final class StandInWorld: Sendable {
         manufacturerData: Data? = nil
     ) -> StandInPeripheral {
         withLock { box in
-            let identifier = UUID(uuidString: String(format: "00000000-0000-4000-8000-%012X", box.nextIdentifier))!
-            box.nextIdentifier += 1
             let peripheral = StandInPeripheral(
-                world: self, identifier: identifier, device: device, name: name ?? device.profile.name,
-                advertisedServices: advertisedServices ?? device.model.services.map(\.uuid), rssi: rssi, manufacturerData: manufacturerData)
+                world: self, identifier: makeIdentifier(box), device: device, address: device.address, name: name ?? device.profile.name,
+                advertisedServices: advertisedServices, rssi: rssi, manufacturerData: manufacturerData)
             box.peripherals.append(peripheral)
             return peripheral
+        }
+    }
+
+    /// The n-th identifier of this world.
+    private func makeIdentifier(_ box: Box) -> UUID {
+        defer { box.nextIdentifier += 1 }
+        return UUID(uuidString: String(format: "00000000-0000-4000-8000-%012X", box.nextIdentifier))!
+    }
+
+    /// Every peripheral `device` has been heard as, the one ``addPeripheral(_:name:advertisedServices:rssi:manufacturerData:)``
+    /// made first: one per address it advertised at (a bootloader at the next address is a new
+    /// identifier, as on iOS).
+    public func peripherals(of device: SimulatedDevice) -> [StandInPeripheral] {
+        withLock { box in box.peripherals.filter { $0.device === device } }
+    }
+
+    /// The peripherals heard now: for each device in range, the one at the address it advertises
+    /// at, made (with a new identifier) the first time the device advertises there.
+    var advertising: [StandInPeripheral] {
+        withLock { box in
+            var heard: [StandInPeripheral] = []
+            var devices: [SimulatedDevice] = []
+            for record in box.peripherals where !devices.contains(where: { $0 === record.device }) { devices.append(record.device) }
+            for device in devices {
+                let address = device.advertisedAddress.uppercased()
+                let record: StandInPeripheral
+                if let known = box.peripherals.first(where: { $0.device === device && $0.address == address }) {
+                    record = known
+                } else {
+                    // Heard at a new address: a new peripheral, named and shown as the first.
+                    guard let first = box.peripherals.first(where: { $0.device === device }) else { continue }
+                    record = StandInPeripheral(
+                        world: self, identifier: makeIdentifier(box), device: device, address: address, name: first.configuredName,
+                        advertisedServices: nil, rssi: first.rssi, manufacturerData: first.manufacturerData)
+                    box.peripherals.append(record)
+                }
+                if record.isAdvertising { heard.append(record) }
+            }
+            return heard
         }
     }
 

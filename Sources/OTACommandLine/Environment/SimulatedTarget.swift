@@ -130,6 +130,12 @@ struct SimulatedSession: TransportSession {
     let connector: any Connector
     let simulation: Simulation
 
+    /// A session whose connector follows the device behind `connector` (``FollowingConnector``).
+    init(connector: any Connector, simulation: Simulation) {
+        self.connector = FollowingConnector(connector)
+        self.simulation = simulation
+    }
+
     var clock: any Clock<Duration> { simulation.clock }
     var executor: (any TaskExecutor)? { simulation.executor }
     /// A simulated device restarts in a second of virtual time.

@@ -278,8 +278,10 @@ public struct UpdateEngine: Sendable {
     {
         recorder.note("looking for the device \(rule.description)")
         let window = configuration.reappearanceTimeout
+        // (Read before: a connector that follows the device describes where it is now.)
+        let before = connector.deviceDescription
         let found = try await connector.reappeared(matching: rule, within: window)
-        if found.deviceDescription != connector.deviceDescription {
+        if found.deviceDescription != before {
             recorder.note("found the device again at \(found.deviceDescription)")
         }
         return found

@@ -9,9 +9,11 @@ public struct DirectTransportSession: TransportSession {
     /// None: nothing runs on its own executor.
     public var executor: (any TaskExecutor)? { nil }
 
-    /// Creates a session that opens links with `connector` and waits on `clock`.
+    /// Creates a session that opens links with `connector` and waits on `clock`; its
+    /// ``connector`` follows the device (``FollowingConnector``), so that the next part of an
+    /// update starts where the previous one found it.
     public init(connector: any Connector, clock: any Clock<Duration>, restartDelay: Duration) {
-        self.connector = connector
+        self.connector = connector is FollowingConnector ? connector : FollowingConnector(connector)
         self.clock = clock
         self.restartDelay = restartDelay
     }

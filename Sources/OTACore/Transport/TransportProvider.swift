@@ -140,7 +140,10 @@ public struct SessionRequest: Sendable, Hashable {
 
 /// What an update or an abort runs with, from ``TransportDevice/withSession(_:_:)``.
 public protocol TransportSession: Sendable {
-    /// Opens the link; the engine reconnects through it.
+    /// Opens the link; the engine reconnects through it. It follows the device
+    /// (``FollowingConnector``): after a jump to where the engine found the device again, so
+    /// that every part of a multi-part update after the first starts there, not where the
+    /// update began (on a radio, a bootloader at the next address).
     var connector: any Connector { get }
     /// The clock every wait of the update runs on; give it to ``UpdateEngine``.
     var clock: any Clock<Duration> { get }

@@ -9,7 +9,9 @@ import Synchronization
 ///
 /// The bootloader advertises under the name the client set (or `DfuTarg`), at the application's
 /// address plus one on its lowest byte (``BootloaderAddress``), or at the same address for a
-/// bootloader that shares the application's bonds (`bootloaderKeepsAddress`).
+/// bootloader that shares the application's bonds (`bootloaderKeepsAddress`). After a SoftDevice
+/// (or SoftDevice and bootloader) it stays there, the application invalidated, until an
+/// application is installed, as the nRF5 SDK bootloader does.
 public final class NordicApplicationModel: DeviceModel {
     private struct State {
         var inBootloader = false
@@ -83,14 +85,19 @@ public final class NordicApplicationModel: DeviceModel {
     }
 
     public func rebooted() {
+        let installed = bootloader.installedImage
         let (wasSwitching, installedSomething) = state.withLock { state -> (Bool, Bool) in
             defer { state.switchRequested = false }
-            return (state.switchRequested, state.inBootloader && bootloader.installedImage != nil)
+            return (state.switchRequested, state.inBootloader && installed != nil)
         }
+        // A new SoftDevice invalidates the application (its size may differ): the bootloader
+        // stays in DFU mode, at the same address and under the same name, for the application
+        // part that follows in a multi-part package.
+        let applicationInvalidated = installed.map { $0.firmwareType == .softdevice || $0.firmwareType == .softdeviceBootloader } ?? false
         if wasSwitching {
             state.withLock { $0.inBootloader = true }
             bootloader.rebooted()
-        } else if installedSomething {
+        } else if installedSomething && !applicationInvalidated {
             // The bootloader restarts into the new application.
             state.withLock { $0.inBootloader = false }
         } else if isInBootloader {

@@ -11,23 +11,40 @@ public struct SimulatedConnector: Connector {
     /// The adapter the connection goes through, or `nil` for a central with unlimited
     /// connections and a radio per link (every test before adapters existed).
     public var adapter: SimulatedAdapter?
+    /// The address it connects to, as a radio does: the device is reached only while it
+    /// advertises there (``SimulatedDevice/advertisedAddress``). `nil`: wherever it advertises.
+    public let address: String?
     /// The address the device was found at after it restarted elsewhere, for messages.
     var reachedAs: String?
 
     /// Creates a connector. The default MTU offer, 517, is what BlueZ and recent iPhones offer.
+    ///
+    /// - Parameter address: the address to connect to, as on a radio (a device advertising at
+    ///   another address is not there); `nil` reaches `device` wherever it advertises.
     public init(
-        device: SimulatedDevice, centralMTU: Int = 517, overflow: WriteQueueOverflow = .dropSilently, adapter: SimulatedAdapter? = nil
+        device: SimulatedDevice, centralMTU: Int = 517, overflow: WriteQueueOverflow = .dropSilently, adapter: SimulatedAdapter? = nil,
+        address: String? = nil
     ) {
         self.device = device
         self.adapter = adapter
         self.centralMTU = centralMTU
         self.overflow = overflow
+        self.address = address?.uppercased()
     }
 
-    public var deviceDescription: String { reachedAs.map { "\($0) (\(device.address) restarted)" } ?? device.address }
+    public var deviceDescription: String { reachedAs.map { "\($0) (\(device.address) restarted)" } ?? address ?? device.address }
 
-    /// Where the device advertises now (``SimulatedDevice/advertisedAddress``).
-    public var airAddress: String? { device.advertisedAddress }
+    /// The address it connects to; without one, where the device advertises now
+    /// (``SimulatedDevice/advertisedAddress``).
+    public var airAddress: String? { address ?? device.advertisedAddress }
+
+    /// Whether the device can be reached through this connector now: reachable, and at the
+    /// address it connects to.
+    private var deviceIsHere: Bool {
+        guard device.isReachable else { return false }
+        guard let address else { return true }
+        return device.advertisedAddress.uppercased() == address
+    }
 
     /// How often a scan for a device that came back elsewhere looks at what is advertising.
     static let scanInterval: Duration = .milliseconds(100)
@@ -52,7 +69,8 @@ public struct SimulatedConnector: Connector {
             switch rule.select(from: inRange.map(\.0)) {
             case .found(let match):
                 guard let found = inRange.first(where: { $0.0 == match })?.1 else { break }
-                var connector = SimulatedConnector(device: found, centralMTU: centralMTU, overflow: overflow, adapter: adapter)
+                var connector = SimulatedConnector(
+                    device: found, centralMTU: centralMTU, overflow: overflow, adapter: adapter, address: address == nil ? nil : match.address)
                 connector.reachedAs = match.address
                 return connector
             case .ambiguous:
@@ -84,14 +102,15 @@ public struct SimulatedConnector: Connector {
         } catch {
             throw TransportError(.other, "cancelled")
         }
-        guard device.isReachable else {
+        guard deviceIsHere else {
             // A real central keeps trying until its own timeout; the engine's connect timeout ends it.
+            let target = address ?? device.address
             do {
                 try await simulation.clock.sleep(for: .seconds(3600))
             } catch {
-                throw TransportError(.connectionFailed, "\(device.address) did not answer: out of range or switched off")
+                throw TransportError(.connectionFailed, "\(target) did not answer: out of range or switched off")
             }
-            throw TransportError(.connectionFailed, "\(device.address) did not answer: out of range or switched off")
+            throw TransportError(.connectionFailed, "\(target) did not answer: out of range or switched off")
         }
         let connection = SimulatedConnection(
             device: device, simulation: simulation, centralMTU: centralMTU, overflow: overflow, adapter: slot.map { (adapter!, $0) }
