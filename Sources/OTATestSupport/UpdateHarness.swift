@@ -94,3 +94,16 @@ public struct UpdateHarness: Sendable {
         device.flash.read(0..<count)
     }
 }
+
+extension FirmwareImage {
+    /// Test support only: the whole image as one buffer, to compare with what a device holds
+    /// (empty when a file-backed image can no longer be read, so the comparison fails).
+    /// Protocol code reads ranges (`try image[range]`) or streams (`forEachWindow`) instead.
+    public var bytes: Data { (try? allBytes()) ?? Data() }
+
+    /// Test support only: non-empty bytes as an image in memory, where a test cannot throw (a
+    /// state machine built in a non-throwing helper). Traps on empty bytes.
+    public static func inMemory(_ bytes: Data, name: String = "image") -> FirmwareImage {
+        do { return try FirmwareImage(bytes: bytes, name: name) } catch { preconditionFailure("\(error)") }
+    }
+}
