@@ -67,8 +67,12 @@ public struct UpdateHarness: Sendable {
         }
     }
 
-    /// Runs one update of `image` with `client` through `connector` (the device's own by default).
-    public func update(_ image: FirmwareImage, using client: any UpdateProtocol, connector: (any Connector)? = nil) async throws -> Outcome {
+    /// Runs one update of `image` with `client` through `connector` (the device's own by default);
+    /// `observe` sees each event as it happens (to act mid-update: change the image's file).
+    public func update(
+        _ image: FirmwareImage, using client: any UpdateProtocol, connector: (any Connector)? = nil,
+        observe: (@Sendable (UpdateEvent) -> Void)? = nil
+    ) async throws -> Outcome {
         let engine = UpdateEngine(configuration: configuration, clock: simulation.clock)
         let connector = connector ?? SimulatedConnector(device: device)
         let simulation = self.simulation
@@ -76,7 +80,10 @@ public struct UpdateHarness: Sendable {
             let (stream, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
             async let collected: [UpdateEvent] = {
                 var events: [UpdateEvent] = []
-                for await event in stream { events.append(event) }
+                for await event in stream {
+                    observe?(event)
+                    events.append(event)
+                }
                 return events
             }()
             let result: Result<UpdateReport, OTAError>

@@ -118,7 +118,9 @@ public struct FirmwareImage: Sendable {
 
     /// The bytes in `range` (0-based, within ``count``): a slice without copying for an image in
     /// memory, a checked read for a file. Keep ranges small (a chunk, an object, a header); use
-    /// ``forEachWindow(in:_:)`` to go over large ranges in bounded memory.
+    /// ``forEachWindow(in:_:)`` to go over large ranges in bounded memory. The result's indices
+    /// are its own (a slice of a window): go by `startIndex`, `first`, or iterate, not by image
+    /// offsets.
     ///
     /// - Throws: ``OTAError/Code/invalidImage`` when the file changed, was truncated or cannot be
     ///   read any more since it was opened.
