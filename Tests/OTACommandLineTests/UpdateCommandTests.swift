@@ -177,7 +177,9 @@ import Testing
         #expect(code != 0)
         let lines = streams.captured.standardError.split(separator: "\n").filter { $0.contains("changed while it was being sent") }
         #expect(lines.count == 1, "\(streams.captured.standardError)")
-        #expect(lines.first?.contains("\(image.lastPathComponent) changed while it was being sent (block at offset 589824); nothing more was written; run the update again") == true)
+        #expect(
+            lines.first?.contains(
+                "\(image.lastPathComponent) changed while it was being sent (block at offset 589824); nothing more was written; run the update again") == true)
         #expect(streams.captured.standardOutput.isEmpty)
     }
 }

@@ -79,7 +79,9 @@ import Testing
         let error = try outcome.failure()
         #expect(error.code == .invalidImage)
         #expect(
-            error.message.hasSuffix("changed while it was being sent (block at offset \(changedAt / FirmwareImageFile.blockSize * FirmwareImageFile.blockSize)); nothing more was written; run the update again"),
+            error.message.hasSuffix(
+                "changed while it was being sent (block at offset \(changedAt / FirmwareImageFile.blockSize * FirmwareImageFile.blockSize)); nothing more was written; run the update again"
+            ),
             "\(entry.name): \(error.message)")
         #expect(harness.flashContents(size)[changedAt] != changedTo, "\(entry.name): the changed byte reached the device")
         #expect(!entry.installed(harness.device.model))

@@ -66,7 +66,8 @@ public final class FirmwareImageFile: Sendable {
             let read = buffer.withUnsafeMutableBytes { Self.readFully(descriptor, into: $0.baseAddress!, count: length, at: offset) }
             guard read == length else {
                 close(descriptor)
-                throw OTAError(.invalidImage, "\(shown): changed or could not be read while it was opened (at byte \(offset + max(read, 0))); run the update again")
+                throw OTAError(
+                    .invalidImage, "\(shown): changed or could not be read while it was opened (at byte \(offset + max(read, 0))); run the update again")
             }
             buffer.withUnsafeBytes { raw in
                 let window = UnsafeRawBufferPointer(rebasing: raw[0..<length])
