@@ -44,4 +44,4 @@ let report = try await simulation.run {
 
 // 4. The device's verdict, checked against its flash.
 let stored = device.flash.read(0..<image.count)
-print("goodput \(Int(report.goodput)) B/s; device holds a byte-identical image: \(stored == image.bytes)")
+print("goodput \(Int(report.goodput)) B/s; device holds a byte-identical image: \(stored == (try image.allBytes()))")

@@ -43,9 +43,10 @@ public struct MCUbootRawImagePreparation: RawImagePreparation {
 
     /// The image, wrapped in an MCUboot header and SHA-256 TLV unless it already has them.
     public func prepare(_ image: FirmwareImage) throws(OTAError) -> FirmwareImage {
-        if (try? MCUbootImage(parsing: image.bytes)) != nil { return image }
+        if (try? MCUbootImage(reading: image)) != nil { return image }
+        // Wrapping makes a new image in memory (measurements and tests start from bare bytes).
         return try FirmwareImage(
-            bytes: MCUbootImageWriter.unsigned(body: image.bytes, version: MCUbootVersion(major: 0, minor: 0, revision: 1)),
+            bytes: MCUbootImageWriter.unsigned(body: try image.allBytes(), version: MCUbootVersion(major: 0, minor: 0, revision: 1)),
             name: image.name, attachments: image.attachments)
     }
 }
@@ -66,25 +67,25 @@ public struct MCUbootImageFormat: FirmwareContainerFormat, FirmwareVersionDeclar
     /// - Throws: ``OTAError/Code/invalidImage`` naming what is wrong with an MCUboot image.
     public func load(_ url: URL) throws(OTAError) -> [FirmwareImage]? {
         let image = try FirmwareImage(contentsOf: url)
-        guard MCUbootImage.hasMagic(image.bytes) else { return nil }
+        guard MCUbootImage.hasMagic(try image.prefix(4)) else { return nil }
         _ = try MCUmgrClient.mcuboot(image)
         return [image]
     }
 
     /// The image's header, digests and TLVs, or why it is broken; `nil` without MCUboot magic.
     public func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection? {
-        let data = try FirmwareFile.read(url, directoryProblem: "is a directory, not an MCUboot image")
-        guard MCUbootImage.hasMagic(data) else { return nil }
+        let image = try FirmwareImage(contentsOf: url)
+        guard MCUbootImage.hasMagic(try image.prefix(4)) else { return nil }
         do {
-            return FirmwareInspection(report: try MCUbootImage(parsing: data).report, problems: [])
+            return FirmwareInspection(report: try MCUbootImage(reading: image).report, problems: [])
         } catch {
-            return FirmwareInspection(report: "MCUboot image \(MessageText.name(url.lastPathComponent)): \(data.count) bytes", problems: ["\(error)"])
+            return FirmwareInspection(report: "MCUboot image \(MessageText.name(url.lastPathComponent)): \(image.count) bytes", problems: ["\(error)"])
         }
     }
 
     /// The version in the image's MCUboot header ("1.2.3", "1.2.3.4"), for the downgrade check;
     /// `nil` for an image that is not a valid MCUboot image.
     public func declaredVersion(of image: FirmwareImage) -> String? {
-        (try? MCUbootImage(parsing: image.bytes))?.version.description
+        (try? MCUbootImage(reading: image))?.version.description
     }
 }

@@ -108,9 +108,8 @@ public struct UnsignedInitPacketPreparation: RawImagePreparation {
 
     /// The image with ``NordicDFUClient/initPacketKey`` attached.
     public func prepare(_ image: FirmwareImage) throws(OTAError) -> FirmwareImage {
-        try FirmwareImage(
-            bytes: image.bytes, name: image.name,
-            attachments: [NordicDFUClient.initPacketKey: InitPacketBuilder.unsignedApplication(for: image.bytes)]
+        image.renamed(
+            image.name, attachments: [NordicDFUClient.initPacketKey: InitPacketBuilder.unsignedApplication(size: image.count, sha256: image.sha256)]
         )
     }
 }

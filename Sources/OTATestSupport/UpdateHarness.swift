@@ -67,8 +67,12 @@ public struct UpdateHarness: Sendable {
         }
     }
 
-    /// Runs one update of `image` with `client` through `connector` (the device's own by default).
-    public func update(_ image: FirmwareImage, using client: any UpdateProtocol, connector: (any Connector)? = nil) async throws -> Outcome {
+    /// Runs one update of `image` with `client` through `connector` (the device's own by default);
+    /// `observe` sees each event as it happens (to act mid-update: change the image's file).
+    public func update(
+        _ image: FirmwareImage, using client: any UpdateProtocol, connector: (any Connector)? = nil,
+        observe: (@Sendable (UpdateEvent) -> Void)? = nil
+    ) async throws -> Outcome {
         let engine = UpdateEngine(configuration: configuration, clock: simulation.clock)
         let connector = connector ?? SimulatedConnector(device: device)
         let simulation = self.simulation
@@ -76,7 +80,10 @@ public struct UpdateHarness: Sendable {
             let (stream, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
             async let collected: [UpdateEvent] = {
                 var events: [UpdateEvent] = []
-                for await event in stream { events.append(event) }
+                for await event in stream {
+                    observe?(event)
+                    events.append(event)
+                }
                 return events
             }()
             let result: Result<UpdateReport, OTAError>
@@ -92,5 +99,18 @@ public struct UpdateHarness: Sendable {
     /// The first `count` bytes of the device's flash.
     public func flashContents(_ count: Int) -> Data {
         device.flash.read(0..<count)
+    }
+}
+
+extension FirmwareImage {
+    /// Test support only: the whole image as one buffer, to compare with what a device holds
+    /// (empty when a file-backed image can no longer be read, so the comparison fails).
+    /// Protocol code reads ranges (`try image[range]`) or streams (`forEachWindow`) instead.
+    public var bytes: Data { (try? allBytes()) ?? Data() }
+
+    /// Test support only: non-empty bytes as an image in memory, where a test cannot throw (a
+    /// state machine built in a non-throwing helper). Traps on empty bytes.
+    public static func inMemory(_ bytes: Data, name: String = "image") -> FirmwareImage {
+        do { return try FirmwareImage(bytes: bytes, name: name) } catch { preconditionFailure("\(error)") }
     }
 }

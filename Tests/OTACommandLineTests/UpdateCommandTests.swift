@@ -1,4 +1,6 @@
 import Foundation
+import OTACommandLine
+import Synchronization
 import Testing
 
 @Suite struct UpdateCommandTests {
@@ -130,5 +132,54 @@ import Testing
         for name in ["esp32-mtu23-1m", "esp32-mtu185-1m", "esp32s3-mtu244-1m", "esp32s3-mtu244-2m", "nrf52840-mtu244-2m"] {
             #expect(devices.streams.standardOutput.contains("sim:\(name)"))
         }
+    }
+}
+
+/// Issue 18 item 5: the image file overwritten in place while `ota update` sends it.
+@Suite struct UpdateOfAChangingFileTests {
+    /// Streams that overwrite one byte of `url` at `offset` when the first progress line is printed.
+    final class ChangingStreams: OutputStreams {
+        let captured = CapturedStreams()
+        let url: URL
+        let offset: Int
+        let changed = Mutex(false)
+        var errorIsTerminal: Bool { false }
+
+        init(url: URL, offset: Int) {
+            self.url = url
+            self.offset = offset
+        }
+
+        func out(_ text: String) { captured.out(text) }
+        func err(_ text: String) {
+            captured.err(text)
+            guard text.contains("%") else { return }
+            changed.withLock { done in
+                guard !done, let handle = try? FileHandle(forWritingTo: url) else { return }
+                try? handle.seek(toOffset: UInt64(offset))
+                try? handle.write(contentsOf: Data([0xA5]))
+                try? handle.close()
+                done = true
+            }
+        }
+    }
+
+    @Test(arguments: ["generic", "framed"])
+    func aFileOverwrittenWhileSentFailsInOneLineWithANonZeroExit(protocolName: String) async throws {
+        let image = try temporaryImage(size: 800_000)
+        defer { try? FileManager.default.removeItem(at: image) }
+        // The file holds 0x43 there (offset × 7 + 3), so writing 0xA5 changes it.
+        let offset = 600_000
+        let streams = ChangingStreams(url: image, offset: offset)
+        let code = await CommandLineTool.run(
+            ["update", image.path, "--protocol", protocolName, "--device", "sim:nrf52840-mtu244-2m", "--sim-speed", "max"], streams: streams)
+        #expect(streams.changed.withLock { $0 }, "the file was changed during the update")
+        #expect(code != 0)
+        let lines = streams.captured.standardError.split(separator: "\n").filter { $0.contains("changed while it was being sent") }
+        #expect(lines.count == 1, "\(streams.captured.standardError)")
+        #expect(
+            lines.first?.contains(
+                "\(image.lastPathComponent) changed while it was being sent (block at offset 589824); nothing more was written; run the update again") == true)
+        #expect(streams.captured.standardOutput.isEmpty)
     }
 }

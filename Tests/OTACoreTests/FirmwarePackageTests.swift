@@ -32,7 +32,7 @@ import Testing
         let package = try FirmwarePackage.open(directory)
         #expect(package.name == "sensor-app" && package.version == "2.4.1" && package.protocolName == "alpha")
         #expect(package.images.map(\.file) == ["app.bin"])
-        #expect(try FirmwareImage(contentsOf: package.singleImageURL()).bytes == Self.image)
+        #expect(try FirmwareImage(contentsOf: package.singleImageURL()).allBytes() == Self.image)
         try package.checkCompatibility(with: family("sensor", hardware: "rev-b"), device: "d")
     }
 

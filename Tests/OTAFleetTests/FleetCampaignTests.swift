@@ -63,7 +63,7 @@ struct FleetCampaignTests {
             return try await simulation.run { await scheduler.run(devices, adapters: adapters) }
         }
 
-        var identical: Int { devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count }
+        var identical: Int { devices.filter { $0.flash.read(0..<image.count) == (try? image.allBytes()) }.count }
     }
 
     @Test("200 devices, one adapter of 4: every image byte-identical, never over 4, within 10% of the airtime-bound schedule")

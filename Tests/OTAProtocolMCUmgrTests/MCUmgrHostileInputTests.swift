@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import OTATransportSimulator
 import Testing
 
@@ -28,7 +29,7 @@ import Testing
         var failures: Set<OTAError.Code> = []
         for _ in 0..<3000 {
             var machine = MCUmgrUploadStateMachine(
-                image: image, sha: Data(repeating: 1, count: 32), settings: .init(frameLimit: 512, window: 4, writeLength: 244))
+                image: .inMemory(image), sha: Data(repeating: 1, count: 32), settings: .init(frameLimit: 512, window: 4, writeLength: 244))
             guard case .send(let requests, _) = machine.start() else { continue }
             _ = machine.sent()
             let good = SMPMessage(

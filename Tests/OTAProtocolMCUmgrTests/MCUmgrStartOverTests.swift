@@ -54,7 +54,7 @@ import Testing
     static func machine(restarts: Int) -> Machine {
         var settings = Machine.Settings(frameLimit: 2475, window: 4, writeLength: 244)
         settings.maximumRestarts = restarts
-        return Machine(image: image, sha: sha, settings: settings)
+        return Machine(image: .inMemory(image), sha: sha, settings: settings)
     }
 
     @Test func aMismatchStartsTheUploadOverWithLengthAndShaAndThenSucceeds() throws {
@@ -94,7 +94,7 @@ import Testing
     @Test func restartsOnEarlierConnectionsCountTowardsTheBound() throws {
         var settings = Machine.Settings(frameLimit: 2475, window: 4, writeLength: 244)
         settings.maximumRestarts = 2
-        var machine = Machine(image: Self.image, sha: Self.sha, settings: settings, restartedBefore: 2)
+        var machine = Machine(image: .inMemory(Self.image), sha: Self.sha, settings: settings, restartedBefore: 2)
         var notes: [String] = []
         let (end, _) = try Self.drive(&machine, matches: [false], notes: &notes)
         #expect(notes.isEmpty)

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import Testing
 
 @testable import OTAProtocolMCUmgr
@@ -12,7 +13,7 @@ import Testing
 
     static func machine(window: Int = 4, frameLimit: Int = 512, writeLength: Int = 244, at offset: Int = 0) -> Machine {
         Machine(
-            image: image, sha: sha,
+            image: .inMemory(image), sha: sha,
             settings: .init(frameLimit: frameLimit, window: window, writeLength: writeLength, eraseTimeout: .seconds(45)),
             startingAt: offset, firstSequence: 10)
     }

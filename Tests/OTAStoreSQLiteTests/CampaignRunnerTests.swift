@@ -51,7 +51,7 @@ struct CampaignRunnerTests {
                 id: address, image: image, updateProtocol: GenericClient(), connectors: [("hci0", SimulatedConnector(device: device, adapter: adapter))])
         }
 
-        func holdsImage(_ address: String) -> Bool { devices[address]!.flash.read(0..<image.count) == image.bytes }
+        func holdsImage(_ address: String) -> Bool { devices[address]!.flash.read(0..<image.count) == (try? image.allBytes()) }
 
         func plan(stages: [Double] = [100], attempts: Int = 3, abortAt: Double = 0.2, threshold: Double = 0.9) throws -> CampaignPlan {
             try CampaignPlan(

@@ -41,7 +41,7 @@ import Testing
             }
         }
         #expect(report.bytesSent == image.count)
-        #expect(device.flash.read(0..<image.count) == image.bytes)
+        #expect(device.flash.read(0..<image.count) == (try image.allBytes()))
     }
 }
 #endif

@@ -22,7 +22,7 @@ import Testing
         let image = try CoreBluetoothHarness.image(size: 200_000)
         let outcome = try await harness.update(image, using: FramedClient())
         let report = try outcome.result.get()
-        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(harness.flashContents(image.count) == (try image.allBytes()))
         #expect(report.resumes == 2)
         #expect(report.bytesSent - image.count <= 2 * 3 * 16 * 236)
         #expect(outcome.states.filter { $0 == .paused }.count == 2)
@@ -38,7 +38,7 @@ import Testing
         harness.device.faults = faults
         let image = try CoreBluetoothHarness.image(size: 100_000)
         let report = try await harness.update(image, using: GenericClient()).result.get()
-        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(harness.flashContents(image.count) == (try image.allBytes()))
         #expect(model.installedImage?.crc32 == image.crc32)
         #expect(report.restarts == 1)
         #expect(report.resumes == 0)
@@ -55,7 +55,7 @@ import Testing
             world.powerOn()
         }
         let report = try outcome.result.get()
-        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(harness.flashContents(image.count) == (try image.allBytes()))
         #expect(report.resumes >= 1)
         #expect(outcome.states.contains(.paused))
         #expect(outcome.notes.contains { $0.hasPrefix("resuming: device holds") })
@@ -73,7 +73,7 @@ import Testing
             harness.peripheral.changeServices()
         }
         let report = try outcome.result.get()
-        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(harness.flashContents(image.count) == (try image.allBytes()))
         #expect(report.resumes == 0)
         #expect(recorder.transports.map(\.rediscoveryCount) == [1])
     }
@@ -98,7 +98,7 @@ import Testing
                 group.cancelAll()
             }
         }
-        let heldAfterTermination = harness.device.flash.read(0..<image.count) != image.bytes
+        let heldAfterTermination = harness.device.flash.read(0..<image.count) != (try image.allBytes())
         #expect(heldAfterTermination)
         #expect(harness.peripheral.isConnected, "the system keeps the link of a restorable manager")
         // Relaunch: a new central with the same identifier gets the peripheral back.
@@ -107,7 +107,7 @@ import Testing
         #expect(restored == [harness.peripheral.identifier])
         let outcome = try await harness.update(image, using: FramedClient(), central: second)
         let report = try outcome.result.get()
-        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(harness.flashContents(image.count) == (try image.allBytes()))
         #expect(report.bytesSent < image.count - 50_000)
         #expect(outcome.notes.contains { $0.hasPrefix("continuing at byte") })
         // The restored link was used: no new connection.

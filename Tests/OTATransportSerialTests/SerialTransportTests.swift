@@ -110,13 +110,13 @@ struct SerialTransportTests {
         defer { server.stop() }
         let body = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 5) })
         let image = try FirmwareImage(bytes: MCUbootImageWriter.unsigned(body: body, version: MCUbootVersion(major: 3, minor: 1, revision: 4)), name: "app.bin")
-        let hash = try MCUbootImage(parsing: image.bytes).hash
+        let hash = try MCUbootImage(reading: image).hash
         var configuration = MCUmgrConfiguration()
         configuration.mode = .upload
         let client = MCUmgrClient(configuration: configuration)
         let connector = SerialConnector(address: SerialAddress(path: pty.path), characteristic: Self.smp, framing: Self.framing)
         _ = try await UpdateEngine().update(image, using: client, connector: connector)
-        #expect(server.flash.read(0..<image.count) == image.bytes)
+        #expect(server.flash.read(0..<image.count) == (try image.allBytes()))
 
         configuration.resetWait = .milliseconds(600)
         let manager = MCUmgrImageManager(configuration: configuration)
@@ -151,7 +151,7 @@ struct SerialTransportTests {
                 address: SerialAddress(path: pty.path), characteristic: Self.smp, framing: Self.framing(overhead: overhead))
             if overhead > 0 {
                 _ = try await engine.update(image, using: MCUmgrClient(configuration: configuration), connector: connector)
-                #expect(server.flash.read(0..<image.count) == image.bytes)
+                #expect(server.flash.read(0..<image.count) == (try image.allBytes()))
             } else {
                 let error = await #expect(throws: OTAError.self) {
                     try await engine.update(image, using: MCUmgrClient(configuration: configuration), connector: connector)

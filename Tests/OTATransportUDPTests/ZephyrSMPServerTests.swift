@@ -83,7 +83,7 @@ struct ZephyrSMPServerTests {
         let body = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
         let image = try FirmwareImage(
             bytes: MCUbootImageWriter.unsigned(body: body, version: MCUbootVersion(major: 9, minor: 9, revision: 9)), name: "zephyr-test.bin")
-        let mcuboot = try MCUbootImage(parsing: image.bytes)
+        let mcuboot = try MCUbootImage(reading: image)
         _ = try await Self.engine.update(image, using: client, connector: connector)
         let after = try await Self.engine.withConnection(using: client, connector: connector) { context throws(OTAError) in
             try await manager.list(context: context)

@@ -62,7 +62,7 @@ import Testing
         #expect(model.screen.progress == 1)
         #expect(!model.screen.keepAppOpen)
         #expect(model.report?.bytesSent == image.count)
-        #expect(device.flash.read(0..<image.count) == image.bytes)
+        #expect(device.flash.read(0..<image.count) == (try image.allBytes()))
     }
 
     @Test func bluetoothOffShowsAPauseAndTheResume() {
@@ -101,7 +101,7 @@ import Testing
         let (model, device, image) = try await run(bluetoothOff: true)
         #expect(model.screen.phase == .completed)
         #expect(model.screen.resumes >= 1)
-        #expect(device.flash.read(0..<image.count) == image.bytes)
+        #expect(device.flash.read(0..<image.count) == (try image.allBytes()))
     }
 }
 #endif

@@ -253,7 +253,8 @@ enum BenchmarkCommand: Command {
                 }
             }
         }
-        let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
+        let expected = try image.allBytes()
+        let identical = devices.filter { $0.flash.read(0..<image.count) == expected }.count
         return ScaledMeasurement(
             label: label(descriptor.name, variant), profile: profile, count: count, identical: identical, longest: longest, host: host,
             peakResidentBytes: peakResidentBytes()
@@ -287,7 +288,8 @@ enum BenchmarkCommand: Command {
         }
         let (alone, _, _) = try await campaign(1)
         let ((report, adapter, devices), host) = try await HostCost.measure { try await campaign(count) }
-        let identical = devices.filter { $0.flash.read(0..<image.count) == image.bytes }.count
+        let expected = try image.allBytes()
+        let identical = devices.filter { $0.flash.read(0..<image.count) == expected }.count
         // Decision 0031: the adapter carries what one link carries in full events (or k links
         // within their per-event packet caps), so the airtime bound is N·b ÷ C plus one device's
         // time off the air; each connection updates ⌈N ÷ k⌉ devices one after another.

@@ -46,7 +46,7 @@ enum InspectCommand: Command {
                 return .badInput
             }
             let image = try FirmwareImage(contentsOf: url)
-            let digest = Hex.bytes(SHA256.hash(image.bytes))
+            let digest = Hex.bytes(image.sha256)
             streams.out("raw image \(image.name): \(image.count) bytes, CRC-32 \(Hex.number(image.crc32, digits: 8)), SHA-256 \(digest)\n")
             return .success
         } catch {

@@ -188,7 +188,11 @@ struct UpdatePlan: Sendable {
             for other in registry.inRegistrationOrder where other.name != descriptor.name {
                 guard let format = other.containerFormat else { continue }
                 let recognised: Bool
-                do { recognised = try format.load(raw.bytes, name: raw.name) != nil } catch { recognised = true }
+                // A file is never read whole: the other formats see its first block, enough to
+                // recognise a container by its signature (a real one that does not fit is
+                // unreadable from there, and so still recognised).
+                let probe = raw.isFileBacked ? try raw.prefix(FirmwareImageFile.blockSize) : try raw.allBytes()
+                do { recognised = try format.load(probe, name: raw.name) != nil } catch { recognised = true }
                 if recognised {
                     throw OTAError(
                         .invalidImage,

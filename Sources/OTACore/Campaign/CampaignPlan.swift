@@ -100,12 +100,12 @@ public struct CampaignImage: Sendable, Hashable {
 
     /// Describes `image`, read from `path`: its size and SHA-256.
     public init(path: String, describing image: FirmwareImage) {
-        self.init(path: path, size: image.count, sha256: Hex.bytes(SHA256.hash(image.bytes)))
+        self.init(path: path, size: image.count, sha256: Hex.bytes(image.sha256))
     }
 
     /// Whether `image` is the one described: the same size and SHA-256.
     public func describes(_ image: FirmwareImage) -> Bool {
-        image.count == size && Hex.bytes(SHA256.hash(image.bytes)) == sha256
+        image.count == size && Hex.bytes(image.sha256) == sha256
     }
 }
 

@@ -285,7 +285,7 @@ public final class UpdateContext: Sendable {
             var offset = range.lowerBound
             while offset < range.upperBound {
                 let chunk = plan.chunk(at: offset, in: range.upperBound)
-                let payload = image[chunk]
+                let payload = try image[chunk]
                 try await writeData(frame?(offset, payload) ?? payload, to: characteristic, covering: chunk)
                 offset = chunk.upperBound
             }

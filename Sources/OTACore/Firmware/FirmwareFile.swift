@@ -12,18 +12,8 @@ public enum FirmwareFile {
     ///   a directory, not a regular file (a device, a FIFO), or unreadable;
     ///   ``OTAError/Code/imageTooLarge`` above the size limit.
     public static func read(_ url: URL, directoryProblem: String) throws(OTAError) -> Data {
-        let path = url.path
-        let shown = MessageText.name(path)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw OTAError(.invalidImage, "\(shown): no such file")
-        }
-        guard !isDirectory.boolValue else {
-            throw OTAError(.invalidImage, "\(shown): \(directoryProblem)")
-        }
-        if let problem = FirmwareImage.notRegularFile(path) {
-            throw OTAError(.invalidImage, "\(shown): \(problem)")
-        }
+        let shown = MessageText.name(url.path)
+        try checkIsFile(url, directoryProblem: directoryProblem)
         do {
             return try BoundedFileRead.contents(of: url, limit: FirmwareImage.maximumFileSize)
         } catch {
@@ -35,6 +25,23 @@ public enum FirmwareFile {
                     .imageTooLarge, "\(shown): \(size) bytes, more than the \(FirmwareImage.maximumFileSize >> 20) MiB a firmware file may have"
                 )
             }
+        }
+    }
+
+    /// Refuses, in the words of ``read(_:directoryProblem:)``, a path that is missing, a
+    /// directory, or not a regular file.
+    static func checkIsFile(_ url: URL, directoryProblem: String) throws(OTAError) {
+        let path = url.path
+        let shown = MessageText.name(path)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw OTAError(.invalidImage, "\(shown): no such file")
+        }
+        guard !isDirectory.boolValue else {
+            throw OTAError(.invalidImage, "\(shown): \(directoryProblem)")
+        }
+        if let problem = FirmwareImage.notRegularFile(path) {
+            throw OTAError(.invalidImage, "\(shown): \(problem)")
         }
     }
 }

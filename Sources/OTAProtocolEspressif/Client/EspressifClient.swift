@@ -106,7 +106,7 @@ public struct EspressifClient: UpdateProtocol {
         to characteristic: CharacteristicID,
         context: UpdateContext
     ) async throws(OTAError) {
-        let packets = EspressifFirmwarePacket.packets(sector: sector.index, data: image[sector.range], payloadSize: payloadSize)
+        let packets = EspressifFirmwarePacket.packets(sector: sector.index, data: try image[sector.range], payloadSize: payloadSize)
         let base = sector.range.lowerBound
         try await context.withStallWatchdog {
             for (packet, range) in packets {

@@ -76,54 +76,83 @@ public struct EspressifAppImage: Sendable, Hashable {
     /// - Throws: ``OTAError/Code/invalidImage`` in one line: the wrong magic, a header or
     ///   segment that runs past the end, no room for the checksum or the hash.
     public init(parsing data: Data, name: String) throws(OTAError) {
-        let bytes = [UInt8](data)
+        let bytes = data.startIndex == 0 ? data : Data(data)
+        try self.init(
+            count: bytes.count, name: name, read: { range throws(OTAError) in [UInt8](bytes[range]) },
+            sha256: { range throws(OTAError) in SHA256.hash(bytes[range]) })
+    }
+
+    /// Reads an image as ``init(parsing:name:)`` does, reading only its headers and hashing the
+    /// segments window by window (an image in a file is never held whole).
+    ///
+    /// - Throws: as ``init(parsing:name:)``; ``OTAError/Code/invalidImage`` when the image's file
+    ///   changed since it was opened.
+    public init(reading image: FirmwareImage) throws(OTAError) {
+        try self.init(
+            count: image.count, name: image.name, read: { range throws(OTAError) in [UInt8](try image[range]) },
+            sha256: { range throws(OTAError) in [UInt8](try image.sha256(of: range)) })
+    }
+
+    private init(
+        count: Int, name: String, read: (Range<Int>) throws(OTAError) -> [UInt8], sha256: (Range<Int>) throws(OTAError) -> [UInt8]
+    ) throws(OTAError) {
         func bad(_ reason: String) -> OTAError { OTAError(.invalidImage, "\(MessageText.name(name)) is not an ESP-IDF app image: \(reason)") }
-        guard bytes.count >= Self.headerLength else { throw bad("\(bytes.count) bytes, shorter than the 24-byte header") }
-        guard bytes[0] == Self.magic else { throw bad("magic \(Hex.number(bytes[0], digits: 2)), expected 0xE9") }
-        func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
-        func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) | UInt32(u16(at + 2)) << 16 }
-        segmentCount = Int(bytes[1])
-        spiMode = bytes[2]
-        spiSize = bytes[3] >> 4
-        spiFrequency = bytes[3] & 0x0F
-        entryPoint = u32(4)
-        wpPin = bytes[8]
-        chipID = u16(12)
-        minimumRevision = u16(15)
-        maximumRevision = u16(17)
-        hashAppended = bytes[23] == 1
+        guard count >= Self.headerLength else { throw bad("\(count) bytes, shorter than the 24-byte header") }
+        let header = try read(0..<Self.headerLength)
+        guard header[0] == Self.magic else { throw bad("magic \(Hex.number(header[0], digits: 2)), expected 0xE9") }
+        func u16(_ bytes: [UInt8], _ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
+        func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 { UInt32(u16(bytes, at)) | UInt32(u16(bytes, at + 2)) << 16 }
+        segmentCount = Int(header[1])
+        spiMode = header[2]
+        spiSize = header[3] >> 4
+        spiFrequency = header[3] & 0x0F
+        entryPoint = u32(header, 4)
+        wpPin = header[8]
+        chipID = u16(header, 12)
+        minimumRevision = u16(header, 15)
+        maximumRevision = u16(header, 17)
+        hashAppended = header[23] == 1
         guard (1...16).contains(segmentCount) else { throw bad("\(segmentCount) segments, expected 1...16") }
         var offset = Self.headerLength
         var segments: [Segment] = []
         var checksum = Self.checksumSeed
         for index in 0..<segmentCount {
-            guard offset + 8 <= bytes.count else { throw bad("segment \(index)'s header runs past the end (\(bytes.count) bytes)") }
-            let length = Int(u32(offset + 4))
-            guard length <= bytes.count - offset - 8 else {
-                throw bad("segment \(index) (\(length) bytes at \(offset + 8)) runs past the end (\(bytes.count) bytes)")
+            guard offset + 8 <= count else { throw bad("segment \(index)'s header runs past the end (\(count) bytes)") }
+            let segmentHeader = try read(offset..<(offset + 8))
+            let length = Int(u32(segmentHeader, 4))
+            guard length <= count - offset - 8 else {
+                throw bad("segment \(index) (\(length) bytes at \(offset + 8)) runs past the end (\(count) bytes)")
             }
-            segments.append(Segment(loadAddress: u32(offset), offset: offset + 8, length: length))
-            for byte in bytes[(offset + 8)..<(offset + 8 + length)] { checksum ^= byte }
+            segments.append(Segment(loadAddress: u32(segmentHeader, 0), offset: offset + 8, length: length))
+            var position = offset + 8
+            while position < offset + 8 + length {
+                let end = min(offset + 8 + length, position + FirmwareImageFile.windowSize)
+                for byte in try read(position..<end) { checksum ^= byte }
+                position = end
+            }
             offset += 8 + length
         }
         self.segments = segments
         computedChecksum = checksum
         let checksumAt = offset + (15 - offset % 16)
-        guard checksumAt < bytes.count else { throw bad("no checksum byte at \(checksumAt) (\(bytes.count) bytes)") }
-        self.checksum = bytes[checksumAt]
+        guard checksumAt < count else { throw bad("no checksum byte at \(checksumAt) (\(count) bytes)") }
+        self.checksum = try read(checksumAt..<(checksumAt + 1))[0]
         var end = checksumAt + 1
         if hashAppended {
-            guard end + 32 <= bytes.count else { throw bad("the header says a SHA-256 is appended, but only \(bytes.count - end) bytes follow the checksum") }
-            appendedSHA256 = Array(bytes[end..<(end + 32)])
-            computedSHA256 = SHA256.hash(bytes[0..<end])
+            guard end + 32 <= count else { throw bad("the header says a SHA-256 is appended, but only \(count - end) bytes follow the checksum") }
+            appendedSHA256 = try read(end..<(end + 32))
+            computedSHA256 = try sha256(0..<end)
             end += 32
         }
-        trailingBytes = bytes.count - end
-        if let first = segments.first, first.length >= 144, u32(first.offset) == 0xABCD_5432 {
-            func text(_ at: Int, _ count: Int) -> String {
-                String(decoding: bytes[(first.offset + at)..<(first.offset + at + count)].prefix { $0 != 0 }, as: UTF8.self)
+        trailingBytes = count - end
+        if let first = segments.first, first.length >= 144 {
+            let description = try read(first.offset..<(first.offset + 144))
+            if u32(description, 0) == 0xABCD_5432 {
+                func text(_ at: Int, _ count: Int) -> String {
+                    String(decoding: description[at..<(at + count)].prefix { $0 != 0 }, as: UTF8.self)
+                }
+                appDescriptionFields = [text(16, 32), text(48, 32), text(112, 32)]
             }
-            appDescriptionFields = [text(16, 32), text(48, 32), text(112, 32)]
         }
     }
 
@@ -227,22 +256,23 @@ public struct EspressifAppImageFormat: FirmwareContainerFormat, RawImagePreparat
     /// not start like an app image.
     public func inspect(_ url: URL) throws(OTAError) -> FirmwareInspection? {
         let image = try FirmwareImage(contentsOf: url)
-        guard EspressifAppImage.looksLikeAppImage(image.bytes) else { return nil }
-        let app = try EspressifAppImage(parsing: image.bytes, name: image.name)
+        guard EspressifAppImage.looksLikeAppImage(try image.prefix(EspressifAppImage.headerLength)) else { return nil }
+        let app = try EspressifAppImage(reading: image)
         return FirmwareInspection(report: app.report(name: image.name, size: image.count), problems: app.problems)
     }
 
     /// Wraps bare bytes in a one-segment app image with its SHA-256 (``EspressifAppImage/wrap(_:chipID:loadAddress:entryPoint:)``),
     /// so measurements from bare bytes pass the client's check.
     public func prepare(_ image: FirmwareImage) throws(OTAError) -> FirmwareImage {
-        if EspressifAppImage.looksLikeAppImage(image.bytes) { return image }
-        return try FirmwareImage(bytes: EspressifAppImage.wrap(image.bytes), name: image.name)
+        if EspressifAppImage.looksLikeAppImage(try image.prefix(EspressifAppImage.headerLength)) { return image }
+        // Wrapping makes a new image in memory (measurements and tests start from bare bytes).
+        return try FirmwareImage(bytes: EspressifAppImage.wrap(try image.allBytes()), name: image.name)
     }
 
     /// Refuses, in one line, what the device's `esp_ota_end` would: not an app image, or an
     /// appended SHA-256 or checksum that does not match.
     public static func check(_ image: FirmwareImage) throws(OTAError) {
-        let app = try EspressifAppImage(parsing: image.bytes, name: image.name)
+        let app = try EspressifAppImage(reading: image)
         let problems = app.problems
         if !problems.isEmpty {
             throw OTAError(.invalidImage, "\(MessageText.name(image.name)): \(problems.joined(separator: "; ")); refusing to send it")

@@ -202,13 +202,13 @@ public struct FramedClient: ResumableUpdateProtocol, AbortableUpdateProtocol {
         let control = profile.control
         context.enter(.transferring)
         let (window, commit) = try await context.withStallWatchdog { () async throws -> (FramedTransferWindow, EarlyCommit) in
-            var window = FramedTransferWindow(
+            var window = try FramedTransferWindow(
                 image: image, payloadSize: payloadSize, batch: batch,
                 windowBatches: configuration.windowBatches, startingAt: offset, version: version
             )
             var commit = EarlyCommit.notSent
             while !window.isComplete {
-                while let (chunk, bytes) = window.nextWrite() {
+                while let (chunk, bytes) = try window.nextWrite() {
                     try await context.writeData(bytes, to: data, covering: chunk)
                 }
                 if window.sent == window.size, case .notSent = commit {

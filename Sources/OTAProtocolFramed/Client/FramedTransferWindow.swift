@@ -87,7 +87,7 @@ public struct FramedTransferWindow: Sendable {
         startingAt offset: Int,
         maximumSilences: Int = 3,
         version: UInt8 = FramedCommand.protocolVersion
-    ) {
+    ) throws(OTAError) {
         self.image = image
         size = image.count
         self.version = version
@@ -99,8 +99,7 @@ public struct FramedTransferWindow: Sendable {
         self.maximumSilences = maximumSilences
         sent = offset
         acknowledged = offset
-        acknowledgedCRC = CRC32()
-        acknowledgedCRC.update(image.bytes[0..<offset])
+        acknowledgedCRC = CRC32(continuingFrom: try image.crc32(of: 0..<offset))
         crcOffset = offset
         crc = acknowledgedCRC
     }
@@ -119,18 +118,20 @@ public struct FramedTransferWindow: Sendable {
     }
 
     /// The next chunk to send, or `nil` when the window is full or everything is sent.
-    public mutating func nextChunk() -> Range<Int>? {
-        nextWrite()?.range
+    public mutating func nextChunk() throws(OTAError) -> Range<Int>? {
+        try nextWrite()?.range
     }
 
     /// The next chunk to send and its bytes on the wire, or `nil` when the window is full or
     /// everything is sent.
-    public mutating func nextWrite() -> (range: Range<Int>, bytes: Data)? {
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` when the image's file changed since it was opened.
+    public mutating func nextWrite() throws(OTAError) -> (range: Range<Int>, bytes: Data)? {
         guard sent < size, sent - acknowledged < windowBytes else { return nil }
         guard isCompact else {
             let chunk = sent..<min(sent + payloadSize, size)
             sent = chunk.upperBound
-            return (chunk, FramedChunk.encode(offset: chunk.lowerBound, payload: image[chunk]))
+            return (chunk, FramedChunk.encode(offset: chunk.lowerBound, payload: try image[chunk]))
         }
         let (chunk, batchEnd) = compactChunk(at: sent, index: sentIndex)
         var check: UInt32?
@@ -141,11 +142,11 @@ public struct FramedTransferWindow: Sendable {
                 crc = acknowledgedCRC
                 crcOffset = acknowledged
             }
-            crc.update(image.bytes[crcOffset..<chunk.upperBound])
+            try image.forEachWindow(in: crcOffset..<chunk.upperBound) { crc.update($0) }
             crcOffset = chunk.upperBound
             check = crc.value
         }
-        let bytes = FramedChunk.encodeCompact(sequence: sentIndex, payload: image[chunk], batchCRC: check)
+        let bytes = FramedChunk.encodeCompact(sequence: sentIndex, payload: try image[chunk], batchCRC: check)
         sent = chunk.upperBound
         sentIndex += 1
         return (chunk, bytes)
@@ -247,15 +248,18 @@ public struct FramedTransferWindow: Sendable {
     }
 
     private mutating func advance(to offset: Int, runningCRC: UInt32) -> Outcome? {
-        if offset > acknowledged {
-            acknowledgedCRC.update(image.bytes[acknowledged..<offset])
-            acknowledged = offset
-            silencesInARow = 0
-        } else if offset < acknowledged {
-            // The device went back (it restarted its session): recompute the prefix CRC.
-            acknowledgedCRC = CRC32()
-            acknowledgedCRC.update(image.bytes[0..<offset])
-            acknowledged = offset
+        do {
+            if offset > acknowledged {
+                try image.forEachWindow(in: acknowledged..<offset) { acknowledgedCRC.update($0) }
+                acknowledged = offset
+                silencesInARow = 0
+            } else if offset < acknowledged {
+                // The device went back (it restarted its session): recompute the prefix CRC.
+                acknowledgedCRC = CRC32(continuingFrom: try image.crc32(of: 0..<offset))
+                acknowledged = offset
+            }
+        } catch {
+            return .fail(error)
         }
         guard acknowledgedCRC.value == runningCRC else {
             return .fail(

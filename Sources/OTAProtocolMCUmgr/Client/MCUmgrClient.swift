@@ -46,8 +46,9 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
 
     static func mcuboot(_ image: FirmwareImage) throws(OTAError) -> MCUbootImage {
         do {
-            return try MCUbootImage(parsing: image.bytes)
+            return try MCUbootImage(reading: image)
         } catch {
+            if case .unreadable(let message) = error { throw OTAError(.invalidImage, message) }
             throw OTAError(.invalidImage, "\(MessageText.name(image.name)) is not a valid MCUboot image: \(error)", underlying: error)
         }
     }
@@ -76,7 +77,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
                 return ResumePoint(offset: image.count, detail: "the device holds image \(mcuboot.version) (\(state))", checkpoint: .imageState(state))
             }
             let probe = ImageUploadRequest(
-                length: image.count, offset: 0, sha: mcuboot.fileSHA256, data: image[0..<min(configuration.alignment, image.count)])
+                length: image.count, offset: 0, sha: mcuboot.fileSHA256, data: try image.prefix(configuration.alignment))
             let response = try await channel.exchange(.upload(probe), timeout: configuration.eraseTimeout, as: ImageUploadResponse.init(payload:))
             guard response.offset <= image.count else {
                 throw MCUmgrWireError.offsetBeyondImage(offset: response.offset, length: image.count).otaError
@@ -226,7 +227,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         )
         let record = self.record
         var machine = MCUmgrUploadStateMachine(
-            image: image.bytes, sha: mcuboot.fileSHA256, settings: settings, startingAt: offset, firstSequence: channel.sequence,
+            image: image, sha: mcuboot.fileSHA256, settings: settings, startingAt: offset, firstSequence: channel.sequence,
             restartedBefore: record.startOvers.withLock { $0 })
         context.enter(.transferring)
         if offset > 0 { context.rewound(to: offset) }
@@ -312,7 +313,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
 /// run and resume would otherwise hash the whole image twice again).
 private final class ResetRecord: Sendable {
     private let hashes = Mutex<Set<Data>>([])
-    private let last = Mutex<(bytes: Data, image: MCUbootImage)?>(nil)
+    private let last = Mutex<(sha256: Data, count: Int, image: MCUbootImage)?>(nil)
     /// Uploads started over from byte 0 in a row (a failed SHA-256 check, slot 1 not holding the
     /// image afterwards), across the update's connections; 0 again once slot 1 holds it.
     let startOvers = Mutex(0)
@@ -320,9 +321,9 @@ private final class ResetRecord: Sendable {
     func contains(_ hash: Data) -> Bool { hashes.withLock { $0.contains(hash) } }
 
     func parsed(_ image: FirmwareImage) throws(OTAError) -> MCUbootImage {
-        if let cached = last.withLock({ $0 }), cached.bytes == image.bytes { return cached.image }
+        if let cached = last.withLock({ $0 }), cached.count == image.count, cached.sha256 == image.sha256 { return cached.image }
         let parsed = try MCUmgrClient.mcuboot(image)
-        last.withLock { $0 = (image.bytes, parsed) }
+        last.withLock { $0 = (image.sha256, image.count, parsed) }
         return parsed
     }
 }

@@ -117,7 +117,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
         var range: Range<Int>
     }
 
-    private let image: Data
+    private let image: FirmwareImage
     private let sha: Data
     private let imageNumber: Int
     /// The settings.
@@ -148,11 +148,11 @@ public struct MCUmgrUploadStateMachine: Sendable {
     /// first request); `restartedBefore` counts the restarts from byte 0 this update already made
     /// (on earlier connections), towards ``Settings/maximumRestarts``.
     public init(
-        image: Data, sha: Data, imageNumber: Int = 0, settings: Settings, startingAt offset: Int = 0, firstSequence: UInt8 = 0,
+        image: FirmwareImage, sha: Data, imageNumber: Int = 0, settings: Settings, startingAt offset: Int = 0, firstSequence: UInt8 = 0,
         restartedBefore: Int = 0
     ) {
         restarts = restartedBefore
-        self.image = image.startIndex == 0 ? image : Data(image)
+        self.image = image
         self.sha = sha
         self.imageNumber = imageNumber
         self.settings = settings
@@ -359,7 +359,9 @@ public struct MCUmgrUploadStateMachine: Sendable {
             )
         }
         let range = offset..<(offset + length)
-        let frame = MCUmgrRequest.upload(request(image[range])).encoded(sequence: nextSequence)
+        let data: Data
+        do { data = try image[range] } catch { return .failure(error) }
+        let frame = MCUmgrRequest.upload(request(data)).encoded(sequence: nextSequence)
         return .success(
             Outbound(sequence: nextSequence, range: range, frame: frame, writes: Self.writes(of: frame, carrying: range, writeLength: settings.writeLength)))
     }

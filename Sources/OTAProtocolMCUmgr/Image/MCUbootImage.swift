@@ -28,42 +28,103 @@ public struct MCUbootImage: Sendable, Hashable {
     /// The image version.
     public var version: MCUbootVersion { header.version }
 
-    /// Reads and checks an image: magic, header size, that the areas fit in the file, each TLV
-    /// inside its area, exactly one SHA-256 TLV, and that it matches the digest.
+    /// Reads and checks an image in memory: magic, header size, that the areas fit in the file,
+    /// each TLV inside its area, exactly one SHA-256 TLV, and that it matches the digest.
     public init(parsing data: Data) throws(MCUbootImageError) {
-        let bytes = [UInt8](data)
-        let header = try MCUbootImageHeader(bytes)
-        let bodyEnd = Int(header.headerSize) + Int(header.imageSize)
-        guard bodyEnd <= bytes.count else {
-            throw .truncated("the header declares \(bodyEnd) bytes of header and body but the file has \(bytes.count)")
+        try self.init(source: .memory(data.startIndex == 0 ? data : Data(data)))
+    }
+
+    /// Reads and checks an image as ``init(parsing:)`` does, reading only its header and TLV
+    /// areas and hashing the rest window by window (an image in a file is never held whole).
+    ///
+    /// - Throws: ``MCUbootImageError/unreadable(_:)`` (its one line) when the image's file changed
+    ///   or cannot be read; the other cases as ``init(parsing:)``.
+    public init(reading image: FirmwareImage) throws(MCUbootImageError) {
+        try self.init(source: .image(image))
+    }
+
+    /// Where the bytes come from: a buffer or a ``FirmwareImage``.
+    private enum Source {
+        case memory(Data)
+        case image(FirmwareImage)
+
+        var count: Int {
+            switch self {
+            case .memory(let data): data.count
+            case .image(let image): image.count
+            }
         }
+
+        func read(_ range: Range<Int>) throws(MCUbootImageError) -> [UInt8] {
+            switch self {
+            case .memory(let data): return [UInt8](data[range])
+            case .image(let image):
+                do { return [UInt8](try image[range]) } catch { throw .unreadable(error.message) }
+            }
+        }
+
+        func sha256(_ range: Range<Int>) throws(MCUbootImageError) -> Data {
+            switch self {
+            case .memory(let data): return Data(SHA256.hash(data[range]))
+            case .image(let image):
+                do { return try image.sha256(of: range) } catch { throw .unreadable(error.message) }
+            }
+        }
+    }
+
+    /// The bytes of the file from `start` on (its TLV areas), with the file's length: offsets are
+    /// the file's, and reading past what was read answers nothing.
+    private struct Tail {
+        let start: Int
+        let bytes: [UInt8]
+        let fileLength: Int
+
+        func u16(_ offset: Int) -> UInt16? {
+            guard offset >= start, offset + 2 <= start + bytes.count else { return nil }
+            return UInt16(bytes[offset - start]) | UInt16(bytes[offset - start + 1]) << 8
+        }
+
+        subscript(range: Range<Int>) -> Data { Data(bytes[(range.lowerBound - start)..<(range.upperBound - start)]) }
+    }
+
+    private init(source: Source) throws(MCUbootImageError) {
+        let fileLength = source.count
+        let header = try MCUbootImageHeader(try source.read(0..<min(fileLength, MCUbootImageHeader.length)))
+        let bodyEnd = Int(header.headerSize) + Int(header.imageSize)
+        guard bodyEnd <= fileLength else {
+            throw .truncated("the header declares \(bodyEnd) bytes of header and body but the file has \(fileLength)")
+        }
+        // The protected area, then an unprotected area of at most 65535 bytes (its size is a u16).
+        let tail = Tail(
+            start: bodyEnd, bytes: try source.read(bodyEnd..<min(fileLength, bodyEnd + Int(header.protectedTLVSize) + 0xFFFF)), fileLength: fileLength
+        )
         var offset = bodyEnd
         var protectedTLVs: [MCUbootTLV] = []
         if header.protectedTLVSize > 0 {
-            protectedTLVs = try Self.tlvArea(bytes, at: offset, magic: MCUbootTLV.protectedAreaMagic, declaredSize: Int(header.protectedTLVSize))
+            protectedTLVs = try Self.tlvArea(tail, at: offset, magic: MCUbootTLV.protectedAreaMagic, declaredSize: Int(header.protectedTLVSize))
             offset += Int(header.protectedTLVSize)
         }
         let hashedLength = offset
-        guard let areaSize = Self.u16(bytes, offset + 2), Self.u16(bytes, offset) == MCUbootTLV.areaMagic else {
+        guard let areaSize = tail.u16(offset + 2), tail.u16(offset) == MCUbootTLV.areaMagic else {
             throw .missingTLVArea(offset: offset)
         }
-        let tlvs = try Self.tlvArea(bytes, at: offset, magic: MCUbootTLV.areaMagic, declaredSize: Int(areaSize))
+        let tlvs = try Self.tlvArea(tail, at: offset, magic: MCUbootTLV.areaMagic, declaredSize: Int(areaSize))
         offset += Int(areaSize)
 
         let hashes = tlvs.filter { $0.type == .sha256 }
         guard !hashes.isEmpty else { throw .noHash }
         guard hashes.count == 1 else { throw .multipleHashes(hashes.count) }
         guard hashes[0].value.count == SHA256.digestByteCount else { throw .badHashLength(hashes[0].value.count) }
-        let computed = bytes.withUnsafeBytes { Data(SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[0..<hashedLength]))) }
+        let computed = try source.sha256(0..<hashedLength)
         guard computed == hashes[0].value else { throw .hashMismatch(declared: hashes[0].value, computed: computed) }
 
         self.header = header
         self.protectedTLVs = protectedTLVs
         self.tlvs = tlvs
         self.hash = computed
-        self.fileSHA256 = Data(SHA256.hash(data))
+        self.fileSHA256 = try source.sha256(0..<fileLength)
         self.imageLength = offset
-        self.fileLength = bytes.count
+        self.fileLength = fileLength
     }
 
     /// The security counter, when a protected TLV carries one.
@@ -95,33 +156,28 @@ public struct MCUbootImage: Sendable, Hashable {
         data.count >= 4 && data.prefix(4).elementsEqual([0x3D, 0xB8, 0xF3, 0x96])
     }
 
-    private static func u16(_ bytes: [UInt8], _ offset: Int) -> UInt16? {
-        guard offset >= 0, offset + 2 <= bytes.count else { return nil }
-        return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
-    }
-
     /// The TLVs of the area at `offset`, whose 4-byte info (magic, total size including the info)
     /// must say `magic` and `declaredSize`.
-    private static func tlvArea(_ bytes: [UInt8], at offset: Int, magic: UInt16, declaredSize: Int) throws(MCUbootImageError) -> [MCUbootTLV] {
-        guard u16(bytes, offset) == magic else { throw .badTLVAreaMagic(found: u16(bytes, offset), expected: magic, offset: offset) }
-        guard let total = u16(bytes, offset + 2), Int(total) == declaredSize else {
-            throw .tlvOverflow("the TLV area at byte \(offset) says \(u16(bytes, offset + 2).map(String.init) ?? "nothing") bytes, expected \(declaredSize)")
+    private static func tlvArea(_ bytes: Tail, at offset: Int, magic: UInt16, declaredSize: Int) throws(MCUbootImageError) -> [MCUbootTLV] {
+        guard bytes.u16(offset) == magic else { throw .badTLVAreaMagic(found: bytes.u16(offset), expected: magic, offset: offset) }
+        guard let total = bytes.u16(offset + 2), Int(total) == declaredSize else {
+            throw .tlvOverflow("the TLV area at byte \(offset) says \(bytes.u16(offset + 2).map(String.init) ?? "nothing") bytes, expected \(declaredSize)")
         }
         let end = offset + declaredSize
-        guard declaredSize >= 4, end <= bytes.count else {
-            throw .tlvOverflow("the TLV area at byte \(offset) ends at byte \(end), beyond the file's \(bytes.count)")
+        guard declaredSize >= 4, end <= bytes.fileLength else {
+            throw .tlvOverflow("the TLV area at byte \(offset) ends at byte \(end), beyond the file's \(bytes.fileLength)")
         }
         var tlvs: [MCUbootTLV] = []
         var cursor = offset + 4
         while cursor < end {
-            guard cursor + 4 <= end, let type = u16(bytes, cursor), let length = u16(bytes, cursor + 2) else {
+            guard cursor + 4 <= end, let type = bytes.u16(cursor), let length = bytes.u16(cursor + 2) else {
                 throw .tlvOverflow("a TLV header at byte \(cursor) runs past its area's end at byte \(end)")
             }
             let valueEnd = cursor + 4 + Int(length)
             guard valueEnd <= end else {
                 throw .tlvOverflow("TLV \(Hex.number(type, digits: 2)) at byte \(cursor) is \(length) bytes long, past its area's end at byte \(end)")
             }
-            tlvs.append(MCUbootTLV(type: MCUbootTLV.Kind(rawValue: type), value: Data(bytes[(cursor + 4)..<valueEnd])))
+            tlvs.append(MCUbootTLV(type: MCUbootTLV.Kind(rawValue: type), value: bytes[(cursor + 4)..<valueEnd]))
             cursor = valueEnd
         }
         return tlvs
@@ -312,6 +368,8 @@ public enum MCUbootImageError: Error, Sendable, Hashable, CustomStringConvertibl
     case badHashLength(Int)
     /// The SHA-256 TLV disagrees with the digest of header, body and protected TLVs.
     case hashMismatch(declared: Data, computed: Data)
+    /// The image's file changed or could not be read while it was checked.
+    case unreadable(String)
 
     public var description: String {
         switch self {
@@ -328,6 +386,7 @@ public enum MCUbootImageError: Error, Sendable, Hashable, CustomStringConvertibl
         case .badHashLength(let count): "the MCUboot image's SHA-256 TLV is \(count) bytes, not 32"
         case .hashMismatch(let declared, let computed):
             "the MCUboot image's hash does not match its contents (TLV \(Hex.bytes(declared.prefix(4)))…, computed \(Hex.bytes(computed.prefix(4)))…): the file was changed after imgtool made it"
+        case .unreadable(let message): message
         }
     }
 }

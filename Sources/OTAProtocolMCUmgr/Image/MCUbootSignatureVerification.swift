@@ -16,7 +16,7 @@ public struct MCUbootSignatureVerification: SignatureVerification {
         for firmware in images {
             let image: MCUbootImage
             do {
-                image = try MCUbootImage(parsing: firmware.bytes)
+                image = try MCUbootImage(reading: firmware)
             } catch {
                 throw OTAError(.invalidImage, "\(MessageText.name(firmware.name)): \(error)")
             }
@@ -28,10 +28,13 @@ public struct MCUbootSignatureVerification: SignatureVerification {
                     "\(name) is not signed, but this update trusts only firmware signed by \(trusted): sign it with imgtool sign --key, or drop the key")
             }
             let keyHash = image.tlvs.first { $0.type == .keyHash }?.value
-            let hashed = firmware.bytes.prefix(Int(image.header.headerSize) + Int(image.header.imageSize) + Int(image.header.protectedTLVSize))
+            let hashedLength = Int(image.header.headerSize) + Int(image.header.imageSize) + Int(image.header.protectedTLVSize)
             var verifiedBy: TrustedKey?
             for signature in signatures {
-                let (algorithm, message): (TrustedKey.Algorithm, Data) = signature.type == .ecdsa ? (.ecdsaP256, Data(hashed)) : (.ed25519, image.hash)
+                // ECDSA signs the hashed region itself, which libcrypto digests: read into memory here,
+                // once, before connecting (the one place an image is held whole; see decision 0042).
+                let (algorithm, message): (TrustedKey.Algorithm, Data) =
+                    signature.type == .ecdsa ? (.ecdsaP256, try firmware.prefix(hashedLength)) : (.ed25519, image.hash)
                 verifiedBy = keys.first { $0.algorithm == algorithm && $0.verifies(signature.value, of: message) }
                 if verifiedBy != nil { break }
             }

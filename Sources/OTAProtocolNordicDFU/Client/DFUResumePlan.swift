@@ -45,15 +45,29 @@ public enum DFUDataResumePoint: Sendable, Equatable {
 
     /// Decides from Select(data)'s offset and CRC, for an image and the device's object size.
     public static func decide(image: Data, maximumObjectSize: Int, offset: Int, crc: UInt32) -> DFUDataResumePoint {
-        guard offset > 0, offset <= image.count else {
+        decide(count: image.count, maximumObjectSize: maximumObjectSize, offset: offset, crc: crc) { CRC32.checksum(image.prefix($0)) }
+    }
+
+    /// Decides as ``decide(image:maximumObjectSize:offset:crc:)`` for an image read window by
+    /// window (the prefix's CRC is computed as it is read, never held whole).
+    ///
+    /// - Throws: ``OTAError/Code/invalidImage`` when the image's file changed since it was opened.
+    public static func decide(image: FirmwareImage, maximumObjectSize: Int, offset: Int, crc: UInt32) throws(OTAError) -> DFUDataResumePoint {
+        guard offset > 0, offset <= image.count else { return .create(from: 0) }
+        let prefix = try image.crc32(of: 0..<offset)
+        return decide(count: image.count, maximumObjectSize: maximumObjectSize, offset: offset, crc: crc) { _ in prefix }
+    }
+
+    private static func decide(count: Int, maximumObjectSize: Int, offset: Int, crc: UInt32, prefixCRC: (Int) -> UInt32) -> DFUDataResumePoint {
+        guard offset > 0, offset <= count else {
             return .create(from: 0)
         }
-        guard CRC32.checksum(image.prefix(offset)) == crc else {
+        guard prefixCRC(offset) == crc else {
             // Re-create the object holding the bad bytes: the one before `offset` when aligned.
             let aligned = offset % maximumObjectSize == 0 ? offset - maximumObjectSize : offset - offset % maximumObjectSize
             return .create(from: max(0, aligned))
         }
-        if offset == image.count || offset % maximumObjectSize == 0 {
+        if offset == count || offset % maximumObjectSize == 0 {
             return .executeThenCreate(from: offset)
         }
         return .continueObject(at: offset)

@@ -219,6 +219,8 @@ public struct NordicDFUStateMachine: Sendable {
     private var objectEnd = 0
     private var position = 0
     private var crcAtObjectStart = CRC32()
+    /// A read of the image that failed (its file changed), reported by the next ``emit(_:)``.
+    private var unreadable: OTAError?
     private var crcAtPosition = CRC32()
     private var attempt = 1
     private var firstObject = true
@@ -571,7 +573,7 @@ public struct NordicDFUStateMachine: Sendable {
         }
         objectSize = selection.maximumSize
         if adaptsReceipts { receiptInterval = min(max(1, receiptInterval), packetsPerObject) }
-        let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: objectSize, offset: selection.offset, crc: selection.crc)
+        let start = resumePoint(maximumObjectSize: objectSize, selection)
         let durable = start.offset - (start.continuePartialObject ? start.offset % objectSize : 0)
         var actions: [Action] = [.acknowledged(durable)]
         if selection.offset > 0, start.offset < selection.offset {
@@ -580,7 +582,7 @@ public struct NordicDFUStateMachine: Sendable {
         if start.executeFirst, start.offset > 0 {
             // The object ending at the offset may not have been executed: Execute it first.
             objectStart = start.offset
-            crcAtObjectStart = Self.crc(of: image, upTo: objectStart)
+            crcAtObjectStart = prefixCRC(upTo: objectStart)
             if objectStart == image.count {
                 return actions + [.enter(.verifying)] + ask(.executeHeldObject, .execute, wait: .verification)
             }
@@ -588,7 +590,7 @@ public struct NordicDFUStateMachine: Sendable {
         }
         actions.append(.enter(.transferring))
         objectStart = start.offset - start.offset % objectSize
-        crcAtObjectStart = Self.crc(of: image, upTo: objectStart)
+        crcAtObjectStart = prefixCRC(upTo: objectStart)
         guard start.continuePartialObject else { return actions + createObject() }
         // Part of this object arrived: no Create (it would rewind), stream the rest.
         objectEnd = min(objectStart + objectSize, image.count)
@@ -930,8 +932,33 @@ public struct NordicDFUStateMachine: Sendable {
 
     private mutating func advance(to end: Int) {
         guard end > position else { return }
-        crcAtPosition.update(image[position..<end])
+        do {
+            try image.forEachWindow(in: position..<end) { crcAtPosition.update($0) }
+        } catch {
+            unreadable = unreadable ?? error
+        }
         position = end
+    }
+
+    /// CRC-32 of the image's first `end` bytes (a failed read is kept for ``emit(_:)``).
+    private mutating func prefixCRC(upTo end: Int) -> CRC32 {
+        do {
+            return CRC32(continuingFrom: try image.crc32(of: 0..<end))
+        } catch {
+            unreadable = unreadable ?? error
+            return CRC32()
+        }
+    }
+
+    /// Where Select(data)'s answer lets the data stage start (a failed read is kept for
+    /// ``emit(_:)``, and the stage starts over).
+    private mutating func resumePoint(maximumObjectSize: Int, _ selection: DFUObjectSelection) -> DFUDataResumePoint {
+        do {
+            return try DFUDataResumePoint.decide(image: image, maximumObjectSize: maximumObjectSize, offset: selection.offset, crc: selection.crc)
+        } catch {
+            unreadable = unreadable ?? error
+            return .create(from: 0)
+        }
     }
 
     private mutating func ask(_ step: Step, _ request: DFURequest, wait: Wait = .response) -> [Action] {
@@ -940,7 +967,14 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// Queues `actions` and returns the first.
+    ///
+    /// A read of the image that failed while making them (its file changed since it was opened)
+    /// fails the update instead: no action built on other bytes goes out.
     private mutating func emit(_ actions: [Action]) -> Action {
+        if let error = unreadable {
+            unreadable = nil
+            return fail(error)
+        }
         precondition(!actions.isEmpty)
         pending = Array(actions.dropFirst())
         return actions[0]
@@ -961,14 +995,11 @@ public struct NordicDFUStateMachine: Sendable {
     /// one to continue).
     private func holdsPrefixOfImage(_ selection: DFUObjectSelection) -> Bool {
         guard selection.maximumSize > 0, selection.maximumSize % 4 == 0 else { return false }
-        let start = DFUDataResumePoint.decide(image: image.bytes, maximumObjectSize: selection.maximumSize, offset: selection.offset, crc: selection.crc)
+        guard
+            let start = try? DFUDataResumePoint.decide(
+                image: image, maximumObjectSize: selection.maximumSize, offset: selection.offset, crc: selection.crc)
+        else { return false }
         return start.offset > 0 && (start.executeFirst || start.continuePartialObject)
-    }
-
-    private static func crc(of image: FirmwareImage, upTo end: Int) -> CRC32 {
-        var crc = CRC32()
-        crc.update(image[0..<end])
-        return crc
     }
 
     private var activity: String {

@@ -79,7 +79,7 @@ public struct DFUPackagePart: Sendable {
         self.kind = kind
         self.image = image
         self.initPacket = initPacket
-        self.imageSHA256 = SHA256.hash(image.bytes)
+        self.imageSHA256 = [UInt8](image.sha256)
         self.manifestSDSize = manifestSDSize
         self.manifestBLSize = manifestBLSize
     }

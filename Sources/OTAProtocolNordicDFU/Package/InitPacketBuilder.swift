@@ -13,13 +13,27 @@ public enum InitPacketBuilder {
         hardwareVersion: UInt32 = 52,
         softDeviceRequirements: [UInt32] = [0x0100]
     ) -> Data {
+        unsignedApplication(
+            size: image.count, sha256: Data(SHA256.hash(image)), firmwareVersion: firmwareVersion, hardwareVersion: hardwareVersion,
+            softDeviceRequirements: softDeviceRequirements)
+    }
+
+    /// The init packet of ``unsignedApplication(for:firmwareVersion:hardwareVersion:softDeviceRequirements:)``
+    /// from the image's size and SHA-256 (an image in a file is not read again).
+    public static func unsignedApplication(
+        size: Int,
+        sha256: Data,
+        firmwareVersion: UInt32 = 1,
+        hardwareVersion: UInt32 = 52,
+        softDeviceRequirements: [UInt32] = [0x0100]
+    ) -> Data {
         var initCommand = Data()
         initCommand += varintField(1, UInt64(firmwareVersion))
         initCommand += varintField(2, UInt64(hardwareVersion))
         initCommand += lengthDelimited(3, softDeviceRequirements.reduce(into: Data()) { $0 += varint(UInt64($1)) })
         initCommand += varintField(4, UInt64(InitPacket.FirmwareType.application.rawValue))
-        initCommand += varintField(7, UInt64(image.count))
-        let hash = varintField(1, UInt64(InitPacket.HashType.sha256.rawValue)) + lengthDelimited(2, Data(SHA256.hash(image).reversed()))
+        initCommand += varintField(7, UInt64(size))
+        let hash = varintField(1, UInt64(InitPacket.HashType.sha256.rawValue)) + lengthDelimited(2, Data(sha256.reversed()))
         initCommand += lengthDelimited(8, hash)
         let command = varintField(1, UInt64(InitPacket.OpCode.initialize.rawValue)) + lengthDelimited(2, initCommand)
         return lengthDelimited(1, command)
