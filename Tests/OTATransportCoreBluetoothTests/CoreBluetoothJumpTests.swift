@@ -111,7 +111,7 @@ import Testing
             let outcome = try await scene.update(image, seed: seed)
             let report = try outcome.result.get()
             #expect(report.imageSize == image.count, comment)
-            #expect(scene.model.bootloader.installedImage?.sha256 == SHA256.hash(image.bytes), comment)
+            #expect(scene.model.bootloader.installedImage?.sha256 == [UInt8](image.sha256), comment)
             scene.neighbourUntouched(before, comment)
             // Looked for by name alone (no addresses on CoreBluetooth), and found where it went:
             // a new identifier at the next address, the same one when it kept its address.
@@ -321,7 +321,7 @@ import Testing
         #expect(results.count == 2)
         for result in results { _ = try result.get() }
         #expect(scene.model.bootloader.installedImage?.firmwareType == .application)
-        #expect(scene.model.bootloader.installedImage?.sha256 == SHA256.hash(parts[1].bytes))
+        #expect(scene.model.bootloader.installedImage?.sha256 == [UInt8](parts[1].sha256))
         let ours = scene.world.peripherals(of: scene.device)
         #expect(ours.count == 2)
         // The application's identifier was connected once (the jump); both parts' transfers went
