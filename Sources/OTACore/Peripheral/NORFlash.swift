@@ -144,6 +144,31 @@ public final class NORFlash: FlashStorage, Sendable {
         return data
     }
 
+    /// Calls `body` with each sector's bytes in `range` (clamped to the slot), in order, without
+    /// copying them: an erased sector is handed out as one shared run of `0xFF`. Runs under the
+    /// flash's lock, so `body` must not erase or write it.
+    public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let clamped = range.clamped(to: 0..<capacity)
+        guard !clamped.isEmpty else { return }
+        let sectorSize = self.sectorSize
+        var erased: [UInt8] = []
+        sectors.withLock { sectors in
+            var position = clamped.lowerBound
+            while position < clamped.upperBound {
+                let index = position / sectorSize
+                let start = position - index * sectorSize
+                let count = min(sectorSize - start, clamped.upperBound - position)
+                if let sector = sectors[index] {
+                    sector.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+                } else {
+                    if erased.isEmpty { erased = [UInt8](repeating: 0xFF, count: sectorSize) }
+                    erased.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                }
+                position += count
+            }
+        }
+    }
+
     /// Bytes of memory the slot's contents take now: the sectors programmed since their last erase.
     public var residentBytes: Int { sectors.withLock { $0.count } * sectorSize }
 

@@ -707,12 +707,21 @@ public final class NordicBootloaderModel: DeviceModel {
     /// The whole image is in: postvalidate (hash), record the outcome, answer, reset.
     private func finishUpdate(_ accepted: AcceptedInitPacket, _ shared: inout Shared, flash: any FlashStorage) -> Effect {
         let size = accepted.firmwareSize
-        let image = size <= flash.capacity ? flash.read(0..<size) : Data()
-        let digest = SHA256.hash(image)
+        // Hashed where it lies, as the bootloader does, without a copy of the image.
+        let fits = size <= flash.capacity
+        var sha = SHA256()
+        var crc = CRC32()
+        if fits {
+            flash.forEachPiece(of: 0..<size) { piece in
+                sha.update(piece)
+                crc.update(piece)
+            }
+        }
+        let digest = sha.finalize()
         let expected = accepted.command.hash.map { [UInt8]($0.bytes) }
         var settings = shared.run.settings
         let reply: Data
-        if image.count == size, expected == Array(digest.reversed()) {
+        if fits, expected == Array(digest.reversed()) {
             let command = accepted.command
             let type = command.type ?? .application
             let version = command.fwVersion ?? 0
@@ -720,7 +729,7 @@ public final class NordicBootloaderModel: DeviceModel {
                 firmwareType: type,
                 version: version,
                 size: size,
-                crc32: CRC32.checksum(image),
+                crc32: crc.value,
                 sha256: digest
             )
             if !(configuration.isDebugBuild && command.isDebug == true) {
