@@ -9,7 +9,12 @@ public final class SimulatedDevice: Sendable {
         var busyUntil: Duration = .zero
         var connection: SimulatedConnection?
         var reachable = true
-        var faults = LinkFaults()
+        var faults = LinkFaults() {
+            didSet { faultsArmed = faults != LinkFaults() }
+        }
+        /// Whether any fault is set: when none is (the usual case) a data write takes the path
+        /// that looks nothing up.
+        var faultsArmed = false
         var dataWritesDelivered = 0
         var dataBytesDelivered = 0
         var reboots = 0
@@ -213,6 +218,24 @@ public final class SimulatedDevice: Sendable {
             return (state.dataBytesReceived, state.persistence)
         }
         persistence?.received?(total)
+    }
+
+    /// A data write of `value` arrived at the link layer. With no fault set, nothing held back
+    /// and the link not dying (the usual case) it counts the write, its bytes delivered and
+    /// received and drains the battery in one step, and returns what to tell the
+    /// ``persistence`` (deliver `value` unchanged); otherwise it returns `nil` and the write
+    /// goes through ``applyFaults(to:)``, ``consumeEnergy(receiving:)`` and
+    /// ``receivedData(_:)``, one delivery at a time.
+    func arrivedUnfaulted(_ value: Data) -> (total: Int, received: (@Sendable (Int) -> Void)?)? {
+        let drain = profile.standardServices.batteryDrainPer100kB * Double(value.count) / 100_000
+        return state.withLock { state in
+            guard !state.faultsArmed, !state.dying, state.held == nil else { return nil }
+            state.dataWritesDelivered += 1
+            state.dataBytesDelivered += value.count
+            if let level = state.battery { state.battery = max(0, level - drain) }
+            state.dataBytesReceived += value.count
+            return (state.dataBytesReceived, state.persistence?.received)
+        }
     }
 
     /// Drains the battery for `bytes` of data received.

@@ -382,6 +382,13 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
+            if let arrival = device.arrivedUnfaulted(pdu.value) {
+                statistics.dataBytesDelivered += pdu.value.count
+                arrival.received?(arrival.total)
+                _ = model.write(pdu.value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
+                _ = device.settle(at: time)
+                return
+            }
             let outcome = device.applyFaults(to: pdu.value)
             for value in outcome.deliveries {
                 statistics.dataBytesDelivered += value.count
