@@ -4,6 +4,10 @@ struct TimerQueue {
     struct Entry {
         var deadline: Duration
         var id: UInt64
+        /// What a timer set with `VirtualTimeExecutor.schedule(at:_:)` calls, kept here so that
+        /// setting and firing one touches no dictionary; `nil` for a sleep (whose continuation
+        /// the executor files by id, to cancel it) and for a cancelled call.
+        var call: (@Sendable () -> Void)?
     }
 
     private var heap: [Entry] = []
@@ -24,6 +28,12 @@ struct TimerQueue {
             heap.swapAt(child, parent)
             child = parent
         }
+    }
+
+    /// Forgets the call of the timer `id`, if it is still queued: a linear search, for the rare
+    /// cancellation.
+    mutating func cancelCall(_ id: UInt64) {
+        if let index = heap.firstIndex(where: { $0.id == id }) { heap[index].call = nil }
     }
 
     mutating func popFirst() -> Entry? {

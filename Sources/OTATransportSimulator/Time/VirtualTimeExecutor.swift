@@ -65,23 +65,18 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
-        return arm(deadline: deadline, action: .call(action))
+        nextTimerID += 1
+        let id = nextTimerID
+        timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
+        condition.signal()
+        return id
     }
 
     /// Cancels a timer set with ``schedule(at:_:)``; does nothing if it already fired.
     public func cancelTimer(_ id: UInt64) {
         condition.lock()
-        actions[id] = nil
+        timers.cancelCall(id)
         condition.unlock()
-    }
-
-    private func arm(deadline: Duration, action: TimerAction) -> UInt64 {
-        nextTimerID += 1
-        let id = nextTimerID
-        actions[id] = action
-        timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
-        condition.signal()
-        return id
     }
 
     func reserveTimerID() -> UInt64 {
@@ -195,7 +190,14 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                     continue
                 }
                 _ = timers.popFirst()
-                guard let action = actions.removeValue(forKey: entry.id) else { continue }
+                let action: TimerAction
+                if let call = entry.call {
+                    action = .call(call)
+                } else if let continuation = actions.removeValue(forKey: entry.id) {
+                    action = continuation
+                } else {
+                    continue
+                }
                 virtualNow = max(virtualNow, entry.deadline)
                 return .fire(action)
             }
