@@ -12,6 +12,9 @@ import Synchronization
 public final class SimulatedFlash: FlashStorage, Sendable {
     private struct State {
         var pendingCost: Duration = .zero
+        /// When the hosting device finishes the work folded in so far (``settle(at:)``): kept
+        /// with the cost so that settling takes one lock.
+        var busyUntil: Duration = .zero
         var failing: String?
         var bytesWritten = 0
         var sectorsErased = 0
@@ -118,11 +121,19 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// Total bytes programmed since the device was made.
     public var bytesWritten: Int { state.withLock { $0.bytesWritten } }
 
-    /// Returns the time the operations since the last call took, and resets it.
-    func takePendingCost() -> Duration {
+    /// Folds the time the operations since the last call took into the hosting device's busy
+    /// time, from `time` on at the earliest; returns when the device will be idle.
+    func settle(at time: Duration) -> Duration {
         state.withLock { state in
-            defer { state.pendingCost = .zero }
-            return state.pendingCost
+            state.busyUntil = max(state.busyUntil, time) + state.pendingCost
+            state.pendingCost = .zero
+            return state.busyUntil
         }
+    }
+
+    /// The hosting device restarted at `time`: the work it had queued is gone (the time of
+    /// operations not folded in yet still counts).
+    func resetBusy(to time: Duration) {
+        state.withLock { $0.busyUntil = time }
     }
 }
