@@ -183,13 +183,13 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                 return .run(job)
             }
             if stopRequested { return .stop }
-            if let entry = timers.first {
-                if let wait = wallDelay(until: entry.deadline) {
+            if let deadline = timers.firstDeadline {
+                if let wait = wallDelay(until: deadline) {
                     // Following the wall clock: sleep, but wake for work from other threads.
                     _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
                     continue
                 }
-                _ = timers.popFirst()
+                guard let entry = timers.popFirst() else { continue }
                 let action: TimerAction
                 if let call = entry.call {
                     action = .call(call)
