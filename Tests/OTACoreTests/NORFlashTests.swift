@@ -114,4 +114,72 @@ import Testing
         func erase(_ range: Range<Int>) { for index in range { bytes[index] = 0xFF } }
         func read(_ range: Range<Int>) -> Data { Data(bytes[range.clamped(to: 0..<bytes.count)]) }
     }
+
+    /// Programming works eight bytes at a time with a byte-wise tail: writes at odd offsets and
+    /// lengths, across sector edges and over programmed bytes, must store exactly what a
+    /// byte-by-byte AND into an all-0xFF slot stores.
+    @Test func bulkProgrammingMatchesByteByByteNOR() throws {
+        let flash = NORFlash(capacity: 8192, sectorSize: 1024)
+        var reference = [UInt8](repeating: 0xFF, count: 8192)
+        var seed: UInt64 = 7
+        func next() -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(truncatingIfNeeded: seed >> 33)
+        }
+        for _ in 0..<300 {
+            let offset = next() % 8000
+            let count = 1 + next() % min(191, 8192 - offset)
+            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+            try flash.write(Data(bytes), at: offset)
+            for index in 0..<count { reference[offset + index] &= bytes[index] }
+            if next() % 25 == 0 {
+                let sector = next() % 8
+                try flash.erase(sector * 1024..<(sector * 1024 + 1))
+                for index in (sector * 1024)..<((sector + 1) * 1024) { reference[index] = 0xFF }
+            }
+        }
+        #expect(flash.snapshot() == Data(reference))
+        // A slice handed in (not starting at index 0) is programmed from its own start.
+        let slice = Data([0xAA, 0x00, 0x0F, 0xF0, 0x55])[2...]
+        try flash.erase(0..<1)
+        try flash.write(slice, at: 1021)
+        #expect(flash.read(1020..<1025) == Data([0xFF, 0x0F, 0xF0, 0x55, 0xFF]))
+    }
+
+    /// Commits hash the image where it lies: the pieces, erased sectors included, are exactly what
+    /// a read returns, clamped the same way, and so are the CRC-32 and SHA-256 taken over them.
+    @Test func piecesAreWhatAReadReturns() throws {
+        let flash = NORFlash(capacity: 4096 * 4)
+        try flash.write(Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 * 7) }), at: 100)
+        try flash.write(Data([0x12, 0x34]), at: 4096 * 3 + 10)  // a kept sector after an erased one
+        for range in [0..<16384, 99..<101, 4000..<9000, 8190..<12300, 16380..<16400, 20000..<20010, 5..<5] {
+            var joined = Data()
+            var pieces = 0
+            flash.forEachPiece(of: range) {
+                joined.append(contentsOf: $0)
+                pieces += 1
+            }
+            #expect(joined == flash.read(range), "range \(range)")
+            #expect(pieces <= (range.count + 4095) / 4096 + 1)
+            #expect(flash.crc32(of: range) == CRC32.checksum(flash.read(range)))
+            #expect(flash.sha256(of: range) == SHA256.hash(flash.read(range)))
+        }
+        // The default for other hosts' flash reads 64 KiB windows and visits the same bytes.
+        let big = NORFlash(capacity: 4096 * 50)
+        try big.write(Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 * 13 + 1) }), at: 3)
+        let plain = ReadOnlyFlash(big)
+        #expect(plain.crc32(of: 1..<204_800) == CRC32.checksum(big.read(1..<204_800)))
+        #expect(plain.sha256(of: 70_000..<300_000) == SHA256.hash(big.read(70_000..<204_800)))
+    }
+}
+
+/// A flash that only reads (the protocol's default ``FlashStorage/forEachPiece(of:_:)``).
+private final class ReadOnlyFlash: FlashStorage, Sendable {
+    let base: NORFlash
+    init(_ base: NORFlash) { self.base = base }
+    var capacity: Int { base.capacity }
+    var sectorSize: Int { base.sectorSize }
+    func erase(_ range: Range<Int>) throws(FlashError) { throw FlashError("read-only") }
+    func write(_ bytes: Data, at offset: Int) throws(FlashError) { throw FlashError("read-only") }
+    func read(_ range: Range<Int>) -> Data { base.read(range) }
 }

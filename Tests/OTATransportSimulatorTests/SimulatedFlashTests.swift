@@ -32,14 +32,44 @@ import Testing
         try flash.write(Data([0x12]), at: 4095)
         #expect(flash.read(4094..<4100) == Data([0xFF, 0x12]))
         #expect(flash.read(5000..<5004).isEmpty)
-        #expect(flash.takePendingCost() == timing.writeTime(1))
+        #expect(flash.settle(at: .zero) == timing.writeTime(1))
     }
 
     @Test func anEmptyEraseCostsNothing() throws {
         let flash = SimulatedFlash(capacity: 8192, timing: timing)
         try flash.erase(100..<100)
-        #expect(flash.takePendingCost() == .zero)
+        #expect(flash.settle(at: .zero) == .zero)
         try flash.erase(4095..<4097)
-        #expect(flash.takePendingCost() == timing.sectorEraseTime * 2)
+        #expect(flash.settle(at: .zero) == timing.sectorEraseTime * 2)
+    }
+
+    /// The device's busy time is kept with the flash's cost: work queues behind work still
+    /// running, starts at once on an idle device, and a restart forgets what was queued.
+    @Test func settlingQueuesFlashWorkBehindTheDevicesBacklog() throws {
+        let flash = SimulatedFlash(capacity: 8192, timing: timing)
+        let write = timing.writeTime(100)
+        try flash.write(Data(count: 100), at: 0)
+        #expect(flash.settle(at: .milliseconds(1)) == .milliseconds(1) + write)
+        try flash.write(Data(count: 100), at: 100)
+        #expect(flash.settle(at: .milliseconds(1)) == .milliseconds(1) + write * 2)  // still busy: queued
+        #expect(flash.settle(at: .seconds(5)) == .seconds(5))  // idle, nothing new
+        try flash.write(Data(count: 100), at: 200)
+        flash.resetBusy(to: .seconds(6))
+        #expect(flash.settle(at: .seconds(6)) == .seconds(6) + write)  // unfolded work still counts
+    }
+
+    /// Changed sectors come back sorted and once, whatever order they were touched in, and a
+    /// restore forgets them.
+    @Test func changedSectorsAreReportedOnceInOrder() throws {
+        let flash = SimulatedFlash(capacity: 4096 * 130, timing: timing)
+        try flash.write(Data(count: 10), at: 4096 * 129 + 5)
+        try flash.erase(4096 * 64..<4096 * 66)
+        try flash.write(Data(count: 4098), at: 4095)  // sectors 0, 1 and 2
+        try flash.write(Data(count: 1), at: 4096 * 63)
+        #expect(flash.takeChangedSectors() == [0, 1, 2, 63, 64, 65, 129])
+        #expect(flash.takeChangedSectors() == [])
+        try flash.write(Data(count: 1), at: 4096 * 127)
+        try flash.restore(flash.snapshot())
+        #expect(flash.takeChangedSectors() == [])
     }
 }

@@ -67,6 +67,31 @@ import Testing
         #expect(seen.withLock { $0 } == [.milliseconds(1), .milliseconds(3), .milliseconds(5)])
     }
 
+    /// Callbacks keep their closures in reused slots beside the heap: many set at the same and at
+    /// mixed instants, some cancelled, fire in deadline-then-set order, each once, and a slot
+    /// freed by one that fired serves a later one without calling the old closure.
+    @Test func scheduledCallbacksFireOnceInOrderAndCancelledOnesNever() async throws {
+        let simulation = Simulation()
+        let seen = Mutex<[Int]>([])
+        try await simulation.run {
+            var ids: [UInt64] = []
+            for index in 0..<200 {
+                let deadline = Duration.milliseconds((index * 37) % 11)
+                ids.append(simulation.schedule(at: deadline) { seen.withLock { $0.append(index) } })
+            }
+            for index in stride(from: 0, to: 200, by: 7) { simulation.executor.cancelTimer(ids[index]) }
+            try await simulation.clock.sleep(for: .milliseconds(20))
+            for index in 200..<210 {
+                simulation.schedule(at: simulation.now + .milliseconds(210 - index)) { seen.withLock { $0.append(index) } }
+            }
+            try await simulation.clock.sleep(for: .milliseconds(20))
+        }
+        let expected =
+            (0..<200).filter { $0 % 7 != 0 }.sorted { (($0 * 37) % 11, $0) < (($1 * 37) % 11, $1) }
+            + (200..<210).reversed()
+        #expect(seen.withLock { $0 } == expected)
+    }
+
     @Test func waitingForeverIsReportedAsADeadlock() async {
         let simulation = Simulation()
         await #expect(throws: SimulationError.self) {

@@ -18,6 +18,10 @@ public protocol FlashStorage: AnyObject, Sendable {
     /// Reads `range`, clamped to the slot: bytes outside `0..<capacity` are not returned (see
     /// ``NORFlash``, the model every host uses).
     func read(_ range: Range<Int>) -> Data
+    /// Calls `body` with the bytes of `range`, clamped to the slot as ``read(_:)`` is, in order
+    /// and in pieces, without copying the whole range (a default reads 64 KiB at a time). A piece
+    /// is valid only during its call; `body` must not erase or write the flash.
+    func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void)
 }
 
 /// A flash operation failed.
@@ -26,4 +30,34 @@ public struct FlashError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String
     /// Creates an error.
     public init(_ description: String) { self.description = description }
+}
+
+extension FlashStorage {
+    /// Reads `range` one 64 KiB window at a time (``NORFlash`` hands out its sectors instead,
+    /// without copying them).
+    public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let clamped = range.clamped(to: 0..<capacity)
+        var position = clamped.lowerBound
+        while position < clamped.upperBound {
+            let end = min(clamped.upperBound, position + 65_536)
+            read(position..<end).withUnsafeBytes(body)
+            position = end
+        }
+    }
+
+    /// The CRC-32 of `range` (clamped to the slot as ``read(_:)`` is), computed without a copy of
+    /// the whole range.
+    public func crc32(of range: Range<Int>) -> UInt32 {
+        var crc = CRC32()
+        forEachPiece(of: range) { crc.update($0) }
+        return crc.value
+    }
+
+    /// The SHA-256 digest of `range` (clamped to the slot as ``read(_:)`` is), computed without a
+    /// copy of the whole range.
+    public func sha256(of range: Range<Int>) -> [UInt8] {
+        var sha = SHA256()
+        forEachPiece(of: range) { sha.update($0) }
+        return sha.finalize()
+    }
 }

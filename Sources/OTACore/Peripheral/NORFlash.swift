@@ -107,13 +107,38 @@ public final class NORFlash: FlashStorage, Sendable {
                     let index = position / sectorSize
                     let start = position - index * sectorSize
                     let count = min(sectorSize - start, end - position)
-                    let from = position - offset
-                    sectors[index, default: [UInt8](repeating: 0xFF, count: sectorSize)].withUnsafeMutableBufferPointer { sector in
-                        for byte in 0..<count { sector[start + byte] &= source[from + byte] }
+                    let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
+                    if let stored = sectors.index(forKey: index) {
+                        sectors.values[stored].withUnsafeMutableBytes { sector in
+                            Self.program(bytes, into: UnsafeMutableRawBufferPointer(rebasing: sector[start..<(start + count)]))
+                        }
+                    } else {
+                        // An erased sector: programming it is a copy.
+                        sectors[index] = [UInt8](unsafeUninitializedCapacity: sectorSize) { sector, initialized in
+                            let raw = UnsafeMutableRawBufferPointer(sector)
+                            raw.initializeMemory(as: UInt8.self, repeating: 0xFF)
+                            raw.baseAddress!.advanced(by: start).copyMemory(from: bytes.baseAddress!, byteCount: count)
+                            initialized = sectorSize
+                        }
                     }
                     position += count
                 }
             }
+        }
+    }
+
+    /// ANDs `bytes` into `target` (of the same length) eight bytes at a time.
+    private static func program(_ bytes: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer) {
+        let count = bytes.count
+        var index = 0
+        while index + 8 <= count {
+            let word = target.loadUnaligned(fromByteOffset: index, as: UInt64.self) & bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            target.storeBytes(of: word, toByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < count {
+            target[index] &= bytes[index]
+            index += 1
         }
     }
 
@@ -142,6 +167,31 @@ public final class NORFlash: FlashStorage, Sendable {
             }
         }
         return data
+    }
+
+    /// Calls `body` with each sector's bytes in `range` (clamped to the slot), in order, without
+    /// copying them: an erased sector is handed out as one shared run of `0xFF`. Runs under the
+    /// flash's lock, so `body` must not erase or write it.
+    public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let clamped = range.clamped(to: 0..<capacity)
+        guard !clamped.isEmpty else { return }
+        let sectorSize = self.sectorSize
+        var erased: [UInt8] = []
+        sectors.withLock { sectors in
+            var position = clamped.lowerBound
+            while position < clamped.upperBound {
+                let index = position / sectorSize
+                let start = position - index * sectorSize
+                let count = min(sectorSize - start, clamped.upperBound - position)
+                if let sector = sectors[index] {
+                    sector.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+                } else {
+                    if erased.isEmpty { erased = [UInt8](repeating: 0xFF, count: sectorSize) }
+                    erased.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                }
+                position += count
+            }
+        }
     }
 
     /// Bytes of memory the slot's contents take now: the sectors programmed since their last erase.

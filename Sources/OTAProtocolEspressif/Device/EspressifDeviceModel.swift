@@ -33,6 +33,7 @@ public final class EspressifDeviceModel: DeviceModel {
 
         mutating func resetSector() {
             buffer = Data()
+            buffer.reserveCapacity(EspressifFirmwarePacket.sectorSize + 256)
             expectedSequence = 0
             sectorBad = false
         }
@@ -163,6 +164,9 @@ public final class EspressifDeviceModel: DeviceModel {
                 state.log.append("firmware packet without a session ignored")
                 return nil
             }
+            // Taken out while it changes, so that its sector buffer has one owner and a packet
+            // appends to it in place rather than copying the sector so far.
+            state.session = nil
             defer { state.session = session }
             guard let packet = EspressifFirmwarePacket(decoding: value) else {
                 state.log.append("firmware write of \(value.count) bytes ignored")

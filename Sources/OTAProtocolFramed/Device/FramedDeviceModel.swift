@@ -255,7 +255,7 @@ public final class FramedDeviceModel: DeviceModel {
         case .receiving, .complete: break
         }
         guard state.expected == Int(session.size) else { return (.commitReply(.incomplete), false) }
-        guard CRC32.checksum(flash.read(0..<Int(session.size))) == session.crc else {
+        guard flash.crc32(of: 0..<Int(session.size)) == session.crc else {
             // The data cannot be trusted: the same session starts over at offset 0.
             do {
                 try journal.start(session, on: flash)

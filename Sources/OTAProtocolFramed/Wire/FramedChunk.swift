@@ -62,12 +62,18 @@ public enum FramedChunk {
     }
 
     /// Splits a version-1 chunk into offset, declared CRC and payload; `nil` when shorter than a
-    /// header plus one byte.
+    /// header plus one byte. The payload is a slice of `data` (no copy): index it from its
+    /// `startIndex`.
     public static func decode(_ data: Data) -> (offset: UInt32, crc: UInt32, payload: Data)? {
         guard data.count > headerLength else { return nil }
-        var reader = ByteReader(data)
-        guard let offset = reader.u32(), let crc = reader.u32() else { return nil }
-        return (offset, crc, reader.rest())
+        let start = data.startIndex
+        var offset: UInt32 = 0
+        var crc: UInt32 = 0
+        for index in 0..<4 {
+            offset |= UInt32(data[start + index]) << UInt32(8 * index)
+            crc |= UInt32(data[start + 4 + index]) << UInt32(8 * index)
+        }
+        return (offset, crc, data[(start + headerLength)...])
     }
 
     /// A decoded version-2 chunk.

@@ -187,7 +187,7 @@ public final class GenericDeviceModel: DeviceModel {
             guard crc == state.expectedCRC else { return .crcMismatch }
             guard state.flashFailure == nil else { return .flashError }
             // Read back what flash holds, as esp_ota_end validates the written image.
-            guard CRC32.checksum(flash.read(0..<state.expectedSize)) == state.expectedCRC else { return .crcMismatch }
+            guard flash.crc32(of: 0..<state.expectedSize) == state.expectedCRC else { return .crcMismatch }
             state.installed = InstalledImage(size: state.expectedSize, crc32: state.expectedCRC)
             return .ok
         }

@@ -416,7 +416,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
         state.upload = nil
         state.secondaryCache = nil
         // `CONFIG_IMG_ENABLE_IMAGE_CHECK`: `flash_img_check()` hashes what the slot holds.
-        let match = settings.checksImage ? upload.sha.map { Data(SHA256.hash(flash.read(0..<upload.length))) == $0 } : nil
+        let match = settings.checksImage ? upload.sha.map { Data(flash.sha256(of: 0..<upload.length)) == $0 } : nil
         return .payload(ImageUploadResponse(offset: end, match: match).payload)
     }
 

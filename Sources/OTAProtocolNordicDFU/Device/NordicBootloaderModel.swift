@@ -350,7 +350,7 @@ public final class NordicBootloaderModel: DeviceModel {
                 prepare(&shared, flash: peripheral.flash)
                 if expireIfInactive(&shared, linkUp: true) { return Effect(reboot: .zero) }
                 guard !shared.run.resetting else { return Effect() }
-                return receivePacket([UInt8](value), &shared, flash: peripheral.flash)
+                return receivePacket(value, &shared, flash: peripheral.flash)
             }
             apply(effect, peripheral)
             return .success
@@ -707,12 +707,21 @@ public final class NordicBootloaderModel: DeviceModel {
     /// The whole image is in: postvalidate (hash), record the outcome, answer, reset.
     private func finishUpdate(_ accepted: AcceptedInitPacket, _ shared: inout Shared, flash: any FlashStorage) -> Effect {
         let size = accepted.firmwareSize
-        let image = size <= flash.capacity ? flash.read(0..<size) : Data()
-        let digest = SHA256.hash(image)
+        // Hashed where it lies, as the bootloader does, without a copy of the image.
+        let fits = size <= flash.capacity
+        var sha = SHA256()
+        var crc = CRC32()
+        if fits {
+            flash.forEachPiece(of: 0..<size) { piece in
+                sha.update(piece)
+                crc.update(piece)
+            }
+        }
+        let digest = sha.finalize()
         let expected = accepted.command.hash.map { [UInt8]($0.bytes) }
         var settings = shared.run.settings
         let reply: Data
-        if image.count == size, expected == Array(digest.reversed()) {
+        if fits, expected == Array(digest.reversed()) {
             let command = accepted.command
             let type = command.type ?? .application
             let version = command.fwVersion ?? 0
@@ -720,7 +729,7 @@ public final class NordicBootloaderModel: DeviceModel {
                 firmwareType: type,
                 version: version,
                 size: size,
-                crc32: CRC32.checksum(image),
+                crc32: crc.value,
                 sha256: digest
             )
             if !(configuration.isDebugBuild && command.isDebug == true) {
@@ -746,7 +755,7 @@ public final class NordicBootloaderModel: DeviceModel {
 
     // MARK: - Packet
 
-    private func receivePacket(_ bytes: [UInt8], _ shared: inout Shared, flash: any FlashStorage) -> Effect {
+    private func receivePacket(_ bytes: Data, _ shared: inout Shared, flash: any FlashStorage) -> Effect {
         shared.counters.packetsReceived += 1
         guard shared.run.pool.allocate(hostNow: clock?()) else {
             shared.counters.packetsDropped += 1  // No buffer: dropped without a word (§5).
@@ -765,8 +774,9 @@ public final class NordicBootloaderModel: DeviceModel {
         return Effect(notifications: [Self.encode(DFUOpCode.calculateChecksum.rawValue, result, values: values)])
     }
 
-    /// Appends a Packet write to the current object; the result the SDK would give it.
-    private func store(_ bytes: [UInt8], _ run: inout Run, flash: any FlashStorage) -> DFUResultCode {
+    /// Appends a Packet write to the current object; the result the SDK would give it. The
+    /// write's bytes go to flash as they came (no copy per packet).
+    private func store(_ bytes: Data, _ run: inout Run, flash: any FlashStorage) -> DFUResultCode {
         switch run.currentObject {
         case nil:
             return .invalidObject
@@ -784,7 +794,7 @@ public final class NordicBootloaderModel: DeviceModel {
             else { return .invalidParameter }
             do {
                 if run.eraseFailed { throw FlashError("the object's pages were not erased") }
-                try flash.write(Data(bytes), at: run.offset)
+                try flash.write(bytes, at: run.offset)
             } catch {
                 // nrf_dfu_flash_store() failed: the SDK stops here so the central sees a CRC error.
                 return .success

@@ -6,15 +6,18 @@ import Synchronization
 /// time) that outlives connections, so an update can be interrupted and picked up again.
 public final class SimulatedDevice: Sendable {
     private struct State {
-        var busyUntil: Duration = .zero
         var connection: SimulatedConnection?
         var reachable = true
-        var faults = LinkFaults()
+        var faults = LinkFaults() {
+            didSet { faultsArmed = faults != LinkFaults() }
+        }
+        /// Whether any fault is set: when none is (the usual case) a data write takes the path
+        /// that looks nothing up.
+        var faultsArmed = false
         var dataWritesDelivered = 0
         var dataBytesDelivered = 0
         var reboots = 0
         var held: Data?
-        var stalled = false
         var battery: Double?
         var dying = false
         var rebootsPending = 0
@@ -55,6 +58,9 @@ public final class SimulatedDevice: Sendable {
     // would keep every simulated world alive. A device must not outlive its simulation.
     unowned let simulation: Simulation
     private let state = Mutex(State())
+    /// Whether a stall fault holds the device: asked before every packet, so an atomic rather
+    /// than a lock (set and cleared under `state`'s lock, on the simulation's thread).
+    private let stalled = Atomic<Bool>(false)
 
     /// Creates a device running `model` on `profile`'s hardware inside `simulation`, reached at
     /// `address` (by default `sim:` and the profile's name; a named fleet device passes its own).
@@ -167,10 +173,8 @@ public final class SimulatedDevice: Sendable {
     /// Restarts the device now: the link drops, RAM state is lost, flash is kept.
     public func reboot() {
         dropConnection(reason: "device rebooted")
-        state.withLock { state in
-            state.reboots += 1
-            state.busyUntil = simulation.now
-        }
+        state.withLock { $0.reboots += 1 }
+        flash.resetBusy(to: simulation.now)
         model.rebooted()
     }
 
@@ -215,6 +219,24 @@ public final class SimulatedDevice: Sendable {
         persistence?.received?(total)
     }
 
+    /// A data write of `value` arrived at the link layer. With no fault set, nothing held back
+    /// and the link not dying (the usual case) it counts the write, its bytes delivered and
+    /// received and drains the battery in one step, and returns what to tell the
+    /// ``persistence`` (deliver `value` unchanged); otherwise it returns `nil` and the write
+    /// goes through ``applyFaults(to:)``, ``consumeEnergy(receiving:)`` and
+    /// ``receivedData(_:)``, one delivery at a time.
+    func arrivedUnfaulted(_ value: Data) -> (total: Int, received: (@Sendable (Int) -> Void)?)? {
+        let drain = profile.standardServices.batteryDrainPer100kB * Double(value.count) / 100_000
+        return state.withLock { state in
+            guard !state.faultsArmed, !state.dying, state.held == nil else { return nil }
+            state.dataWritesDelivered += 1
+            state.dataBytesDelivered += value.count
+            if let level = state.battery { state.battery = max(0, level - drain) }
+            state.dataBytesReceived += value.count
+            return (state.dataBytesReceived, state.persistence?.received)
+        }
+    }
+
     /// Drains the battery for `bytes` of data received.
     func consumeEnergy(receiving bytes: Int) {
         let drain = profile.standardServices.batteryDrainPer100kB * Double(bytes) / 100_000
@@ -235,24 +257,20 @@ public final class SimulatedDevice: Sendable {
         state.withLock { state in
             if state.connection === connection { state.connection = nil }
             state.held = nil
-            state.stalled = false
+            stalled.store(false, ordering: .relaxed)
             state.dying = false
         }
     }
 
     /// Folds flash work done so far into the device's busy time; returns when it will be idle.
     func settle(at time: Duration) -> Duration {
-        let cost = flash.takePendingCost()
-        return state.withLock { state in
-            state.busyUntil = max(state.busyUntil, time) + cost
-            return state.busyUntil
-        }
+        flash.settle(at: time)
     }
 
     /// Whether the device has so much unfinished work that its controller refuses packets, or
     /// a stall fault holds it.
     func isBackedUp(at time: Duration) -> Bool {
-        if state.withLock({ $0.stalled }) { return true }
+        if stalled.load(ordering: .relaxed) { return true }
         return settle(at: time) - time > profile.backlogLimit
     }
 
@@ -308,7 +326,7 @@ public final class SimulatedDevice: Sendable {
             }
             if let stall = faults.stallAtBytes, total >= stall {
                 state.faults.stallAtBytes = nil
-                state.stalled = true
+                stalled.store(true, ordering: .relaxed)
             }
             if let failing = faults.failFlashAtBytes, total >= failing {
                 state.faults.failFlashAtBytes = nil

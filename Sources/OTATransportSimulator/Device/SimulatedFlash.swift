@@ -12,10 +12,35 @@ import Synchronization
 public final class SimulatedFlash: FlashStorage, Sendable {
     private struct State {
         var pendingCost: Duration = .zero
+        /// When the hosting device finishes the work folded in so far (``settle(at:)``): kept
+        /// with the cost so that settling takes one lock.
+        var busyUntil: Duration = .zero
         var failing: String?
         var bytesWritten = 0
         var sectorsErased = 0
-        var changedSectors = Set<Int>()
+        /// The sectors erased or programmed since the last ``takeChangedSectors()``, one bit each
+        /// (a 12 MiB slot of 4 KiB sectors takes 48 words): marking one per write hashes nothing.
+        var changedSectors: [UInt64]
+
+        mutating func markChanged(_ range: Range<Int>, sectorSize: Int) {
+            guard !range.isEmpty else { return }
+            for sector in (range.lowerBound / sectorSize)...((range.upperBound - 1) / sectorSize) {
+                changedSectors[sector >> 6] |= 1 << UInt64(sector & 63)
+            }
+        }
+
+        mutating func takeChanged() -> [Int] {
+            var sectors: [Int] = []
+            for (index, word) in changedSectors.enumerated() where word != 0 {
+                var bits = word
+                while bits != 0 {
+                    sectors.append(index << 6 + bits.trailingZeroBitCount)
+                    bits &= bits - 1
+                }
+                changedSectors[index] = 0
+            }
+            return sectors
+        }
     }
 
     /// Erase and write timing.
@@ -23,13 +48,15 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     public var capacity: Int { flash.capacity }
     public var sectorSize: Int { flash.sectorSize }
     private let flash: NORFlash
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     /// Creates an erased slot of `capacity` bytes.
     public init(capacity: Int, timing: FlashTiming) {
         precondition(capacity > 0 && capacity % timing.sectorSize == 0, "capacity must be whole sectors")
         self.timing = timing
         flash = NORFlash(capacity: capacity, sectorSize: timing.sectorSize)
+        let sectors = capacity / timing.sectorSize
+        state = Mutex(State(changedSectors: [UInt64](repeating: 0, count: (sectors + 63) / 64)))
     }
 
     public func erase(_ range: Range<Int>) throws(FlashError) {
@@ -40,7 +67,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             let sectors = flash.sectors(covering: range).count / sectorSize
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime * sectors
-            if !range.isEmpty { state.changedSectors.formUnion(range.lowerBound / sectorSize...((range.upperBound - 1) / sectorSize)) }
+            state.markChanged(range, sectorSize: sectorSize)
         }
     }
 
@@ -51,13 +78,19 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             try flash.write(bytes, at: offset)
             state.bytesWritten += bytes.count
             state.pendingCost += timing.writeTime(bytes.count)
-            if !bytes.isEmpty { state.changedSectors.formUnion(offset / sectorSize...((offset + bytes.count - 1) / sectorSize)) }
+            state.markChanged(offset..<(offset + bytes.count), sectorSize: sectorSize)
         }
     }
 
     /// Reads `range`, clamped to the slot; reading costs no time.
     public func read(_ range: Range<Int>) -> Data {
         flash.read(range)
+    }
+
+    /// Visits the bytes of `range`, clamped to the slot, sector by sector without copying them;
+    /// costs no time.
+    public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {
+        flash.forEachPiece(of: range, body)
     }
 
     /// Makes every following erase and write fail with `message` (or succeed again with `nil`).
@@ -75,27 +108,32 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
         try flash.restore(snapshot)
-        state.withLock { $0.changedSectors = [] }
+        state.withLock { _ = $0.takeChanged() }
     }
 
     /// The sectors (by index: offset / ``sectorSize``) erased or programmed since the last call
     /// or the last ``restore(_:)``, in order, and forgets them: what a host that keeps the device
     /// across processes writes through.
     public func takeChangedSectors() -> [Int] {
-        state.withLock { state in
-            defer { state.changedSectors = [] }
-            return state.changedSectors.sorted()
-        }
+        state.withLock { $0.takeChanged() }
     }
 
     /// Total bytes programmed since the device was made.
     public var bytesWritten: Int { state.withLock { $0.bytesWritten } }
 
-    /// Returns the time the operations since the last call took, and resets it.
-    func takePendingCost() -> Duration {
+    /// Folds the time the operations since the last call took into the hosting device's busy
+    /// time, from `time` on at the earliest; returns when the device will be idle.
+    func settle(at time: Duration) -> Duration {
         state.withLock { state in
-            defer { state.pendingCost = .zero }
-            return state.pendingCost
+            state.busyUntil = max(state.busyUntil, time) + state.pendingCost
+            state.pendingCost = .zero
+            return state.busyUntil
         }
+    }
+
+    /// The hosting device restarted at `time`: the work it had queued is gone (the time of
+    /// operations not folded in yet still counts).
+    func resetBusy(to time: Duration) {
+        state.withLock { $0.busyUntil = time }
     }
 }

@@ -1,29 +1,64 @@
 /// A binary min-heap of timer entries ordered by deadline, then by the order they were added,
 /// so that timers due at the same instant fire in a deterministic order.
+///
+/// A timer set with `VirtualTimeExecutor.schedule(at:_:)` keeps its closure here, so that setting
+/// and firing one touches no dictionary; the closures live in a table of reused slots beside the
+/// heap, which moves only plain keys (moving an entry that held a closure would retain and
+/// release it at every step).
 struct TimerQueue {
     struct Entry {
         var deadline: Duration
         var id: UInt64
+        /// What the timer calls; `nil` for a sleep (whose continuation the executor files by id,
+        /// to cancel it) and for a cancelled call.
+        var call: (@Sendable () -> Void)?
     }
 
-    private var heap: [Entry] = []
+    private struct Key {
+        var deadline: Duration
+        var id: UInt64
+        /// The call's slot in `calls`, or -1 for a sleep.
+        var slot: Int
+    }
+
+    private var heap: [Key] = []
+    private var calls: [(@Sendable () -> Void)?] = []
+    private var freeSlots: [Int] = []
 
     var isEmpty: Bool { heap.isEmpty }
-    var first: Entry? { heap.first }
+    /// The deadline of the timer that fires next.
+    var firstDeadline: Duration? { heap.first?.deadline }
 
-    private static func before(_ a: Entry, _ b: Entry) -> Bool {
-        a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id
+    /// Whether the key at `a` fires before the one at `b`.
+    private func before(_ a: Int, _ b: Int) -> Bool {
+        heap[a].deadline != heap[b].deadline ? heap[a].deadline < heap[b].deadline : heap[a].id < heap[b].id
     }
 
     mutating func insert(_ entry: Entry) {
-        heap.append(entry)
+        var slot = -1
+        if let call = entry.call {
+            if let free = freeSlots.popLast() {
+                slot = free
+                calls[free] = call
+            } else {
+                slot = calls.count
+                calls.append(call)
+            }
+        }
+        heap.append(Key(deadline: entry.deadline, id: entry.id, slot: slot))
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard Self.before(heap[child], heap[parent]) else { break }
+            guard before(child, parent) else { break }
             heap.swapAt(child, parent)
             child = parent
         }
+    }
+
+    /// Forgets the call of the timer `id`, if it is still queued: a linear search, for the rare
+    /// cancellation.
+    mutating func cancelCall(_ id: UInt64) {
+        if let key = heap.first(where: { $0.id == id }), key.slot >= 0 { calls[key.slot] = nil }
     }
 
     mutating func popFirst() -> Entry? {
@@ -35,12 +70,17 @@ struct TimerQueue {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
-            if left < heap.count, Self.before(heap[left], heap[smallest]) { smallest = left }
-            if right < heap.count, Self.before(heap[right], heap[smallest]) { smallest = right }
+            if left < heap.count, before(left, smallest) { smallest = left }
+            if right < heap.count, before(right, smallest) { smallest = right }
             guard smallest != parent else { break }
             heap.swapAt(parent, smallest)
             parent = smallest
         }
-        return first
+        var call: (@Sendable () -> Void)?
+        if first.slot >= 0 {
+            call = calls[first.slot].take()
+            freeSlots.append(first.slot)
+        }
+        return Entry(deadline: first.deadline, id: first.id, call: call)
     }
 }

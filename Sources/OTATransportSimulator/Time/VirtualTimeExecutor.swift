@@ -65,23 +65,18 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
-        return arm(deadline: deadline, action: .call(action))
+        nextTimerID += 1
+        let id = nextTimerID
+        timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
+        condition.signal()
+        return id
     }
 
     /// Cancels a timer set with ``schedule(at:_:)``; does nothing if it already fired.
     public func cancelTimer(_ id: UInt64) {
         condition.lock()
-        actions[id] = nil
+        timers.cancelCall(id)
         condition.unlock()
-    }
-
-    private func arm(deadline: Duration, action: TimerAction) -> UInt64 {
-        nextTimerID += 1
-        let id = nextTimerID
-        actions[id] = action
-        timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
-        condition.signal()
-        return id
     }
 
     func reserveTimerID() -> UInt64 {
@@ -188,14 +183,21 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                 return .run(job)
             }
             if stopRequested { return .stop }
-            if let entry = timers.first {
-                if let wait = wallDelay(until: entry.deadline) {
+            if let deadline = timers.firstDeadline {
+                if let wait = wallDelay(until: deadline) {
                     // Following the wall clock: sleep, but wake for work from other threads.
                     _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
                     continue
                 }
-                _ = timers.popFirst()
-                guard let action = actions.removeValue(forKey: entry.id) else { continue }
+                guard let entry = timers.popFirst() else { continue }
+                let action: TimerAction
+                if let call = entry.call {
+                    action = .call(call)
+                } else if let continuation = actions.removeValue(forKey: entry.id) {
+                    action = continuation
+                } else {
+                    continue
+                }
                 virtualNow = max(virtualNow, entry.deadline)
                 return .fire(action)
             }

@@ -60,7 +60,9 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// The watchers of ``disconnections``, and why the link went down.
     private var disconnectWatchers = DisconnectionWatchers()
     private var disconnectReason: DisconnectReason? { disconnectWatchers.reason }
-    private var central: [CentralPDU] = []
+    /// The central's PDUs in order from `centralHead`; those before it were sent and moved out
+    /// (`nil`), so that handing one to the device copies and releases nothing.
+    private var central: [CentralPDU?] = []
     private var centralHead = 0
     private var commandsQueued = 0
     private var peripheral: [PeripheralPDU] = []
@@ -319,10 +321,10 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             let now = start + used
             var centralBytes = 0
             if centralHead < central.count {
-                if !central[centralHead].started && device.isBackedUp(at: now) {
+                if !central[centralHead]!.started && device.isBackedUp(at: now) {
                     flowControlled = true
                 } else {
-                    centralBytes = min(central[centralHead].remaining, llPayload)
+                    centralBytes = min(central[centralHead]!.remaining, llPayload)
                 }
             }
             var peripheralBytes = 0
@@ -340,10 +342,10 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 continue
             }
             if centralBytes > 0 {
-                central[centralHead].started = true
-                central[centralHead].remaining -= centralBytes
-                if central[centralHead].remaining == 0 {
-                    let pdu = central[centralHead]
+                central[centralHead]!.started = true
+                central[centralHead]!.remaining -= centralBytes
+                if central[centralHead]!.remaining == 0 {
+                    let pdu = central[centralHead].take()!
                     centralHead += 1
                     compactCentral()
                     deliverToDevice(pdu, at: now + profile.phy.airTime(payload: centralBytes))
@@ -382,6 +384,13 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
+            if let arrival = device.arrivedUnfaulted(pdu.value) {
+                statistics.dataBytesDelivered += pdu.value.count
+                arrival.received?(arrival.total)
+                _ = model.write(pdu.value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
+                _ = device.settle(at: time)
+                return
+            }
             let outcome = device.applyFaults(to: pdu.value)
             for value in outcome.deliveries {
                 statistics.dataBytesDelivered += value.count
