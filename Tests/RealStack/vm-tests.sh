@@ -288,7 +288,7 @@ run_case() {
   fi
 }
 
-echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r), image $SIZE bytes"
+echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r) (L2CAP enable_ecred $(cat /sys/module/bluetooth/parameters/enable_ecred 2>/dev/null || echo -)), image $SIZE bytes"
 echo "real-stack: ota doctor: $("$BIN/ota" doctor 2>&1 | grep -m1 '^EATT')"
 for test in $TESTS; do
   case $test in
