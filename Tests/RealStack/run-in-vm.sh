@@ -21,8 +21,8 @@
 #   REAL_STACK_VERBOSE=1     also print the boot console
 #   REAL_STACK_KEEP=1        keep the per-run directory (console.log, bluetoothd.log, ...)
 #   REAL_STACK_CACHE=/var/cache/bluez-vm   where vm-setup.sh put the kernel and initramfs
-#   REAL_STACK_KERNEL=stable   which of vm-setup.sh's kernels boots: stable (bookworm's 6.1) or
-#                              backports (bookworm-backports' 6.12)
+#   REAL_STACK_KERNEL=backports   which of vm-setup.sh's kernels boots: backports
+#                            (bookworm-backports' 6.12) or stable (bookworm's 6.1)
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 'COMMAND'" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,12 +30,12 @@ CACHE=${REAL_STACK_CACHE:-/var/cache/bluez-vm}
 cannot() { echo "run-in-vm: cannot start the VM: $*" >&2; exit 126; }
 
 command -v qemu-system-x86_64 >/dev/null || cannot "qemu-system-x86_64 is not installed (run Tests/RealStack/vm-setup.sh)"
-case ${REAL_STACK_KERNEL:-stable} in
+case ${REAL_STACK_KERNEL:-backports} in
   stable) KV_FILE="$CACHE/kernel-version" ;;
   backports) KV_FILE="$CACHE/kernel-version-backports" ;;
   *) cannot "REAL_STACK_KERNEL=$REAL_STACK_KERNEL: use stable or backports" ;;
 esac
-KV=$(cat "$KV_FILE" 2>/dev/null) || cannot "no ${REAL_STACK_KERNEL:-stable} kernel in $CACHE (run Tests/RealStack/vm-setup.sh)"
+KV=$(cat "$KV_FILE" 2>/dev/null) || cannot "no ${REAL_STACK_KERNEL:-backports} kernel in $CACHE (run Tests/RealStack/vm-setup.sh)"
 KERNEL="$CACHE/kernel/boot/vmlinuz-$KV"
 INITRD="$CACHE/realstack-initramfs-$KV.cpio.gz"
 [ -r "$KERNEL" ] || cannot "$KERNEL is missing or unreadable (run Tests/RealStack/vm-setup.sh)"

@@ -19,8 +19,8 @@
 #   kernel-version (stable's), kernel-version-backports, apt-backports/ (that source's lists),
 #   realstack-initramfs-<kver>.cpio.gz
 #
-# REAL_STACK_KERNEL=stable   which kernel: stable (bookworm) or backports (bookworm-backports);
-#                            run-in-vm.sh boots the one its own REAL_STACK_KERNEL names
+# REAL_STACK_KERNEL=backports  which kernel: backports (bookworm-backports, the default) or stable;
+#                              run-in-vm.sh boots the one its own REAL_STACK_KERNEL names
 #
 # Needs Debian 12 (bookworm) amd64 apt sources, and root when something is missing.
 # Exit status: 0 ready; 1 something could not be set up (the reason is the last line).
@@ -48,7 +48,7 @@ fi
 
 # 2. The kernel, unpacked into the cache beside any other one (each in its own boot/vmlinuz-KV and
 #    lib/modules/KV), its version in kernel-version (stable) or kernel-version-backports.
-KERNEL_CHOICE=${REAL_STACK_KERNEL:-stable}
+KERNEL_CHOICE=${REAL_STACK_KERNEL:-backports}
 case $KERNEL_CHOICE in
   stable) KV_FILE="$CACHE/kernel-version"; APT=() ;;
   backports)
