@@ -36,9 +36,9 @@ hostname realstack-vm; ip link set lo up 2>/dev/null
 mkdir -p /lib/modules; ln -sfn "$CACHE/kernel/lib/modules/$(uname -r)" "/lib/modules/$(uname -r)"
 modprobe -a hci_vhci algif_hash algif_skcipher cmac ecb ecdh_generic || { log "modprobe failed"; finish 125; }
 # L2CAP Enhanced Credit Based mode (the kernel's enable_ecred): 6.1 has none, so bluetoothd opens
-# its EATT bearers in LE Credit Based mode; 6.12 turns it on. With it on, BlueZ 5.66 lost the
-# first notification over EATT here and the *-eatt cases failed (docs/decisions/0039). Off unless
-# REAL_STACK_ECRED=1, so every kernel runs EATT as 6.1 did.
+# its EATT bearers in LE Credit Based mode; 6.12 turns it on. With it on, the *-eatt cases were
+# unreliable here (a first notification lost, a link dropped three times; docs/decisions/0039).
+# Off unless REAL_STACK_ECRED=1, so every kernel runs EATT as 6.1 did.
 P=/sys/module/bluetooth/parameters/enable_ecred
 if [ -w $P ]; then
   if [ "${REAL_STACK_ECRED:-0}" = 1 ]; then echo Y > $P; else echo N > $P; fi
