@@ -13,12 +13,16 @@
 #   REAL_STACK_TIMEOUT=900   seconds before the VM is killed
 #   REAL_STACK_RW=/a:/b      host directories mounted read-write at the same paths (results)
 #   REAL_STACK_EATT=0        1 keeps bluetoothd's EATT (several ATT bearers; see vm-init.sh)
+#   REAL_STACK_ECRED=0       1 leaves the kernel's L2CAP enhanced credit based mode on (6.12: EATT
+#                            over it; see vm-init.sh)
 #   REAL_STACK_BTD_ARGS=     extra bluetoothd arguments, such as -d
 #   REAL_STACK_MEM=1024 REAL_STACK_SMP=2   guest RAM (MiB) and CPUs
 #   REAL_STACK_KVM=auto      1 or 0; auto uses /dev/kvm only when the CPU shows vmx/svm
 #   REAL_STACK_VERBOSE=1     also print the boot console
 #   REAL_STACK_KEEP=1        keep the per-run directory (console.log, bluetoothd.log, ...)
 #   REAL_STACK_CACHE=/var/cache/bluez-vm   where vm-setup.sh put the kernel and initramfs
+#   REAL_STACK_KERNEL=backports   which of vm-setup.sh's kernels boots: backports
+#                            (bookworm-backports' 6.12) or stable (bookworm's 6.1)
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 'COMMAND'" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +30,12 @@ CACHE=${REAL_STACK_CACHE:-/var/cache/bluez-vm}
 cannot() { echo "run-in-vm: cannot start the VM: $*" >&2; exit 126; }
 
 command -v qemu-system-x86_64 >/dev/null || cannot "qemu-system-x86_64 is not installed (run Tests/RealStack/vm-setup.sh)"
-KV=$(cat "$CACHE/kernel-version" 2>/dev/null) || cannot "no kernel in $CACHE (run Tests/RealStack/vm-setup.sh)"
+case ${REAL_STACK_KERNEL:-backports} in
+  stable) KV_FILE="$CACHE/kernel-version" ;;
+  backports) KV_FILE="$CACHE/kernel-version-backports" ;;
+  *) cannot "REAL_STACK_KERNEL=$REAL_STACK_KERNEL: use stable or backports" ;;
+esac
+KV=$(cat "$KV_FILE" 2>/dev/null) || cannot "no ${REAL_STACK_KERNEL:-backports} kernel in $CACHE (run Tests/RealStack/vm-setup.sh)"
 KERNEL="$CACHE/kernel/boot/vmlinuz-$KV"
 INITRD="$CACHE/realstack-initramfs-$KV.cpio.gz"
 [ -r "$KERNEL" ] || cannot "$KERNEL is missing or unreadable (run Tests/RealStack/vm-setup.sh)"
@@ -36,7 +45,7 @@ RES=$(mktemp -d /tmp/realstack-vm.XXXXXX)       # per-run directory, shared read
 printf '%s' "$1" > "$RES/cmd"
 pwd > "$RES/cwd"
 : > "$RES/env"
-for v in REAL_STACK_RW REAL_STACK_EATT REAL_STACK_BTD_ARGS; do
+for v in REAL_STACK_RW REAL_STACK_EATT REAL_STACK_ECRED REAL_STACK_BTD_ARGS; do
   [ -n "${!v:-}" ] && printf '%s=%q\n' "$v" "${!v}" >> "$RES/env"
 done
 

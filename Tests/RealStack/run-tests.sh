@@ -21,9 +21,12 @@
 #                              peripheral-generic peripheral-framed-resume generic-restart
 #                              generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link
 #                              bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue
-#                              ota-generic-eatt ota-framed-eatt (default: all)
+#                              ota-generic-eatt ota-framed-eatt ota-unpaired-refused ota-paired-passkey
+#                              ota-paired-justworks smpclient-ble ota-mcumgr (default: all)
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
+#   REAL_STACK_KERNEL=backports the VM's kernel: backports (bookworm-backports' 6.12, which the
+#                              ota-paired-* cases need) or stable (bookworm's 6.1); see vm-setup.sh
 #   REAL_STACK_EATT=1          keep bluetoothd's EATT for every case (off by default except in the
 #                              *-eatt cases; see vm-init.sh)
 #   REAL_STACK_TIMEOUT=1800    seconds before the VM is killed
@@ -36,7 +39,7 @@ if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused smpclient-ble ota-mcumgr"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused ota-paired-passkey ota-paired-justworks smpclient-ble ota-mcumgr"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 IMAGE_SIZE=204800
 

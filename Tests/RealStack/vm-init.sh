@@ -23,7 +23,7 @@ mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
 mkdir -p "$RES"; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 result "$RES" || finish 125
 # shellcheck disable=SC1091
 . "$RES/env"
-export REAL_STACK_EATT REAL_STACK_BTD_ARGS   # for vm-tests.sh and realstack-bluetoothd.sh
+export REAL_STACK_EATT REAL_STACK_BTD_ARGS REAL_STACK_ECRED   # for vm-tests.sh and realstack-bluetoothd.sh
 # Host directories shared read-write at the same paths (REAL_STACK_RW=/a:/b).
 i=0; IFS=: read -ra RW <<< "${REAL_STACK_RW:-}"
 for d in "${RW[@]}"; do [ -n "$d" ] || continue; i=$((i+1)); mkdir -p "$d"
@@ -35,6 +35,14 @@ hostname realstack-vm; ip link set lo up 2>/dev/null
 # for btvirt's emulated controller crypto (without them btvirt cannot open /dev/vhci).
 mkdir -p /lib/modules; ln -sfn "$CACHE/kernel/lib/modules/$(uname -r)" "/lib/modules/$(uname -r)"
 modprobe -a hci_vhci algif_hash algif_skcipher cmac ecb ecdh_generic || { log "modprobe failed"; finish 125; }
+# L2CAP Enhanced Credit Based mode (the kernel's enable_ecred): 6.1 has none, so bluetoothd opens
+# its EATT bearers in LE Credit Based mode; 6.12 turns it on. With it on, the *-eatt cases were
+# unreliable here (a first notification lost, a link dropped three times; docs/decisions/0039).
+# Off unless REAL_STACK_ECRED=1, so every kernel runs EATT as 6.1 did.
+P=/sys/module/bluetooth/parameters/enable_ecred
+if [ -w $P ]; then
+  if [ "${REAL_STACK_ECRED:-0}" = 1 ]; then echo Y > $P; else echo N > $P; fi
+fi
 
 # bluetoothd's configuration. EATT is off unless REAL_STACK_EATT=1: with several ATT bearers,
 # BlueZ 5.66's central hands consecutive write commands to whichever bearer is free, so they can

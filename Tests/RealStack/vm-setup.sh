@@ -5,16 +5,22 @@
 #
 #   1. host packages: qemu (runs the VM), and bluez, bluez-test-tools (btvirt), dbus,
 #      python3-dbus and python3-gi, which run *inside* the VM from the host's filesystem;
-#      busybox-static, kmod and cpio build the initramfs.
+#      busybox-static, kmod, cpio and xz-utils build the initramfs.
 #   2. the Debian kernel that linux-image-amd64 points to, downloaded with apt-get download and
-#      unpacked into the cache (never installed into the host's /boot).
+#      unpacked into the cache (never installed into the host's /boot): bookworm's own (6.1) with
+#      REAL_STACK_KERNEL=stable, bookworm-backports' (6.12) with REAL_STACK_KERNEL=backports,
+#      through apt lists of its own in the cache (the host's apt sources are left as they are).
 #   3. a small busybox initramfs that mounts the host's / read-only over 9p with a tmpfs overlay
 #      and hands over to vm-init.sh.
 #
 # Cache (outside the repository): $REAL_STACK_CACHE, default /var/cache/bluez-vm (the same cache as
 # the shared bluez-vm scripts, so the kernel is downloaded once per machine):
-#   linux-image-*.deb, kernel/ (boot/vmlinuz-*, lib/modules/*), kernel-version,
+#   linux-image-*.deb, kernel/ (boot/vmlinuz-*, lib/modules/*: both kernels side by side),
+#   kernel-version (stable's), kernel-version-backports, apt-backports/ (that source's lists),
 #   realstack-initramfs-<kver>.cpio.gz
+#
+# REAL_STACK_KERNEL=backports  which kernel: backports (bookworm-backports, the default) or stable;
+#                              run-in-vm.sh boots the one its own REAL_STACK_KERNEL names
 #
 # Needs Debian 12 (bookworm) amd64 apt sources, and root when something is missing.
 # Exit status: 0 ready; 1 something could not be set up (the reason is the last line).
@@ -28,7 +34,7 @@ die() { echo "vm-setup: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (run: sudo $0)"; }
 
 # 1. Host packages.
-PKGS="qemu-system-x86 bluez bluez-test-tools dbus python3-dbus python3-gi busybox-static kmod cpio"
+PKGS="qemu-system-x86 bluez bluez-test-tools dbus python3-dbus python3-gi busybox-static kmod cpio xz-utils"
 missing=$(for p in $PKGS; do
             dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
           done)
@@ -40,22 +46,39 @@ if [ -n "$missing" ]; then
   apt-get install -y -q --no-install-recommends $missing || die "apt-get install $(echo $missing) failed"
 fi
 
-# 2. The kernel, unpacked into the cache.
-KV=$(cat "$CACHE/kernel-version" 2>/dev/null || true)
+# 2. The kernel, unpacked into the cache beside any other one (each in its own boot/vmlinuz-KV and
+#    lib/modules/KV), its version in kernel-version (stable) or kernel-version-backports.
+KERNEL_CHOICE=${REAL_STACK_KERNEL:-backports}
+case $KERNEL_CHOICE in
+  stable) KV_FILE="$CACHE/kernel-version"; APT=() ;;
+  backports)
+    KV_FILE="$CACHE/kernel-version-backports"
+    BPO="$CACHE/apt-backports"
+    APT=(-o "Dir::Etc::sourcelist=$BPO/sources.list" -o "Dir::Etc::sourceparts=$BPO/sources.list.d"
+         -o "Dir::State::Lists=$BPO/lists" -o "Dir::Cache=$BPO/cache" -o "Dir::State::status=/dev/null"
+         -o "APT::Sandbox::User=root") ;;
+  *) die "REAL_STACK_KERNEL=$KERNEL_CHOICE: use stable or backports" ;;
+esac
+KV=$(cat "$KV_FILE" 2>/dev/null || true)
 if [ -z "$KV" ] || [ ! -f "$CACHE/kernel/boot/vmlinuz-$KV" ]; then
-  need_root "downloading the kernel into $CACHE"
+  need_root "downloading the $KERNEL_CHOICE kernel into $CACHE"
   mkdir -p "$CACHE"
-  kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
-  KPKG=$(kpkg)
-  [ -n "$KPKG" ] || { apt-get update -q; KPKG=$(kpkg); }
-  [ -n "$KPKG" ] || die "apt-cache cannot resolve linux-image-amd64"
+  if [ "$KERNEL_CHOICE" = backports ]; then
+    mkdir -p "$BPO/lists/partial" "$BPO/cache/archives/partial" "$BPO/sources.list.d"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm-backports main" \
+      > "$BPO/sources.list"
+  fi
+  kpkg() { apt-cache "${APT[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
+  KPKG=$(kpkg || true)
+  [ -n "$KPKG" ] || { apt-get "${APT[@]}" update -q; KPKG=$(kpkg || true); }
+  [ -n "$KPKG" ] || die "apt-cache cannot resolve linux-image-amd64 ($KERNEL_CHOICE)"
   KV=${KPKG#linux-image-}
   ( cd "$CACHE"
-    ls "$KPKG"_*.deb >/dev/null 2>&1 || apt-get download "$KPKG" ) || die "apt-get download $KPKG failed"
-  rm -rf "$CACHE/kernel"
+    ls "$KPKG"_*.deb >/dev/null 2>&1 || apt-get "${APT[@]}" download "$KPKG" ) || die "apt-get download $KPKG failed"
+  rm -rf "$CACHE/kernel/lib/modules/$KV"
   dpkg -x "$CACHE/$KPKG"_*.deb "$CACHE/kernel" || die "cannot unpack $KPKG"
   depmod -b "$CACHE/kernel" "$KV" || die "depmod failed"      # the .deb ships no modules.dep
-  echo "$KV" > "$CACHE/kernel-version"
+  echo "$KV" > "$KV_FILE"
 fi
 
 # 3. Stage-1 initramfs: busybox, the modules that reach the 9p root, and an init that mounts the
@@ -72,8 +95,9 @@ if [ ! -f "$INITRD" ] || [ "$HERE/vm-setup.sh" -nt "$INITRD" ]; then
   for k in $(for m in virtio_pci 9pnet_virtio 9p overlay; do
                modprobe -d "$CACHE/kernel" -S "$KV" --show-depends "$m"
              done | awk '$1 == "insmod" {print $2}' | awk '!seen[$0]++'); do
-    cp "$k" "$R/lib/modules/"
-    basename "$k" >> "$R/lib/modules/order"
+    m=$(basename "$k" .xz)                # 6.12's are .ko.xz: stored unpacked for busybox's insmod
+    case $k in *.xz) xz -dc "$k" > "$R/lib/modules/$m" ;; *) cp "$k" "$R/lib/modules/$m" ;; esac
+    echo "$m" >> "$R/lib/modules/order"
   done
   cat > "$R/init" <<'EOF'
 #!/bin/busybox sh
@@ -93,4 +117,4 @@ EOF
   (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD.tmp" || die "cannot build the initramfs"
   mv "$INITRD.tmp" "$INITRD"
 fi
-echo "vm-setup: ready (kernel $KV, cache $CACHE)"
+echo "vm-setup: ready ($KERNEL_CHOICE kernel $KV, cache $CACHE)"

@@ -47,7 +47,7 @@ CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
 TP_VENV=${REAL_STACK_THIRD_PARTY_VENV:-$HERE/../../.build/third-party-venv}   # smpclient, bleak (run-tests.sh)
-ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused smpclient-ble ota-mcumgr"
+ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused ota-paired-passkey ota-paired-justworks smpclient-ble ota-mcumgr"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
 : > "$WORK/results"
@@ -288,7 +288,7 @@ run_case() {
   fi
 }
 
-echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r), image $SIZE bytes"
+echo "real-stack: BlueZ $(bluetoothctl --version 2>/dev/null | awk '{print $2}'), kernel $(uname -r) (L2CAP enable_ecred $(cat /sys/module/bluetooth/parameters/enable_ecred 2>/dev/null || echo -)), image $SIZE bytes"
 echo "real-stack: ota doctor: $("$BIN/ota" doctor 2>&1 | grep -m1 '^EATT')"
 for test in $TESTS; do
   case $test in
@@ -338,10 +338,9 @@ for test in $TESTS; do
     ota-framed-eatt)          EATT=1 MAX_RESEND_PERCENT=5 run_case "$test" framed ota 0 ;;
     # Characteristics that need an encrypted link (issue 16, item 4): ota pairs with its own agent,
     # by Passkey Entry (both sides enter 123456) or Just Works; without pairing, one actionable line.
-    # The two ota-paired-* cases are NOT in ALL_TESTS: in this VM (kernel 6.1, btvirt) pairing
-    # succeeds, then the encrypted link stalls after ~4 KB and closing its L2CAP socket hits a
-    # kernel BUG (list corruption in hci_chan_del) that kills bluetoothd; see
-    # docs/decisions/0029. Run them by name. ota-unpaired-refused (no pairing) is.
+    # The ota-paired-* cases need kernel 6.12 (REAL_STACK_KERNEL=backports, the default): on 6.1
+    # pairing succeeds, then the encrypted link stalls after ~4 KB and closing its L2CAP socket
+    # hits a kernel BUG (list corruption in hci_chan_del) that kills bluetoothd (decisions 0029, 0039).
     ota-paired-passkey)       OTA_ARGS="--passkey 123456" run_case "$test" generic ota 0 --security authenticated --passkey 123456 ;;
     ota-paired-justworks)     OTA_ARGS="--pairing once" run_case "$test" framed ota 0 --security encrypted ;;
     ota-unpaired-refused)     EXPECT_ERROR="pass --pairing first" run_case "$test" generic ota 0 --security authenticated --passkey 123456 ;;
