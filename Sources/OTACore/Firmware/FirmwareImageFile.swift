@@ -99,8 +99,9 @@ public final class FirmwareImageFile: Sendable {
         guard !range.isEmpty else { return Data() }
         return try windows.withLock { (windows) throws(OTAError) -> Data in
             if let index = windows.firstIndex(where: { $0.start <= range.lowerBound && range.upperBound <= $0.start + $0.bytes.count }) {
-                let window = windows.remove(at: index)
-                windows.insert(window, at: 0)
+                // Most recently used first; a sequential stream finds its window first already.
+                if index != 0 { windows.swapAt(0, index) }
+                let window = windows[0]
                 return window.bytes[(range.lowerBound - window.start)..<(range.upperBound - window.start)]
             }
             let start = range.lowerBound / Self.blockSize * Self.blockSize

@@ -28,50 +28,6 @@ public struct MCUbootImage: Sendable, Hashable {
     /// The image version.
     public var version: MCUbootVersion { header.version }
 
-    /// Reads and checks an image in memory: magic, header size, that the areas fit in the file,
-    /// each TLV inside its area, exactly one SHA-256 TLV, and that it matches the digest.
-    public init(parsing data: Data) throws(MCUbootImageError) {
-        try self.init(source: .memory(data.startIndex == 0 ? data : Data(data)))
-    }
-
-    /// Reads and checks an image as ``init(parsing:)`` does, reading only its header and TLV
-    /// areas and hashing the rest window by window (an image in a file is never held whole).
-    ///
-    /// - Throws: ``MCUbootImageError/unreadable(_:)`` (its one line) when the image's file changed
-    ///   or cannot be read; the other cases as ``init(parsing:)``.
-    public init(reading image: FirmwareImage) throws(MCUbootImageError) {
-        try self.init(source: .image(image))
-    }
-
-    /// Where the bytes come from: a buffer or a ``FirmwareImage``.
-    private enum Source {
-        case memory(Data)
-        case image(FirmwareImage)
-
-        var count: Int {
-            switch self {
-            case .memory(let data): data.count
-            case .image(let image): image.count
-            }
-        }
-
-        func read(_ range: Range<Int>) throws(MCUbootImageError) -> [UInt8] {
-            switch self {
-            case .memory(let data): return [UInt8](data[range])
-            case .image(let image):
-                do { return [UInt8](try image[range]) } catch { throw .unreadable(error.message) }
-            }
-        }
-
-        func sha256(_ range: Range<Int>) throws(MCUbootImageError) -> Data {
-            switch self {
-            case .memory(let data): return Data(SHA256.hash(data[range]))
-            case .image(let image):
-                do { return try image.sha256(of: range) } catch { throw .unreadable(error.message) }
-            }
-        }
-    }
-
     /// The bytes of the file from `start` on (its TLV areas), with the file's length: offsets are
     /// the file's, and reading past what was read answers nothing.
     private struct Tail {
@@ -87,16 +43,35 @@ public struct MCUbootImage: Sendable, Hashable {
         subscript(range: Range<Int>) -> Data { Data(bytes[(range.lowerBound - start)..<(range.upperBound - start)]) }
     }
 
-    private init(source: Source) throws(MCUbootImageError) {
-        let fileLength = source.count
-        let header = try MCUbootImageHeader(try source.read(0..<min(fileLength, MCUbootImageHeader.length)))
+    /// Reads and checks an image in memory: magic, header size, that the areas fit in the file,
+    /// each TLV inside its area, exactly one SHA-256 TLV, and that it matches the digest.
+    public init(parsing data: Data) throws(MCUbootImageError) {
+        // The one empty input a FirmwareImage refuses is too short for the header.
+        guard let image = try? FirmwareImage(bytes: data) else { throw .truncated("0 bytes are shorter than the 32-byte image header") }
+        try self.init(reading: image)
+    }
+
+    /// Reads and checks an image as ``init(parsing:)`` does, reading only its header and TLV
+    /// areas and hashing the rest window by window (an image in a file is never held whole).
+    ///
+    /// - Throws: ``MCUbootImageError/unreadable(_:)`` (its one line) when the image's file changed
+    ///   or cannot be read; the other cases as ``init(parsing:)``.
+    public init(reading image: FirmwareImage) throws(MCUbootImageError) {
+        func read(_ range: Range<Int>) throws(MCUbootImageError) -> [UInt8] {
+            do { return [UInt8](try image[range]) } catch { throw .unreadable(error.message) }
+        }
+        func sha256(_ range: Range<Int>) throws(MCUbootImageError) -> Data {
+            do { return try image.sha256(of: range) } catch { throw .unreadable(error.message) }
+        }
+        let fileLength = image.count
+        let header = try MCUbootImageHeader(try read(0..<min(fileLength, MCUbootImageHeader.length)))
         let bodyEnd = Int(header.headerSize) + Int(header.imageSize)
         guard bodyEnd <= fileLength else {
             throw .truncated("the header declares \(bodyEnd) bytes of header and body but the file has \(fileLength)")
         }
         // The protected area, then an unprotected area of at most 65535 bytes (its size is a u16).
         let tail = Tail(
-            start: bodyEnd, bytes: try source.read(bodyEnd..<min(fileLength, bodyEnd + Int(header.protectedTLVSize) + 0xFFFF)), fileLength: fileLength
+            start: bodyEnd, bytes: try read(bodyEnd..<min(fileLength, bodyEnd + Int(header.protectedTLVSize) + 0xFFFF)), fileLength: fileLength
         )
         var offset = bodyEnd
         var protectedTLVs: [MCUbootTLV] = []
@@ -115,14 +90,14 @@ public struct MCUbootImage: Sendable, Hashable {
         guard !hashes.isEmpty else { throw .noHash }
         guard hashes.count == 1 else { throw .multipleHashes(hashes.count) }
         guard hashes[0].value.count == SHA256.digestByteCount else { throw .badHashLength(hashes[0].value.count) }
-        let computed = try source.sha256(0..<hashedLength)
+        let computed = try sha256(0..<hashedLength)
         guard computed == hashes[0].value else { throw .hashMismatch(declared: hashes[0].value, computed: computed) }
 
         self.header = header
         self.protectedTLVs = protectedTLVs
         self.tlvs = tlvs
         self.hash = computed
-        self.fileSHA256 = try source.sha256(0..<fileLength)
+        self.fileSHA256 = try sha256(0..<fileLength)
         self.imageLength = offset
         self.fileLength = fileLength
     }
