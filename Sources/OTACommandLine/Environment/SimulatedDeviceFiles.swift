@@ -94,10 +94,11 @@ struct SimulatedDeviceFiles {
             Self.append(entry: Self.sectorEntry, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)), to: &payload)
         }
         if let persistent { Self.append(entry: Self.stateEntry, index: 0, bytes: persistent.persistentState, to: &payload) }
-        var group = Self.groupMagic
-        group.append(littleEndian: UInt32(payload.count))
-        group.append(payload)
-        group.append(littleEndian: CRC32.checksum(payload))
+        var length = ByteWriter()
+        length.u32(UInt32(payload.count))
+        var check = ByteWriter()
+        check.u32(CRC32.checksum(payload))
+        let group = Self.groupMagic + length.data + payload + check.data
         do {
             try FileManager.default.createDirectory(at: journal.deletingLastPathComponent(), withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: journal.path) {
@@ -118,8 +119,10 @@ struct SimulatedDeviceFiles {
     ///
     /// - Throws: ``code``, naming the file.
     func keepReceived(_ count: Int, handle: FileHandle) throws(OTAError) {
-        var bytes = Data()
-        bytes.append(littleEndian: UInt64(count))
+        var writer = ByteWriter()
+        writer.u32(UInt32(truncatingIfNeeded: count))
+        writer.u32(UInt32(truncatingIfNeeded: UInt64(count) >> 32))
+        let bytes = writer.data
         do {
             try handle.seek(toOffset: 0)
             try handle.write(contentsOf: bytes)
@@ -190,9 +193,11 @@ struct SimulatedDeviceFiles {
     }
 
     private static func append(entry kind: UInt8, index: Int, bytes: Data, to payload: inout Data) {
-        payload.append(kind)
-        payload.append(littleEndian: UInt32(index))
-        payload.append(littleEndian: UInt32(bytes.count))
+        var header = ByteWriter(capacity: 9)
+        header.u8(kind)
+        header.u32(UInt32(index))
+        header.u32(UInt32(bytes.count))
+        payload.append(header.data)
         payload.append(bytes)
     }
 
@@ -205,10 +210,4 @@ struct SimulatedDeviceFiles {
 struct SimulatedDeviceFilesError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Data {
-    fileprivate mutating func append<Integer: FixedWidthInteger>(littleEndian value: Integer) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
-    }
 }
