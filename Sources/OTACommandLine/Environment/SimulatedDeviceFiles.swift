@@ -100,8 +100,9 @@ struct SimulatedDeviceFiles {
         check.u32(CRC32.checksum(payload))
         let group = Self.groupMagic + length.data + payload + check.data
         do {
-            try FileManager.default.createDirectory(at: journal.deletingLastPathComponent(), withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: journal.path) {
+                // Once per journal, not at every answer the device gives.
+                try FileManager.default.createDirectory(at: journal.deletingLastPathComponent(), withIntermediateDirectories: true)
                 guard FileManager.default.createFile(atPath: journal.path, contents: nil) else {
                     throw SimulatedDeviceFilesError("cannot create it")
                 }
