@@ -77,7 +77,9 @@ public struct CoreBluetoothConnector: Connector {
             var matchedSince: Duration?
             while true {
                 let elapsed = stopwatch.elapsed
-                let candidates = Self.latestPerPeripheral(heard.devices.withLock { $0 })
+                // The latest report of each peripheral: one that advertised the name and then stopped
+                // (or took another) is no longer a candidate.
+                let candidates = DiscoveredDevice.latestPerAddress(heard.devices.withLock { $0 })
                 switch byName.select(from: candidates) {
                 case .ambiguous:
                     return .failure(byName.failure(heard: candidates, after: window))
@@ -105,18 +107,6 @@ public struct CoreBluetoothConnector: Connector {
     private final class Heard: Sendable {
         let devices = Mutex<[DiscoveredDevice]>([])
         let failure = Mutex<OTAError?>(nil)
-    }
-
-    /// The latest report of each peripheral: one that advertised the name and then stopped (or
-    /// took another) is no longer a candidate.
-    static func latestPerPeripheral(_ heard: [DiscoveredDevice]) -> [DiscoveredDevice] {
-        var latest: [String: DiscoveredDevice] = [:]
-        var order: [String] = []
-        for device in heard {
-            if latest[device.address] == nil { order.append(device.address) }
-            latest[device.address] = device
-        }
-        return order.compactMap { latest[$0] }
     }
 
     public func connect() async throws(TransportError) -> any Transport {

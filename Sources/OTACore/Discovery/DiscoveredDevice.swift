@@ -15,4 +15,17 @@ public struct DiscoveredDevice: Sendable, Hashable {
         self.address = address
         self.advertisement = advertisement
     }
+
+    /// The latest report of each address, in the order first heard: a device that changed what
+    /// it advertises (an application now advertising its bootloader's name), or stopped
+    /// advertising what it did, is one candidate, as it is now.
+    public static func latestPerAddress(_ heard: [DiscoveredDevice]) -> [DiscoveredDevice] {
+        var latest: [String: DiscoveredDevice] = [:]
+        var order: [String] = []
+        for device in heard {
+            if latest[device.address] == nil { order.append(device.address) }
+            latest[device.address] = device
+        }
+        return order.compactMap { latest[$0] }
+    }
 }

@@ -248,13 +248,7 @@ public struct BlueZConnector: Connector {
     /// device known by its application's name that now advertises its bootloader's is one
     /// candidate, under its new name).
     static func choose(_ rule: ReappearanceRule, among heard: [DiscoveredDevice]) -> ReappearanceRule.Selection {
-        var latest: [String: DiscoveredDevice] = [:]
-        var order: [String] = []
-        for device in heard {
-            if latest[device.address] == nil { order.append(device.address) }
-            latest[device.address] = device
-        }
-        return rule.select(from: order.compactMap { latest[$0] })
+        rule.select(from: DiscoveredDevice.latestPerAddress(heard))
     }
 
     /// Connects and returns the concrete transport (for its ``BlueZTransport/writePaths`` and
