@@ -76,10 +76,11 @@ public struct EspressifAppImage: Sendable, Hashable {
     /// - Throws: ``OTAError/Code/invalidImage`` in one line: the wrong magic, a header or
     ///   segment that runs past the end, no room for the checksum or the hash.
     public init(parsing data: Data, name: String) throws(OTAError) {
-        let bytes = data.startIndex == 0 ? data : Data(data)
-        try self.init(
-            count: bytes.count, name: name, read: { range throws(OTAError) in [UInt8](bytes[range]) },
-            sha256: { range throws(OTAError) in SHA256.hash(bytes[range]) })
+        // The one input a FirmwareImage refuses, empty, is too short for the header.
+        guard let image = try? FirmwareImage(bytes: data, name: name) else {
+            throw OTAError(.invalidImage, "\(MessageText.name(name)) is not an ESP-IDF app image: 0 bytes, shorter than the 24-byte header")
+        }
+        try self.init(reading: image)
     }
 
     /// Reads an image as ``init(parsing:name:)`` does, reading only its headers and hashing the
@@ -88,14 +89,9 @@ public struct EspressifAppImage: Sendable, Hashable {
     /// - Throws: as ``init(parsing:name:)``; ``OTAError/Code/invalidImage`` when the image's file
     ///   changed since it was opened.
     public init(reading image: FirmwareImage) throws(OTAError) {
-        try self.init(
-            count: image.count, name: image.name, read: { range throws(OTAError) in [UInt8](try image[range]) },
-            sha256: { range throws(OTAError) in [UInt8](try image.sha256(of: range)) })
-    }
-
-    private init(
-        count: Int, name: String, read: (Range<Int>) throws(OTAError) -> [UInt8], sha256: (Range<Int>) throws(OTAError) -> [UInt8]
-    ) throws(OTAError) {
+        let (count, name) = (image.count, image.name)
+        func read(_ range: Range<Int>) throws(OTAError) -> [UInt8] { [UInt8](try image[range]) }
+        func sha256(_ range: Range<Int>) throws(OTAError) -> [UInt8] { [UInt8](try image.sha256(of: range)) }
         func bad(_ reason: String) -> OTAError { OTAError(.invalidImage, "\(MessageText.name(name)) is not an ESP-IDF app image: \(reason)") }
         guard count >= Self.headerLength else { throw bad("\(count) bytes, shorter than the 24-byte header") }
         let header = try read(0..<Self.headerLength)
