@@ -25,6 +25,10 @@ public final class SimulatedDevice: Sendable {
         var persistence: Persistence?
         var persistPending = false
         var dataBytesReceived = 0
+
+        mutating func drainBattery(by drain: Double) {
+            if let level = battery { battery = max(0, level - drain) }
+        }
     }
 
     /// How a host keeps the device beyond its process as it goes, as a real device keeps what it
@@ -226,12 +230,12 @@ public final class SimulatedDevice: Sendable {
     /// goes through ``applyFaults(to:)``, ``consumeEnergy(receiving:)`` and
     /// ``receivedData(_:)``, one delivery at a time.
     func arrivedUnfaulted(_ value: Data) -> (total: Int, received: (@Sendable (Int) -> Void)?)? {
-        let drain = profile.standardServices.batteryDrainPer100kB * Double(value.count) / 100_000
+        let drain = batteryDrain(receiving: value.count)
         return state.withLock { state in
             guard !state.faultsArmed, !state.dying, state.held == nil else { return nil }
             state.dataWritesDelivered += 1
             state.dataBytesDelivered += value.count
-            if let level = state.battery { state.battery = max(0, level - drain) }
+            state.drainBattery(by: drain)
             state.dataBytesReceived += value.count
             return (state.dataBytesReceived, state.persistence?.received)
         }
@@ -239,10 +243,13 @@ public final class SimulatedDevice: Sendable {
 
     /// Drains the battery for `bytes` of data received.
     func consumeEnergy(receiving bytes: Int) {
-        let drain = profile.standardServices.batteryDrainPer100kB * Double(bytes) / 100_000
-        state.withLock { state in
-            if let level = state.battery { state.battery = max(0, level - drain) }
-        }
+        let drain = batteryDrain(receiving: bytes)
+        state.withLock { $0.drainBattery(by: drain) }
+    }
+
+    /// The battery level, in percent, that receiving `bytes` costs.
+    private func batteryDrain(receiving bytes: Int) -> Double {
+        profile.standardServices.batteryDrainPer100kB * Double(bytes) / 100_000
     }
 
     func attach(_ connection: SimulatedConnection) -> Bool {
