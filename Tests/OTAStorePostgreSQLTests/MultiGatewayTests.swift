@@ -53,7 +53,7 @@ struct MultiGatewayTests {
         let create = try Self.gateway(
             ["campaign", "create", uri, imageURL.path, "--protocol", "framed", "--sim-fleet", "\(devices)"], output: FileHandle.nullDevice,
             log: work.appendingPathComponent("create.err"))
-        create.waitUntilExit()
+        await offThePool { create.waitUntilExit() }
         #expect(create.terminationStatus == 0, "\((try? String(contentsOf: work.appendingPathComponent("create.err"), encoding: .utf8)) ?? "")")
 
         let state = work.appendingPathComponent("devices").path
@@ -72,21 +72,24 @@ struct MultiGatewayTests {
         // Killed once it has made a few dozen attempts, right after an attempt started: it holds
         // leases, one of them on a device in the middle of its transfer.
         let reader = victimOutput.fileHandleForReading
-        var lines = 0
-        var pending = ""
-        while lines < 2_000 {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else { break }
-            pending += String(decoding: chunk, as: UTF8.self)
-            let complete = pending.split(separator: "\n", omittingEmptySubsequences: false)
-            lines += complete.count - 1
-            let last = complete.dropLast().last.map(String.init) ?? ""
-            pending = String(complete.last ?? "")
-            if lines >= 60 && last.contains("\"started\"") { break }
+        let lines = await offThePool { () -> Int in
+            var lines = 0
+            var pending = ""
+            while lines < 2_000 {
+                let chunk = reader.availableData
+                guard !chunk.isEmpty else { break }
+                pending += String(decoding: chunk, as: UTF8.self)
+                let complete = pending.split(separator: "\n", omittingEmptySubsequences: false)
+                lines += complete.count - 1
+                let last = complete.dropLast().last.map(String.init) ?? ""
+                pending = String(complete.last ?? "")
+                if lines >= 60 && last.contains("\"started\"") { break }
+            }
+            return lines
         }
         kill(victim.processIdentifier, SIGKILL)
         try? reader.close()
-        victim.waitUntilExit()
+        await offThePool { victim.waitUntilExit() }
         #expect(victim.terminationReason == .uncaughtSignal, "gw-4 ended before it was killed")
 
         // A guard against a hung gateway, not a measure of speed.
@@ -94,7 +97,7 @@ struct MultiGatewayTests {
         while live.contains(where: { $0.process.isRunning }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
         for (name, process) in live {
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            await offThePool { process.waitUntilExit() }
             let log = (try? String(contentsOf: work.appendingPathComponent("\(name).err"), encoding: .utf8)) ?? ""
             #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(name): \(log)")
         }
