@@ -22,8 +22,10 @@ public final class PostgreSQLCampaignStore: CampaignStore {
     /// The connection URI, its password masked.
     public let label: String
 
-    /// The layout this code writes and reads; a database of another version is refused.
-    static let schemaVersion = 1
+    /// The layout this code writes and reads. 2: the target selection, the minimum battery, the
+    /// window, and deferred devices with their battery level. A layout-1 database is brought to
+    /// 2 when it is opened (its new columns empty); any other version is refused.
+    static let schemaVersion = 2
 
     private init(connection: sending PostgreSQLConnection) {
         label = connection.label
@@ -54,13 +56,14 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                     id integer PRIMARY KEY CHECK (id = 1), schema integer NOT NULL, name text NOT NULL, protocol text NOT NULL,
                     image_path text NOT NULL, image_size bigint NOT NULL, image_sha256 text NOT NULL, maximum_attempts integer NOT NULL,
                     abort_failure_rate double precision NOT NULL, success_threshold double precision NOT NULL, phase text NOT NULL,
-                    phase_detail text)
+                    phase_detail text, selection text, discovered integer, minimum_battery integer, time_window text)
                 """,
                 "CREATE TABLE stage (number integer PRIMARY KEY, name text NOT NULL)",
                 """
                 CREATE TABLE device (
                     position integer PRIMARY KEY, address text NOT NULL UNIQUE, stage integer NOT NULL REFERENCES stage (number),
-                    state text NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, lease_owner text, lease_expires timestamptz)
+                    state text NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, lease_owner text, lease_expires timestamptz,
+                    battery integer, selected_because text)
                 """,
                 "CREATE INDEX device_claim ON device (stage, state, attempts, position)",
                 """
@@ -72,25 +75,31 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                 try connection.query(statement)
             }
             try connection.query(
-                "INSERT INTO campaign VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', NULL)",
+                "INSERT INTO campaign VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', NULL, $10, $11, $12, $13)",
                 [
                     "\(schemaVersion)", plan.name, plan.protocolName, plan.image.path, "\(plan.image.size)", plan.image.sha256, "\(plan.maximumAttempts)",
-                    "\(plan.abortFailureRate)", "\(plan.successThreshold)",
+                    "\(plan.abortFailureRate)", "\(plan.successThreshold)", plan.selection?.criteria, plan.selection.map { "\($0.discovered)" },
+                    plan.minimumBattery.map { "\($0)" }, plan.window?.description,
                 ])
             var positions: [String] = []
             var addresses: [String] = []
             var stages: [String] = []
+            var reasons: [String?] = []
             for (number, stage) in plan.stages.enumerated() {
                 try connection.query("INSERT INTO stage VALUES ($1, $2)", ["\(number)", stage.name])
                 for device in stage.devices {
                     positions.append("\(positions.count)")
                     addresses.append(device)
                     stages.append("\(number)")
+                    reasons.append(plan.selection?.reasons[device])
                 }
             }
             try connection.query(
-                "INSERT INTO device (position, address, stage, state) SELECT p, a, s, 'pending' FROM unnest($1::integer[], $2::text[], $3::integer[]) AS t (p, a, s)",
-                [array(positions), array(addresses), array(stages)])
+                """
+                INSERT INTO device (position, address, stage, state, selected_because)
+                SELECT p, a, s, 'pending', r FROM unnest($1::integer[], $2::text[], $3::integer[], $4::text[]) AS t (p, a, s, r)
+                """,
+                [array(positions), array(addresses), array(stages), nullableArray(reasons)])
             try connection.query(
                 "INSERT INTO history (event, detail) VALUES ('created', $1)", ["\(plan.devices.count) devices in \(plan.stages.count) stages"])
         }
@@ -115,10 +124,27 @@ public final class PostgreSQLCampaignStore: CampaignStore {
         guard let version = rows.first?.first.flatMap({ $0.flatMap { Int($0) } }) else {
             throw OTAError(.storage, "\(connection.label) holds no campaign (its campaign table is empty)")
         }
-        guard version == schemaVersion else {
+        if version == 1 {
+            try migrateFromLayout1(connection)
+        } else if version != schemaVersion {
             throw OTAError(.storage, "\(connection.label) was written by another version of ota (layout \(version), this one reads \(schemaVersion))")
         }
         return PostgreSQLCampaignStore(connection: connection)
+    }
+
+    /// Brings a layout-1 database (before selections, batteries and windows) to layout 2 in one
+    /// transaction, the campaign row locked so that gateways opening it at once migrate it once.
+    private static func migrateFromLayout1(_ connection: PostgreSQLConnection) throws(OTAError) {
+        try connection.transaction { () throws(OTAError) in
+            guard try connection.query("SELECT schema FROM campaign WHERE id = 1 FOR UPDATE").first?.first == "1" else { return }
+            for statement in [
+                "ALTER TABLE campaign ADD COLUMN IF NOT EXISTS selection text, ADD COLUMN IF NOT EXISTS discovered integer, ADD COLUMN IF NOT EXISTS minimum_battery integer, ADD COLUMN IF NOT EXISTS time_window text",
+                "ALTER TABLE device ADD COLUMN IF NOT EXISTS battery integer, ADD COLUMN IF NOT EXISTS selected_because text",
+                "UPDATE campaign SET schema = \(schemaVersion)",
+            ] {
+                try connection.query(statement)
+            }
+        }
     }
 
     public func snapshot() throws(OTAError) -> CampaignSnapshot {
@@ -127,24 +153,30 @@ public final class PostgreSQLCampaignStore: CampaignStore {
             func corrupt(_ what: String) -> OTAError { OTAError(.storage, "\(label): the campaign database is damaged (\(what))") }
             guard
                 let row = try connection.query(
-                    "SELECT name, protocol, image_path, image_size, image_sha256, maximum_attempts, abort_failure_rate, success_threshold, phase, phase_detail FROM campaign"
-                ).first, row.count == 10, let name = row[0], let protocolName = row[1], let imagePath = row[2],
+                    "SELECT name, protocol, image_path, image_size, image_sha256, maximum_attempts, abort_failure_rate, success_threshold, phase, phase_detail, selection, discovered, minimum_battery, time_window FROM campaign"
+                ).first, row.count == 14, let name = row[0], let protocolName = row[1], let imagePath = row[2],
                 let imageSize = row[3].flatMap({ Int($0) }), let sha = row[4], let attempts = row[5].flatMap({ Int($0) }),
                 let abortRate = row[6].flatMap({ Double($0) }), let threshold = row[7].flatMap({ Double($0) }),
                 let phase = row[8].flatMap(CampaignPhase.init(rawValue:))
             else { throw corrupt("its campaign row") }
             let stageNames = try connection.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first ?? nil }
             var records: [CampaignDeviceRecord] = []
-            for row in try connection.query("SELECT address, stage, state, attempts, last_error, lease_owner FROM device ORDER BY position") {
-                guard row.count == 6, let address = row[0], let stage = row[1].flatMap({ Int($0) }),
+            for row in try connection.query(
+                "SELECT address, stage, state, attempts, last_error, lease_owner, battery, selected_because FROM device ORDER BY position")
+            {
+                guard row.count == 8, let address = row[0], let stage = row[1].flatMap({ Int($0) }),
                     let state = row[2].flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].flatMap({ Int($0) })
                 else { throw corrupt("a device row") }
-                records.append(CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4], gateway: row[5]))
+                records.append(
+                    CampaignDeviceRecord(
+                        address: address, stage: stage, state: state, attempts: tries, lastError: row[4], gateway: row[5],
+                        battery: row[6].flatMap { Int($0) }, selectedBecause: row[7]))
             }
             return try CampaignSnapshot(
                 restoring: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
                 maximumAttempts: attempts, abortFailureRate: abortRate, successThreshold: threshold, stageNames: stageNames, devices: records,
-                phase: phase, phaseDetail: row[9], damaged: corrupt)
+                phase: phase, phaseDetail: row[9], selection: row[10].map { ($0, row[11].flatMap { Int($0) } ?? 0) },
+                minimumBattery: row[12].flatMap { Int($0) }, window: row[13], damaged: corrupt)
         }
     }
 
@@ -157,23 +189,26 @@ public final class PostgreSQLCampaignStore: CampaignStore {
             var stages = names.map { CampaignStageStatus(name: $0, devices: 0, completed: 0, failed: 0) }
             for row in try connection.query(
                 """
-                SELECT stage, count(*), count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state = 'failed')
+                SELECT stage, count(*), count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state = 'failed'),
+                    count(*) FILTER (WHERE state = 'deferred')
                 FROM device GROUP BY stage
                 """)
             {
-                guard row.count == 4, let stage = row[0].flatMap({ Int($0) }), stages.indices.contains(stage) else {
+                guard row.count == 5, let stage = row[0].flatMap({ Int($0) }), stages.indices.contains(stage) else {
                     throw OTAError(.storage, "\(connection.label): the campaign database is damaged (a device row)")
                 }
                 stages[stage].devices = row[1].flatMap { Int($0) } ?? 0
                 stages[stage].completed = row[2].flatMap { Int($0) } ?? 0
                 stages[stage].failed = row[3].flatMap { Int($0) } ?? 0
+                stages[stage].deferred = row[4].flatMap { Int($0) } ?? 0
             }
             return CampaignProgress(phase: phase, stages: stages)
         }
     }
 
-    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
-        try change { (connection) throws(OTAError) -> [CampaignDeviceRecord] in
+    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration, includingDeferred: Bool) throws(OTAError) -> [CampaignDeviceRecord] {
+        let states = includingDeferred ? "('pending', 'updating', 'deferred')" : "('pending', 'updating')"
+        return try change { (connection) throws(OTAError) -> [CampaignDeviceRecord] in
             guard let campaign = try connection.query("SELECT phase, maximum_attempts FROM campaign").first, campaign.count == 2,
                 campaign[0] == CampaignPhase.running.rawValue
             else { return [] }
@@ -181,13 +216,13 @@ public final class PostgreSQLCampaignStore: CampaignStore {
             // Devices another gateway is claiming or recording on right now are locked: skipped, not waited for.
             let rows = try connection.query(
                 """
-                SELECT address, state, attempts, last_error, lease_owner FROM device
-                WHERE stage = $1 AND state IN ('pending', 'updating') AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires <= now())
+                SELECT address, state, attempts, last_error, lease_owner, battery FROM device
+                WHERE stage = $1 AND state IN \(states) AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires <= now())
                 ORDER BY attempts, position LIMIT $3 FOR UPDATE SKIP LOCKED
                 """, ["\(stage)", gateway, "\(limit)"])
             var claimed: [CampaignDeviceRecord] = []
             for row in rows {
-                guard row.count == 5, let address = row[0], let state = row[1], let attempts = row[2].flatMap({ Int($0) }) else {
+                guard row.count == 6, let address = row[0], let state = row[1], let attempts = row[2].flatMap({ Int($0) }) else {
                     throw OTAError(.storage, "\(connection.label): the campaign database is damaged (a device row)")
                 }
                 var lastError = row[3]
@@ -207,7 +242,9 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                     if final { continue }
                 }
                 claimed.append(
-                    CampaignDeviceRecord(address: address, stage: stage, state: .pending, attempts: attempts, lastError: lastError, gateway: gateway))
+                    CampaignDeviceRecord(
+                        address: address, stage: stage, state: state == CampaignDeviceState.deferred.rawValue ? .deferred : .pending, attempts: attempts,
+                        lastError: lastError, gateway: gateway, battery: row[5].flatMap { Int($0) }))
             }
             guard !claimed.isEmpty else { return [] }
             try connection.query(
@@ -259,6 +296,15 @@ public final class PostgreSQLCampaignStore: CampaignStore {
                     [final ? "failed" : "pending", message])
                 try log(connection, device: device, event: final ? "failed" : "retry", attempt: attempt, detail: message, gateway: gateway)
             }
+        }
+    }
+
+    public func attemptDeferred(device: String, attempt: Int, gateway: String, battery: BatteryBelowMinimum) throws(OTAError) {
+        try change { (connection) throws(OTAError) in
+            try leased(
+                connection, device: device, gateway: gateway,
+                "state = 'deferred', attempts = $3, battery = $4, lease_owner = NULL, lease_expires = NULL", ["\(max(0, attempt - 1))", "\(battery.level)"])
+            try log(connection, device: device, event: "deferred", attempt: attempt, detail: battery.summary, gateway: gateway)
         }
     }
 
@@ -321,6 +367,11 @@ public final class PostgreSQLCampaignStore: CampaignStore {
             "INSERT INTO history (device, event, attempt, detail, gateway) VALUES ($1, $2, $3, $4, $5)",
             [device, event, attempt.map { "\($0)" }, detail, gateway])
     }
+}
+
+/// A PostgreSQL array literal of `items`, each quoted, `nil` as NULL.
+private func nullableArray(_ items: [String?]) -> String {
+    "{" + items.map { item in item.map { array([$0]).dropFirst().dropLast() }.map(String.init) ?? "NULL" }.joined(separator: ",") + "}"
 }
 
 /// A PostgreSQL array literal of `items`, each quoted.

@@ -21,8 +21,11 @@ public final class SQLiteCampaignStore: CampaignStore {
     /// The file.
     public let path: String
 
-    /// The layout this code writes and reads; a file of another version is refused. 2: leases.
-    static let schemaVersion = 2
+    /// The layout this code writes and reads. 2: leases; 3: the target selection, the minimum
+    /// battery, the window, and deferred devices with their battery level. A layout-2 file is
+    /// brought to 3 when it is opened (its new columns empty: no selection, battery or window
+    /// recorded); any other version is refused.
+    static let schemaVersion = 3
 
     private init(database: sending SQLiteDatabase, clock: any CampaignLeaseClock) {
         path = database.path
@@ -47,11 +50,13 @@ public final class SQLiteCampaignStore: CampaignStore {
             CREATE TABLE campaign (
                 id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, name TEXT NOT NULL, protocol TEXT NOT NULL,
                 image_path TEXT NOT NULL, image_size INTEGER NOT NULL, image_sha256 TEXT NOT NULL, maximum_attempts INTEGER NOT NULL,
-                abort_failure_rate REAL NOT NULL, success_threshold REAL NOT NULL, phase TEXT NOT NULL, phase_detail TEXT);
+                abort_failure_rate REAL NOT NULL, success_threshold REAL NOT NULL, phase TEXT NOT NULL, phase_detail TEXT,
+                selection TEXT, discovered INTEGER, minimum_battery INTEGER, time_window TEXT);
             CREATE TABLE stage (number INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE device (
                 position INTEGER PRIMARY KEY, address TEXT NOT NULL UNIQUE, stage INTEGER NOT NULL REFERENCES stage(number),
-                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, lease_owner TEXT, lease_expires REAL);
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, lease_owner TEXT, lease_expires REAL,
+                battery INTEGER, selected_because TEXT);
             CREATE INDEX device_claim ON device (stage, state, attempts, position);
             CREATE TABLE history (
                 id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, device TEXT, event TEXT NOT NULL, attempt INTEGER, detail TEXT,
@@ -59,19 +64,21 @@ public final class SQLiteCampaignStore: CampaignStore {
             """)
         try database.transaction { () throws(OTAError) in
             try database.query(
-                "INSERT INTO campaign VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL)",
+                "INSERT INTO campaign VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?, ?)",
                 [
                     .integer(Int64(schemaVersion)), .text(plan.name), .text(plan.protocolName), .text(plan.image.path),
                     .integer(Int64(plan.image.size)), .text(plan.image.sha256), .integer(Int64(plan.maximumAttempts)),
-                    .real(plan.abortFailureRate), .real(plan.successThreshold),
+                    .real(plan.abortFailureRate), .real(plan.successThreshold), plan.selection.map { .text($0.criteria) } ?? .null,
+                    plan.selection.map { .integer(Int64($0.discovered)) } ?? .null, plan.minimumBattery.map { .integer(Int64($0)) } ?? .null,
+                    plan.window.map { .text($0.description) } ?? .null,
                 ])
             var position: Int64 = 0
             for (number, stage) in plan.stages.enumerated() {
                 try database.query("INSERT INTO stage VALUES (?, ?)", [.integer(Int64(number)), .text(stage.name)])
                 for device in stage.devices {
                     try database.query(
-                        "INSERT INTO device (position, address, stage, state) VALUES (?, ?, ?, 'pending')",
-                        [.integer(position), .text(device), .integer(Int64(number))])
+                        "INSERT INTO device (position, address, stage, state, selected_because) VALUES (?, ?, ?, 'pending', ?)",
+                        [.integer(position), .text(device), .integer(Int64(number)), plan.selection?.reasons[device].map { .text($0) } ?? .null])
                     position += 1
                 }
             }
@@ -99,10 +106,34 @@ public final class SQLiteCampaignStore: CampaignStore {
             throw OTAError(.storage, "\(path) is not a campaign file (\(error.message.components(separatedBy: ": ").last ?? ""))")
         }
         guard let version = rows.first?.first?.integer else { throw OTAError(.storage, "\(path) is not a campaign file (no campaign row)") }
-        guard version == schemaVersion else {
+        if version == 2 {
+            try migrateFromLayout2(database)
+        } else if version != schemaVersion {
             throw OTAError(.storage, "\(path) was written by another version of ota (layout \(version), this one reads \(schemaVersion))")
         }
         return SQLiteCampaignStore(database: database, clock: leaseClock)
+    }
+
+    /// Brings a layout-2 file (before selections, batteries and windows) to layout 3 in one
+    /// transaction: the new columns, empty. A file another process migrated meanwhile is left
+    /// alone.
+    private static func migrateFromLayout2(_ database: SQLiteDatabase) throws(OTAError) {
+        do {
+            try database.transaction { () throws(OTAError) in
+                guard try database.query("SELECT schema FROM campaign WHERE id = 1").first?.first?.integer == 2 else { return }
+                for statement in [
+                    "ALTER TABLE campaign ADD COLUMN selection TEXT", "ALTER TABLE campaign ADD COLUMN discovered INTEGER",
+                    "ALTER TABLE campaign ADD COLUMN minimum_battery INTEGER", "ALTER TABLE campaign ADD COLUMN time_window TEXT",
+                    "ALTER TABLE device ADD COLUMN battery INTEGER", "ALTER TABLE device ADD COLUMN selected_because TEXT",
+                ] {
+                    try database.query(statement)
+                }
+                try database.query("UPDATE campaign SET schema = ?", [.integer(Int64(schemaVersion))])
+            }
+        } catch {
+            throw OTAError(
+                .storage, "\(database.path): cannot bring this layout-2 campaign file to layout \(schemaVersion) (\(error.message)); is it read-only?")
+        }
     }
 
     public func snapshot() throws(OTAError) -> CampaignSnapshot {
@@ -111,24 +142,29 @@ public final class SQLiteCampaignStore: CampaignStore {
             func corrupt(_ what: String) -> OTAError { OTAError(.storage, "\(path): the campaign file is damaged (\(what))") }
             guard
                 let row = try database.query(
-                    "SELECT name, protocol, image_path, image_size, image_sha256, maximum_attempts, abort_failure_rate, success_threshold, phase, phase_detail FROM campaign"
-                ).first, row.count == 10, let name = row[0].text, let protocolName = row[1].text, let imagePath = row[2].text,
+                    "SELECT name, protocol, image_path, image_size, image_sha256, maximum_attempts, abort_failure_rate, success_threshold, phase, phase_detail, selection, discovered, minimum_battery, time_window FROM campaign"
+                ).first, row.count == 14, let name = row[0].text, let protocolName = row[1].text, let imagePath = row[2].text,
                 let imageSize = row[3].integer, let sha = row[4].text, let attempts = row[5].integer, let abortRate = row[6].real,
                 let threshold = row[7].real, let phase = row[8].text.flatMap(CampaignPhase.init(rawValue:))
             else { throw corrupt("its campaign row") }
             let stageNames = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
             var records: [CampaignDeviceRecord] = []
-            for row in try database.query("SELECT address, stage, state, attempts, last_error, lease_owner FROM device ORDER BY position") {
-                guard row.count == 6, let address = row[0].text, let stage = row[1].integer,
+            for row in try database.query(
+                "SELECT address, stage, state, attempts, last_error, lease_owner, battery, selected_because FROM device ORDER BY position")
+            {
+                guard row.count == 8, let address = row[0].text, let stage = row[1].integer,
                     let state = row[2].text.flatMap(CampaignDeviceState.init(rawValue:)), let tries = row[3].integer
                 else { throw corrupt("a device row") }
                 records.append(
-                    CampaignDeviceRecord(address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text, gateway: row[5].text))
+                    CampaignDeviceRecord(
+                        address: address, stage: stage, state: state, attempts: tries, lastError: row[4].text, gateway: row[5].text,
+                        battery: row[6].integer, selectedBecause: row[7].text))
             }
             return try CampaignSnapshot(
                 restoring: name, protocolName: protocolName, image: CampaignImage(path: imagePath, size: imageSize, sha256: sha),
                 maximumAttempts: attempts, abortFailureRate: abortRate, successThreshold: threshold, stageNames: stageNames, devices: records,
-                phase: phase, phaseDetail: row[9].text, damaged: corrupt)
+                phase: phase, phaseDetail: row[9].text, selection: row[10].text.map { ($0, row[11].integer ?? 0) }, minimumBattery: row[12].integer,
+                window: row[13].text, damaged: corrupt)
         }
     }
 
@@ -140,33 +176,35 @@ public final class SQLiteCampaignStore: CampaignStore {
             let names = try database.query("SELECT name FROM stage ORDER BY number").compactMap { $0.first?.text }
             var stages = names.map { CampaignStageStatus(name: $0, devices: 0, completed: 0, failed: 0) }
             for row in try database.query(
-                "SELECT stage, count(*), sum(state = 'completed'), sum(state = 'failed') FROM device GROUP BY stage")
+                "SELECT stage, count(*), sum(state = 'completed'), sum(state = 'failed'), sum(state = 'deferred') FROM device GROUP BY stage")
             {
-                guard row.count == 4, let stage = row[0].integer, stages.indices.contains(stage) else {
+                guard row.count == 5, let stage = row[0].integer, stages.indices.contains(stage) else {
                     throw OTAError(.storage, "\(database.path): the campaign file is damaged (a device row)")
                 }
                 stages[stage].devices = row[1].integer ?? 0
                 stages[stage].completed = row[2].integer ?? 0
                 stages[stage].failed = row[3].integer ?? 0
+                stages[stage].deferred = row[4].integer ?? 0
             }
             return CampaignProgress(phase: phase, stages: stages)
         }
     }
 
-    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
-        try change { (database, now) throws(OTAError) -> [CampaignDeviceRecord] in
+    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration, includingDeferred: Bool) throws(OTAError) -> [CampaignDeviceRecord] {
+        let states = includingDeferred ? "('pending', 'updating', 'deferred')" : "('pending', 'updating')"
+        return try change { (database, now) throws(OTAError) -> [CampaignDeviceRecord] in
             guard try database.query("SELECT phase FROM campaign").first?.first?.text == CampaignPhase.running.rawValue else { return [] }
             let maximum = try database.query("SELECT maximum_attempts FROM campaign").first?.first?.integer ?? 1
             let until = now.addingTimeInterval(lease.seconds)
             let rows = try database.query(
                 """
-                SELECT address, state, attempts, last_error, lease_owner FROM device
-                WHERE stage = ? AND state IN ('pending', 'updating') AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires <= ?)
+                SELECT address, state, attempts, last_error, lease_owner, battery FROM device
+                WHERE stage = ? AND state IN \(states) AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires <= ?)
                 ORDER BY attempts, position LIMIT ?
                 """, [.integer(Int64(stage)), .text(gateway), .real(now.timeIntervalSince1970), .integer(Int64(limit))])
             var claimed: [CampaignDeviceRecord] = []
             for row in rows {
-                guard row.count == 5, let address = row[0].text, let state = row[1].text, let attempts = row[2].integer else {
+                guard row.count == 6, let address = row[0].text, let state = row[1].text, let attempts = row[2].integer else {
                     throw OTAError(.storage, "\(database.path): the campaign file is damaged (a device row)")
                 }
                 var lastError = row[3].text
@@ -190,7 +228,9 @@ public final class SQLiteCampaignStore: CampaignStore {
                     database, device: address, "lease_owner = ?, lease_expires = ?", [.text(gateway), .real(until.timeIntervalSince1970)])
                 try Self.log(database, at: now, device: address, event: "leased", attempt: nil, detail: nil, gateway: gateway, leaseUntil: until)
                 claimed.append(
-                    CampaignDeviceRecord(address: address, stage: stage, state: .pending, attempts: attempts, lastError: lastError, gateway: gateway))
+                    CampaignDeviceRecord(
+                        address: address, stage: stage, state: state == CampaignDeviceState.deferred.rawValue ? .deferred : .pending, attempts: attempts,
+                        lastError: lastError, gateway: gateway, battery: row[5].integer))
             }
             return claimed
         }
@@ -232,6 +272,16 @@ public final class SQLiteCampaignStore: CampaignStore {
                     [.text(final ? "failed" : "pending"), .text(message)])
                 try Self.log(database, at: now, device: device, event: final ? "failed" : "retry", attempt: attempt, detail: message, gateway: gateway)
             }
+        }
+    }
+
+    public func attemptDeferred(device: String, attempt: Int, gateway: String, battery: BatteryBelowMinimum) throws(OTAError) {
+        try change { (database, now) throws(OTAError) in
+            try Self.checkLease(database, device: device, gateway: gateway, now: now)
+            try Self.update(
+                database, device: device, "state = 'deferred', attempts = ?, battery = ?, lease_owner = NULL, lease_expires = NULL",
+                [.integer(Int64(max(0, attempt - 1))), .integer(Int64(battery.level))])
+            try Self.log(database, at: now, device: device, event: "deferred", attempt: attempt, detail: battery.summary, gateway: gateway)
         }
     }
 

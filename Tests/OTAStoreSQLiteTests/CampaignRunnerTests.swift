@@ -203,8 +203,8 @@ struct CampaignRunnerTests {
         }
 
         func snapshot() throws(OTAError) -> CampaignSnapshot { try inner.snapshot() }
-        func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
-            try inner.claim(stage: stage, limit: limit, gateway: gateway, lease: lease)
+        func claim(stage: Int, limit: Int, gateway: String, lease: Duration, includingDeferred: Bool) throws(OTAError) -> [CampaignDeviceRecord] {
+            try inner.claim(stage: stage, limit: limit, gateway: gateway, lease: lease, includingDeferred: includingDeferred)
         }
         func renew(gateway: String, lease: Duration) throws(OTAError) -> Int { try inner.renew(gateway: gateway, lease: lease) }
         func attemptStarted(device: String, attempt: Int, gateway: String) throws(OTAError) {
@@ -214,6 +214,10 @@ struct CampaignRunnerTests {
         func attemptFinished(device: String, attempt: Int, gateway: String, outcome: CampaignAttemptOutcome) throws(OTAError) {
             try write()
             try inner.attemptFinished(device: device, attempt: attempt, gateway: gateway, outcome: outcome)
+        }
+        func attemptDeferred(device: String, attempt: Int, gateway: String, battery: BatteryBelowMinimum) throws(OTAError) {
+            try write()
+            try inner.attemptDeferred(device: device, attempt: attempt, gateway: gateway, battery: battery)
         }
         func finish(_ phase: CampaignPhase, detail: String, gateway: String) throws(OTAError) {
             try write()

@@ -26,6 +26,9 @@ final class SimulatedCampaignFleet: CampaignFleet {
     /// The devices in an attempt, kept as they go.
     private let kept = Mutex<[String: KeptDevice]>([:])
 
+    /// The hardware profile of `--sim-fleet` devices unless `--sim-profile` names another.
+    static let defaultProfile = "nrf52840-mtu244-2m"
+
     /// "sim:PROFILE/N", N from 1.
     static func addresses(profile: DeviceProfile, count: Int) -> [String] {
         (1...count).map { "sim:\(profile.name)/" + String(format: "%04d", $0) }
@@ -54,13 +57,17 @@ final class SimulatedCampaignFleet: CampaignFleet {
             throw OTAError(.storage, "\(directory.path): cannot keep the simulated devices there (\(error.localizedDescription))")
         }
         var devices: [String: SimulatedDevice] = [:]
-        for (index, address) in addresses.enumerated() {
-            guard let profile = try Self.profile(of: address) else {
+        for address in addresses {
+            guard let profile = try Self.profile(of: address), let number = address.split(separator: "/").last.flatMap({ Int($0) }) else {
                 throw OTAError(.invalidParameter, "\(address) is not a simulated campaign device (sim:PROFILE/N)")
             }
             let model = try descriptor.makeDeviceModel(ProtocolParameters())
+            // Its air address by its number, whichever devices the campaign selected.
+            let index = number - 1
             let device = SimulatedDevice(
                 profile: profile, model: model, simulation: simulation, address: String(format: "C0:DE:00:00:%02X:%02X", index >> 8, index & 0xFF))
+            // The level it was selected with (on a profile with a Battery service).
+            device.batteryLevel = SimulatedCampaignIdentity(address: address).battery
             devices[address] = device
         }
         self.devices = devices

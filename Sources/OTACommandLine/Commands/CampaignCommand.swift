@@ -25,6 +25,26 @@ enum CampaignCommand: Command {
             .init(name: "--abort-at", valueName: "P%", help: "create: stop when a stage's failed devices exceed this share (default 20%)"),
             .init(name: "--success", valueName: "P%", help: "create: share of a stage that must be updated before the next starts (default 90%)"),
             .init(name: "--name", valueName: "TEXT", help: "create: a name for people (default the image's file name)"),
+            .init(
+                name: "--target-family", valueName: "NAME", help: "create: take the discovered devices of this catalog family (repeatable: any of them)",
+                repeatable: true),
+            .init(
+                name: "--target-name", valueName: "GLOB", help: "create: take the devices whose advertised name matches (* and ?; repeatable: any)",
+                repeatable: true),
+            .init(
+                name: "--target-address", valueName: "GLOB", help: "create: take the devices whose address matches (* and ?; repeatable: any)",
+                repeatable: true),
+            .init(name: "--target-list", valueName: "FILE", help: "create: take the devices listed in FILE, one address or advertised name a line"),
+            .init(name: "--min-rssi", valueName: "DBM", help: "create: take only devices heard at this signal or stronger, e.g. -75"),
+            .init(
+                name: "--catalog", valueName: "FILE", help: "create: device catalog to add to the built-in one, for --target-family (repeatable)",
+                repeatable: true),
+            .init(
+                name: "--min-battery", valueName: "P%",
+                help: "create: defer a device whose battery reads below this before any byte is written (not failed, no attempt spent)"),
+            .init(
+                name: "--window", valueName: "HH:MM-HH:MM",
+                help: "create: start attempts only in these hours, UTC or with an offset (22:00-05:00+02:00); may cross midnight"),
             .init(name: "--adapter-limit", valueName: "K", help: "run: connections the simulated adapter holds at once, 1...64 (default 4)"),
             .init(
                 name: "--sim-state", valueName: "DIR",
@@ -58,12 +78,29 @@ enum CampaignCommand: Command {
             0041): a device taken over resumes where it last acknowledged, by the protocol's
             own resume (generic cannot resume and starts over).
 
+            Targets (decision 0044): create discovers the --sim-fleet devices through the
+            simulator's discovery (each with its own name, lock-N, sensor-N or meter-N, and RSSI)
+            and keeps those every given --target-* and --min-rssi kind accepts (any entry of a
+            kind; every kind given); the campaign records the criteria and why each device
+            matched. No device matching is an error (exit 2).
+
+            A device whose battery the preflight reads below --min-battery is deferred: not
+            failed, no attempt spent, looked at again later in the run; one still low when the
+            run ends is reported skipped (battery 12% < 30%). Skipped devices count as not updated
+            for --success and not as failed for --abort-at; a stage short of --success only by
+            skipped devices holds the campaign (still running) instead of aborting it.
+
+            Outside --window a run starts nothing; once the window closes no attempt starts
+            (those under way finish). Running again later goes on.
+
             Campaigns run on simulated fleets so far (decision 0035); real devices through BlueZ
             are not built yet.
 
             exit codes: 0 every device updated (status: campaign completed), 1 aborted or some
-            device failed, 2 usage, 3 the campaign file or image is missing, damaged or changed,
-            130 interrupted (run again to go on)
+            device failed, 2 usage or no device matching the targets, 3 the campaign file, target
+            list or image is missing, damaged or changed, 75 not finished, run again later
+            (outside the window, the window closed, or devices skipped for their battery), 130
+            interrupted (run again to go on)
             """
     )
 
@@ -80,7 +117,10 @@ enum CampaignCommand: Command {
             } else if positionals.count > 2 {
                 throw UsageError("'ota campaign \(action)' takes no IMAGE", command: "campaign")
             }
-            let createOnly = ["--protocol", "--sim-fleet", "--sim-profile", "--stages", "--attempts", "--abort-at", "--success", "--name"]
+            let createOnly = [
+                "--protocol", "--sim-fleet", "--sim-profile", "--stages", "--attempts", "--abort-at", "--success", "--name", "--target-family",
+                "--target-name", "--target-address", "--target-list", "--min-rssi", "--catalog", "--min-battery", "--window",
+            ]
             let runOnly = ["--adapter-limit", "--sim-state", "--lease", "--seed", "--gateway"]
             for option in createOnly where action != "create" && arguments.value(option) != nil {
                 throw UsageError("\(option) applies to 'ota campaign create'", command: "campaign")
@@ -89,9 +129,9 @@ enum CampaignCommand: Command {
                 throw UsageError("\(option) applies to 'ota campaign run'", command: "campaign")
             }
             switch action {
-            case "create": return try create(arguments, file: positionals[1], image: positionals[2], streams: streams, environment: environment)
+            case "create": return try await create(arguments, file: positionals[1], image: positionals[2], streams: streams, environment: environment)
             case "run": return try await runCampaign(arguments, file: positionals[1], streams: streams, environment: environment)
-            default: return try status(file: positionals[1], json: arguments.flag("--json"), streams: streams)
+            default: return try status(file: positionals[1], json: arguments.flag("--json"), streams: streams, clock: environment.campaignClock)
             }
         } catch {
             return UpdateCommand.fail(error, streams: streams)
@@ -102,7 +142,7 @@ enum CampaignCommand: Command {
 
     private static func create(
         _ arguments: ParsedArguments, file: String, image path: String, streams: any OutputStreams, environment: ToolEnvironment
-    ) throws -> ExitCode {
+    ) async throws -> ExitCode {
         guard let protocolName = arguments.value("--protocol") else {
             throw UsageError(
                 "'ota campaign create' needs --protocol NAME (\(environment.registry.inRegistrationOrder.map(\.name).joined(separator: ", ")))",
@@ -112,7 +152,7 @@ enum CampaignCommand: Command {
             throw UsageError(
                 "'ota campaign create' needs --sim-fleet N: campaigns run on simulated fleets so far (real devices are not built yet)", command: "campaign")
         }
-        let count = try UpdatePlan.integer(countText, option: "--sim-fleet", in: 1...10_000, command: "campaign")
+        _ = try UpdatePlan.integer(countText, option: "--sim-fleet", in: 1...10_000, command: "campaign")
         let attempts = try arguments.value("--attempts").map { text throws(UsageError) in
             try UpdatePlan.integer(text, option: "--attempts", in: 1...100, command: "campaign")
         }
@@ -121,11 +161,17 @@ enum CampaignCommand: Command {
         }
         let abortAt = try arguments.value("--abort-at").map { text throws(UsageError) in try percentage(text, option: "--abort-at") } ?? 0.2
         let success = try arguments.value("--success").map { text throws(UsageError) in try percentage(text, option: "--success") } ?? 0.9
+        let minimumBattery = try arguments.value("--min-battery").map { text throws(UsageError) in
+            Int((try percentage(text, option: "--min-battery") * 100).rounded())
+        }
+        let window: CampaignWindow?
         let descriptor: ProtocolDescriptor
         let profile: DeviceProfile
+        let selection = try targets(arguments)
         do throws(OTAError) {
+            window = try arguments.value("--window").map { text throws(OTAError) in try CampaignWindow(parsing: text) }
             descriptor = try environment.registry.descriptor(named: protocolName)
-            profile = try DeviceProfile.named(arguments.value("--sim-profile") ?? "nrf52840-mtu244-2m")
+            profile = try DeviceProfile.named(arguments.value("--sim-profile") ?? SimulatedCampaignFleet.defaultProfile)
         } catch {
             throw UsageError(error.message, command: "campaign")
         }
@@ -133,38 +179,106 @@ enum CampaignCommand: Command {
         guard image.count <= profile.slotSize else {
             throw OTAError(.imageTooLarge, "\(path) is \(image.count) bytes, larger than the \(profile.slotSize)-byte update slot of \(profile.name)")
         }
-        let addresses = SimulatedCampaignFleet.addresses(profile: profile, count: count)
+        var selected = try await discover(arguments, selection: selection, environment: environment)
+        if let list = arguments.value("--target-list") {
+            if !selected.unheardListEntries.isEmpty {
+                let shown = selected.unheardListEntries.prefix(5).map(MessageText.name).joined(separator: ", ")
+                let more = selected.unheardListEntries.count > 5 ? " and \(selected.unheardListEntries.count - 5) more" : ""
+                streams.err("ota campaign: note: \(selected.unheardListEntries.count) entries of \(list) were not discovered: \(shown)\(more)\n")
+            }
+            selected.unheardListEntries = []
+        }
+        let addresses = selected.devices.map(\.address)
         let plan = try CampaignPlan(
             name: arguments.value("--name") ?? URL(fileURLWithPath: path).lastPathComponent, protocolName: descriptor.name,
             image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, describing: image),
             stages: try CampaignPlan.stages(of: addresses, endingAt: stages), maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
-            successThreshold: success)
+            successThreshold: success, selection: selected.record, minimumBattery: minimumBattery, window: window)
         let name: String
         if PostgreSQLCampaignStore.isURI(file) {
             name = try PostgreSQLCampaignStore.create(uri: file, plan: plan).label
         } else {
-            _ = try SQLiteCampaignStore.create(at: file, plan: plan)
+            _ = try SQLiteCampaignStore.create(at: file, plan: plan, leaseClock: environment.campaignClock)
             name = file
         }
+        let devices = plan.devices.count
         if arguments.flag("--json") {
-            JSONRenderer(streams: streams).emit(
-                ["event": .string("created"), "campaign": .string(name), "devices": .number(Double(count)), "stages": .number(Double(plan.stages.count))])
+            var object: [String: JSONValue] = [
+                "event": .string("created"), "campaign": .string(name), "devices": .number(Double(devices)), "stages": .number(Double(plan.stages.count)),
+                "discovered": .number(Double(selected.record.discovered)), "targets": .string(selected.record.criteria),
+            ]
+            if let minimumBattery { object["minBattery"] = .number(Double(minimumBattery)) }
+            if let window { object["window"] = .string(window.description) }
+            JSONRenderer(streams: streams).emit(object)
         } else {
+            let chosen = selection.isEmpty ? "" : " (\(selected.record.criteria): \(devices) of \(selected.record.discovered) discovered)"
             streams.out(
-                "created \(name): \(plan.name), \(count) simulated \(profile.name) devices by \(descriptor.name) in \(plan.stages.count) stage\(plan.stages.count == 1 ? "" : "s") (\(plan.stages.map { "\($0.devices.count)" }.joined(separator: ", "))); run it with 'ota campaign run \(name)'\n"
+                "created \(name): \(plan.name), \(devices) simulated \(profile.name) devices\(chosen) by \(descriptor.name) in \(plan.stages.count) stage\(plan.stages.count == 1 ? "" : "s") (\(plan.stages.map { "\($0.devices.count)" }.joined(separator: ", "))); run it with 'ota campaign run \(name)'\n"
             )
         }
         return .success
     }
 
+    /// The `--target-*` and `--min-rssi` criteria, checked.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a bad pattern or RSSI,
+    ///   ``OTAError/Code/storage`` for a list file that cannot be read.
+    private static func targets(_ arguments: ParsedArguments) throws(OTAError) -> CampaignTargetSelection {
+        var selection = CampaignTargetSelection()
+        selection.families = arguments.values["--target-family"] ?? []
+        selection.namePatterns = try (arguments.values["--target-name"] ?? []).map { text throws(OTAError) in
+            try CampaignTargetSelection.pattern(text, option: "--target-name")
+        }
+        selection.addressPatterns = try (arguments.values["--target-address"] ?? []).map { text throws(OTAError) in
+            try CampaignTargetSelection.pattern(text, option: "--target-address")
+        }
+        if let text = arguments.value("--min-rssi") {
+            guard let rssi = Int(text), (-127...20).contains(rssi) else {
+                throw OTAError(.invalidParameter, "--min-rssi '\(MessageText.name(text))' is not a signal strength in dBm between -127 and 20 (e.g. -75)")
+            }
+            selection.minimumRSSI = rssi
+        }
+        if let path = arguments.value("--target-list") {
+            let contents: String
+            do {
+                contents = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw OTAError(.storage, "\(MessageText.name(path)): cannot read the target list (\(error.localizedDescription))")
+            }
+            selection.list = try CampaignTargetSelection.listEntries(contents, source: path)
+            selection.listSource = path
+        }
+        return selection
+    }
+
+    /// The devices the simulator's discovery finds for `--sim-fleet` (as `ota scan` hears the
+    /// simulated fleet), selected by `selection` against the catalog.
+    private static func discover(
+        _ arguments: ParsedArguments, selection: CampaignTargetSelection, environment: ToolEnvironment
+    ) async throws -> CampaignSelection {
+        let catalog = try environment.catalog(adding: arguments.values["--catalog"] ?? [])
+        let scanner: any DeviceScanner
+        do throws(OTAError) {
+            scanner = try environment.transports.provider(named: "sim").scanner(options: TransportOptions(arguments.values))
+        } catch {
+            throw UsageError(error.message, command: "campaign")
+        }
+        let heard = try await scanner.listen(for: .seconds(5))
+        do throws(OTAError) {
+            return try selection.select(from: heard, catalog: catalog)
+        } catch {
+            throw UsageError(error.message, command: "campaign")
+        }
+    }
+
     /// The campaign at `location`, a file or a PostgreSQL URI, and its name for messages (a URI's
     /// password masked).
-    private static func open(_ location: String) throws(OTAError) -> (store: any CampaignStore, name: String) {
+    private static func open(_ location: String, clock: any CampaignLeaseClock) throws(OTAError) -> (store: any CampaignStore, name: String) {
         if PostgreSQLCampaignStore.isURI(location) {
             let store = try PostgreSQLCampaignStore.open(uri: location)
             return (store, store.label)
         }
-        return (try SQLiteCampaignStore.open(location), location)
+        return (try SQLiteCampaignStore.open(location, leaseClock: clock), location)
     }
 
     /// "20%" or "20" → 0.2; 0 < share ≤ 100 %.
@@ -204,7 +318,7 @@ enum CampaignCommand: Command {
                 "'ota campaign run' with a PostgreSQL URI needs --sim-state DIR: where the simulated devices are kept, shared by every gateway",
                 command: "campaign")
         }
-        let (store, name) = try open(file)
+        let (store, name) = try open(file, clock: environment.campaignClock)
         let snapshot = try store.snapshot()
         let plan = snapshot.plan
         guard snapshot.phase == .running else {
@@ -230,19 +344,31 @@ enum CampaignCommand: Command {
         // Unique per process by default: two runs under one name would take each other's leases.
         let gateway = arguments.value("--gateway") ?? "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
         let leaseDuration = Duration.seconds(lease ?? 30)
-        let runner = CampaignRunner(engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway, lease: leaseDuration)
+        let runner = CampaignRunner(
+            engine: UpdateEngine(clock: fleet.simulation.clock), gateway: gateway, leaseClock: environment.campaignClock, lease: leaseDuration)
         // The leases are renewed on the wall clock, outside the simulation's virtual time.
         let heartbeat = Task { await CampaignHeartbeat(store: store, gateway: gateway, lease: leaseDuration).run() }
         defer { heartbeat.cancel() }
+        if let window = plan.window, !window.contains(environment.campaignClock.now) {
+            // Nothing to start: one line, before any device is made.
+            let opens = window.opening(after: environment.campaignClock.now)
+            let stop = CampaignRunStop.outsideWindow(window: window, opens: opens)
+            if json {
+                report(.stopped(stop, detail: stop.detail(snapshot)), json: true, streams: streams)
+            } else {
+                streams.err("ota campaign: \(name): \(stop.detail(snapshot)); run it again then\n")
+            }
+            return .tryLater
+        }
         if !json {
             let left = snapshot.devices.filter { $0.state != .completed && $0.state != .failed }.count
             streams.out(
                 "campaign \(plan.name): \(left) of \(plan.devices.count) devices to go, \(limit ?? 4) at a time through the simulated adapter of \(gateway)\n")
         }
-        let result: CampaignSnapshot
+        let result: CampaignRunResult
         do {
-            result = try await fleet.simulation.run { () async throws -> CampaignSnapshot in
-                try await runner.run(store, fleet: fleet) { event in report(event, json: json, streams: streams) }
+            result = try await fleet.simulation.run { () async throws -> CampaignRunResult in
+                try await runner.execute(store, fleet: fleet) { event in report(event, json: json, streams: streams) }
             }
         } catch {
             let failure = OTAError.wrapping(error, context: "the campaign")
@@ -250,8 +376,8 @@ enum CampaignCommand: Command {
             streams.err("ota: interrupted: the campaign is saved in \(name); run 'ota campaign run \(name)' again to go on\n")
             return .interrupted
         }
-        try render(result, file: name, json: json, streams: streams)
-        return exitCode(result)
+        try render(result.snapshot, file: name, json: json, streams: streams)
+        return result.stop == nil ? exitCode(result.snapshot) : .tryLater
     }
 
     private static func report(_ event: CampaignRunner.Event, json: Bool, streams: any OutputStreams) {
@@ -269,6 +395,21 @@ enum CampaignCommand: Command {
                 case .failed(let message, let final):
                     object.merge(["state": .string(final ? "failed" : "retry"), "error": .string(message)]) { $1 }
                 }
+            case .deferred(let device, let attempt, let battery):
+                object = [
+                    "event": .string("deferred"), "device": .string(device), "attempt": .number(Double(attempt)),
+                    "battery": .number(Double(battery.level)), "minBattery": .number(Double(battery.minimum)),
+                ]
+            case .stopped(let stop, let detail):
+                object = ["event": .string("stopped"), "detail": .string(detail)]
+                switch stop {
+                case .outsideWindow(_, let opens):
+                    object.merge(["reason": .string("outside-window"), "opens": .string(ISO8601DateFormatter().string(from: opens))]) { $1 }
+                case .windowClosed(_, let opens):
+                    object.merge(["reason": .string("window-closed"), "opens": .string(ISO8601DateFormatter().string(from: opens))]) { $1 }
+                case .batteryHeld:
+                    object["reason"] = .string("battery")
+                }
             case .ended(let phase, let detail):
                 object = ["event": .string("ended"), "phase": .string(phase.rawValue), "detail": .string(detail)]
             }
@@ -280,6 +421,10 @@ enum CampaignCommand: Command {
             streams.out("stage \(stage + 1), batch \(round): \(devices) device\(devices == 1 ? "" : "s") claimed\n")
         case .finished(let device, let attempt, .failed(let message, let final)):
             streams.out("  \(device): attempt \(attempt) failed\(final ? " (its last)" : ""): \(message)\n")
+        case .deferred(let device, let attempt, let battery):
+            streams.out("  \(device): deferred before attempt \(attempt) (\(battery.summary)); no attempt spent\n")
+        case .stopped(_, let detail):
+            streams.out("campaign paused: \(detail)\n")
         case .ended(let phase, let detail):
             streams.out("campaign \(phase.rawValue): \(detail)\n")
         default:
@@ -289,8 +434,8 @@ enum CampaignCommand: Command {
 
     // MARK: - status
 
-    private static func status(file: String, json: Bool, streams: any OutputStreams) throws(OTAError) -> ExitCode {
-        let (store, name) = try open(file)
+    private static func status(file: String, json: Bool, streams: any OutputStreams, clock: any CampaignLeaseClock) throws(OTAError) -> ExitCode {
+        let (store, name) = try open(file, clock: clock)
         let snapshot = try store.snapshot()
         try render(snapshot, file: name, json: json, streams: streams)
         return snapshot.phase == .running ? .success : exitCode(snapshot)
@@ -303,7 +448,14 @@ enum CampaignCommand: Command {
                 .object([
                     "name": .string(stage.name), "devices": .number(Double(stage.devices)), "completed": .number(Double(stage.completed)),
                     "failed": .number(Double(stage.failed)), "remaining": .number(Double(stage.remaining)),
+                    "skipped": .number(Double(stage.deferred)),
                 ])
+            }
+            let skippedObjects: [JSONValue] = snapshot.devices.filter { $0.state == .deferred }.map { device in
+                var object: [String: JSONValue] = ["device": .string(device.address), "detail": .string(skipped(device, plan: snapshot.plan))]
+                if let level = device.battery { object["battery"] = .number(Double(level)) }
+                if let minimum = snapshot.plan.minimumBattery { object["minBattery"] = .number(Double(minimum)) }
+                return .object(object)
             }
             let failedObjects: [JSONValue] = snapshot.devices.filter { $0.state == .failed }.map { device in
                 .object(["device": .string(device.address), "attempts": .number(Double(device.attempts)), "error": .string(device.lastError ?? "")])
@@ -315,17 +467,44 @@ enum CampaignCommand: Command {
             object["devices"] = .number(Double(snapshot.devices.count))
             object["stages"] = .array(stageObjects)
             object["failedDevices"] = .array(failedObjects)
+            object["skippedDevices"] = .array(skippedObjects)
+            if let selection = snapshot.plan.selection {
+                object["targets"] = .string(selection.criteria)
+                object["discovered"] = .number(Double(selection.discovered))
+            }
+            if let minimum = snapshot.plan.minimumBattery { object["minBattery"] = .number(Double(minimum)) }
+            if let window = snapshot.plan.window { object["window"] = .string(window.description) }
             JSONRenderer(streams: streams).emit(object)
             return
         }
         streams.out(
             "\(file): \(snapshot.plan.name) by \(snapshot.plan.protocolName), \(snapshot.phase.rawValue)\(snapshot.phaseDetail.map { ": \($0)" } ?? "")\n")
+        if let selection = snapshot.plan.selection {
+            streams.out("  targets: \(selection.criteria) (\(snapshot.devices.count) of \(selection.discovered) discovered)\n")
+        }
+        if snapshot.plan.minimumBattery != nil || snapshot.plan.window != nil {
+            let battery = snapshot.plan.minimumBattery.map { "battery at least \($0)%" }
+            let window = snapshot.plan.window.map { "attempts start \($0)" }
+            streams.out("  gates: \([battery, window].compactMap { $0 }.joined(separator: ", "))\n")
+        }
         for stage in stages {
-            streams.out("  stage \(stage.name): \(stage.completed) updated, \(stage.failed) failed, \(stage.remaining) to go (of \(stage.devices))\n")
+            let skipped = stage.deferred > 0 ? ", \(stage.deferred) skipped for battery" : ""
+            streams.out(
+                "  stage \(stage.name): \(stage.completed) updated, \(stage.failed) failed\(skipped), \(stage.remaining - stage.deferred) to go (of \(stage.devices))\n"
+            )
         }
         for device in snapshot.devices where device.state == .failed {
             streams.out("  failed: \(device.address) after \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"): \(device.lastError ?? "")\n")
         }
+        for device in snapshot.devices where device.state == .deferred {
+            streams.out("  \(device.address): \(skipped(device, plan: snapshot.plan))\n")
+        }
+    }
+
+    /// "skipped (battery 12% < 30%)": a device deferred for its battery, as reports show it.
+    private static func skipped(_ device: CampaignDeviceRecord, plan: CampaignPlan) -> String {
+        guard let level = device.battery, let minimum = plan.minimumBattery else { return "skipped (battery low)" }
+        return "skipped (\(BatteryBelowMinimum(level: level, minimum: minimum).summary))"
     }
 
     private static func exitCode(_ snapshot: CampaignSnapshot) -> ExitCode {

@@ -16,6 +16,10 @@ public enum ExitCode: Int32, Sendable {
     case deviceUnavailable = 4
     /// The link dropped, stalled or timed out; running again resumes or restarts.
     case linkFailed = 5
+    /// A campaign run that stopped with nothing wrong and the campaign not finished: outside its
+    /// window, its window closed, or only devices skipped for their battery are left. Run it
+    /// again later (EX_TEMPFAIL of sysexits.h).
+    case tryLater = 75
     /// Interrupted by Ctrl-C; the device keeps what it received.
     case interrupted = 130
     /// A bug in the tool.

@@ -50,9 +50,19 @@ public struct SimulatorTransportProvider: TransportProvider {
         }
     }
 
-    /// Lists the fleet, each device with what its firmware advertises.
-    public func scanner(options: TransportOptions) -> any DeviceScanner {
-        SimulatedFleetScanner(provider: self)
+    /// Lists the fleet, each device with what its firmware advertises; with `--sim-fleet N`
+    /// (`ota campaign create`), the N devices of a campaign to be instead: `sim:PROFILE/1…N` of
+    /// `--sim-profile` running `--protocol`'s firmware, each with its own name and RSSI.
+    ///
+    /// - Throws: ``OTAError/Code/invalidParameter`` for a bad `--sim-fleet`, profile or protocol.
+    public func scanner(options: TransportOptions) throws(OTAError) -> any DeviceScanner {
+        guard let countText = options.value("--sim-fleet") else { return SimulatedFleetScanner(provider: self) }
+        guard let count = Int(countText), (1...10_000).contains(count) else {
+            throw OTAError(.invalidParameter, "--sim-fleet '\(MessageText.name(countText))' is not a whole number in 1...10000")
+        }
+        let profile = try DeviceProfile.named(options.value("--sim-profile") ?? SimulatedCampaignFleet.defaultProfile)
+        let descriptor = try registry.descriptor(named: options.value("--protocol") ?? "")
+        return try SimulatedCampaignScanner(count: count, profile: profile, descriptor: descriptor)
     }
 }
 

@@ -32,6 +32,9 @@ public struct ToolEnvironment: Sendable {
     /// The device `update` and `abort` use when `--device` is not given; `scan` lists its
     /// transport's devices unless `--transport` says otherwise.
     public var defaultDevice: String
+    /// The wall clock `ota campaign` reads a campaign's window and a SQLite campaign's leases
+    /// on (the system's by default); a test puts "now" anywhere with its own.
+    public var campaignClock: any CampaignLeaseClock = WallLeaseClock()
 
     /// Creates an environment; `builtInCatalogs` and `additionalFleet` add to what `registry`'s
     /// descriptors bring.

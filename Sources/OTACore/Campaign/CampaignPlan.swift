@@ -18,15 +18,28 @@ public struct CampaignPlan: Sendable, Hashable {
     /// The share of a stage's devices (0…1) that may fail for good before the campaign stops.
     public var abortFailureRate: Double
     /// The share of a stage's devices (0…1) that must be updated before the next stage starts.
+    /// A device skipped for its battery counts as not updated here and not as failed for
+    /// ``abortFailureRate``; a stage short of this only because of such devices holds the
+    /// campaign (it stays running) instead of aborting it (decision 0044).
     public var successThreshold: Double
+    /// How the devices were chosen from those discovery found; `nil` for a fleet named outright
+    /// (`--sim-fleet N` with no criteria) or a plan made before selections were recorded.
+    public var selection: CampaignSelectionRecord?
+    /// The battery level, 0–100 %, below which an attempt is deferred rather than started
+    /// (read by the preflight before any byte is written); `nil` checks none.
+    public var minimumBattery: Int?
+    /// The hours attempts may start in; `nil`: any time.
+    public var window: CampaignWindow?
 
     /// Creates a plan, checking it.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for no devices, a device in two stages, an
-    ///   empty stage, attempts below 1 or a rate outside 0…1, with a one-line message.
+    ///   empty stage, attempts below 1, a rate outside 0…1 or a battery level outside 0…100,
+    ///   with a one-line message.
     public init(
         name: String, protocolName: String, image: CampaignImage, stages: [CampaignStage], maximumAttempts: Int = 3,
-        abortFailureRate: Double = 0.2, successThreshold: Double = 0.9
+        abortFailureRate: Double = 0.2, successThreshold: Double = 0.9, selection: CampaignSelectionRecord? = nil, minimumBattery: Int? = nil,
+        window: CampaignWindow? = nil
     ) throws(OTAError) {
         guard !stages.isEmpty, stages.allSatisfy({ !$0.devices.isEmpty }) else {
             throw OTAError(.invalidParameter, "a campaign needs at least one device in every stage")
@@ -39,6 +52,12 @@ public struct CampaignPlan: Sendable, Hashable {
         guard (0...1).contains(abortFailureRate), (0...1).contains(successThreshold) else {
             throw OTAError(.invalidParameter, "the abort and success rates are shares between 0 and 1 (0% and 100%)")
         }
+        if let minimumBattery, !(0...100).contains(minimumBattery) {
+            throw OTAError(.invalidParameter, "the minimum battery is a level between 0% and 100%, not \(minimumBattery)%")
+        }
+        self.selection = selection
+        self.minimumBattery = minimumBattery
+        self.window = window
         self.name = name
         self.protocolName = protocolName
         self.image = image

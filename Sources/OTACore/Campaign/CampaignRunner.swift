@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Runs a campaign from its store to its end, and can be stopped at any point: run it again
@@ -30,6 +31,12 @@ public struct CampaignRunner: Sendable {
     public var lease: Duration
     /// Devices claimed at a time; `nil`: twice the adapters' connections.
     public var claimLimit: Int?
+    /// How many more times, per stage and run, the devices deferred for their battery are looked
+    /// at once the stage has nothing else to start (default 2).
+    public var batteryRechecks = 2
+    /// The wait, on the engine's clock, before looking again at devices this run deferred
+    /// (default 10 minutes).
+    public var batteryRecheckDelay: Duration = .seconds(600)
 
     /// Creates a runner.
     public init(
@@ -53,11 +60,17 @@ public struct CampaignRunner: Sendable {
         case started(device: String, attempt: Int, adapter: String)
         /// That attempt ended.
         case finished(device: String, attempt: Int, outcome: CampaignAttemptOutcome)
+        /// That attempt did not go on: the battery is below the plan's minimum; the device is
+        /// deferred, no attempt spent.
+        case deferred(device: String, attempt: Int, battery: BatteryBelowMinimum)
+        /// The run stopped before the campaign ended; it is still running (run again later).
+        case stopped(CampaignRunStop, detail: String)
         /// The campaign ended.
         case ended(CampaignPhase, detail: String)
     }
 
-    /// Runs the campaign in `store` on `fleet` until it completes or aborts.
+    /// Runs the campaign in `store` on `fleet` until it completes or aborts, or the run stops
+    /// short of that (``execute(_:fleet:observe:)`` says why).
     ///
     /// - Parameters:
     ///   - fleet: the devices, by address, and the adapters that reach them.
@@ -69,20 +82,72 @@ public struct CampaignRunner: Sendable {
     public func run(
         _ store: any CampaignStore, fleet: any CampaignFleet, observe: (@Sendable (Event) -> Void)? = nil
     ) async throws(OTAError) -> CampaignSnapshot {
+        try await execute(store, fleet: fleet, observe: observe).snapshot
+    }
+
+    /// Runs the campaign in `store` on `fleet` until it completes or aborts, or its window
+    /// closes, or only devices deferred for their battery are left after their rechecks.
+    ///
+    /// Outside the plan's window nothing starts; once it closes no attempt starts (those under
+    /// way finish). A device whose battery the preflight reads below the plan's minimum is
+    /// deferred (no attempt spent) and looked at again, up to ``batteryRechecks`` times, once
+    /// its stage has nothing else to start, after ``batteryRecheckDelay``. A stage that misses its
+    /// success threshold only because of deferred devices holds the campaign: it stays running
+    /// (decision 0044).
+    ///
+    /// - Returns: the campaign as recorded, and why the run stopped before the campaign ended.
+    /// - Throws: as ``run(_:fleet:observe:)``.
+    public func execute(
+        _ store: any CampaignStore, fleet: any CampaignFleet, observe: (@Sendable (Event) -> Void)? = nil
+    ) async throws(OTAError) -> CampaignRunResult {
         let initial = try store.snapshot()
-        guard initial.phase == .running else { return initial }
+        guard initial.phase == .running else { return CampaignRunResult(snapshot: initial, stop: nil) }
         let plan = initial.plan
         var progress = CampaignProgress(phase: initial.phase, stages: initial.stages)
         let limit = max(1, claimLimit ?? 2 * fleet.adapters.reduce(0) { $0 + $1.connectionLimit })
         // Waits for other gateways are short, so a simulation sees the wake-ups.
         let poll = min(lease / 4, .milliseconds(500))
+        var engine = self.engine
+        if let minimum = plan.minimumBattery {
+            engine.configuration.preflight.readsStandardServices = true
+            engine.configuration.preflight.minimumBattery = PreflightPolicy.BatteryRequirement(percent: minimum, source: "the campaign's --min-battery")
+        }
+        var startedAny = false
+        /// Ends the run early: the campaign stays running.
+        func stopped(_ stop: CampaignRunStop) throws(OTAError) -> CampaignRunResult {
+            let result = try store.snapshot()
+            observe?(.stopped(stop, detail: stop.detail(result)))
+            return CampaignRunResult(snapshot: result, stop: stop)
+        }
         for (index, stage) in plan.stages.enumerated() {
             var round = 0
+            var rechecks = 0
+            // Whether this run deferred a device of this stage: its recheck waits first.
+            let deferredHere = DeferralFlag()
             while true {
                 let status = progress.stages[index]
                 if status.remaining == 0 { break }
                 if Double(status.failed) > plan.abortFailureRate * Double(status.devices) { break }
-                let claimed = try store.claim(stage: index, limit: limit, gateway: gateway, lease: lease)
+                let onlyDeferred = status.remaining == status.deferred
+                if onlyDeferred {
+                    guard rechecks < batteryRechecks else { break }
+                    rechecks += 1
+                    if deferredHere.isSet {
+                        do {
+                            try await engine.clock.sleep(for: batteryRecheckDelay)
+                        } catch {
+                            throw OTAError(.cancelled, "stopped while waiting to look at low batteries again")
+                        }
+                    }
+                }
+                if let window = plan.window {
+                    let now = leaseClock.now
+                    if !window.contains(now) {
+                        let opens = window.opening(after: now)
+                        return try stopped(startedAny ? .windowClosed(window: window, opens: opens) : .outsideWindow(window: window, opens: opens))
+                    }
+                }
+                let claimed = try store.claim(stage: index, limit: limit, gateway: gateway, lease: lease, includingDeferred: onlyDeferred)
                 for record in claimed where record.lastError == Self.stoppedDuringAttempt {
                     // The open attempt the claim closed (this gateway's previous run, or a gateway whose lease expired).
                     observe?(
@@ -90,9 +155,10 @@ public struct CampaignRunner: Sendable {
                 }
                 if claimed.isEmpty {
                     progress = try store.progress()
-                    guard progress.phase == .running else { return try store.snapshot() }
+                    guard progress.phase == .running else { return CampaignRunResult(snapshot: try store.snapshot(), stop: nil) }
                     let status = progress.stages[index]
                     if status.remaining == 0 { break }
+                    if status.remaining == status.deferred { continue }
                     // Other gateways hold the rest: wait for them, or for their leases to expire.
                     do {
                         try await leaseClock.sleep(for: poll)
@@ -111,9 +177,10 @@ public struct CampaignRunner: Sendable {
                     }
                 }
                 observe?(.round(stage: index, round: round, devices: claimed.count))
-                try await attempt(claimed, plan: plan, store: store, fleet: fleet, observe: observe)
+                startedAny = true
+                try await attempt(claimed, plan: plan, engine: engine, store: store, fleet: fleet, deferred: deferredHere, observe: observe)
                 progress = try store.progress()
-                guard progress.phase == .running else { return try store.snapshot() }
+                guard progress.phase == .running else { return CampaignRunResult(snapshot: try store.snapshot(), stop: nil) }
             }
             let status = progress.stages[index]
             let failedShare = Double(status.failed) / Double(status.devices)
@@ -123,31 +190,40 @@ public struct CampaignRunner: Sendable {
                 reason =
                     "stage \(stage.name): \(status.failed) of \(status.devices) devices failed (\(percent(failedShare))), above the abort threshold of \(percent(plan.abortFailureRate))"
             } else if updatedShare < plan.successThreshold {
+                if status.deferred > 0, Double(status.completed + status.deferred) >= plan.successThreshold * Double(status.devices) {
+                    // Short of the threshold only by devices waiting for their batteries: hold, do not abort.
+                    return try stopped(.batteryHeld(stage: index))
+                }
+                let skipped = status.deferred > 0 ? ", \(status.deferred) skipped for their battery" : ""
                 reason =
-                    "stage \(stage.name): \(status.completed) of \(status.devices) devices updated (\(percent(updatedShare))), below the \(percent(plan.successThreshold)) needed to go on"
+                    "stage \(stage.name): \(status.completed) of \(status.devices) devices updated (\(percent(updatedShare)))\(skipped), below the \(percent(plan.successThreshold)) needed to go on"
             }
             if let reason {
                 let detail = index + 1 < plan.stages.count ? reason + "; later stages not started" : reason
                 try store.finish(.aborted, detail: detail, gateway: gateway)
                 let result = try store.snapshot()
                 observe?(.ended(result.phase, detail: result.phaseDetail ?? detail))
-                return result
+                return CampaignRunResult(snapshot: result, stop: nil)
             }
+        }
+        if progress.stages.contains(where: { $0.deferred > 0 }) {
+            return try stopped(.batteryHeld(stage: nil))
         }
         let detail = "\(progress.stages.reduce(0) { $0 + $1.completed }) of \(plan.devices.count) devices updated"
         try store.finish(.completed, detail: detail, gateway: gateway)
         let result = try store.snapshot()
         observe?(.ended(result.phase, detail: result.phaseDetail ?? detail))
-        return result
+        return CampaignRunResult(snapshot: result, stop: nil)
     }
 
     /// What the history and the device record say of an attempt its gateway left open.
     public static let stoppedDuringAttempt = "the previous run stopped during this attempt"
 
-    /// One round: one attempt on each of `records`, recorded as they start and end.
+    /// One round: one attempt on each of `records`, recorded as they start and end; an attempt
+    /// the preflight refused for the battery is recorded as deferred.
     private func attempt(
-        _ records: [CampaignDeviceRecord], plan: CampaignPlan, store: any CampaignStore, fleet: any CampaignFleet,
-        observe: (@Sendable (Event) -> Void)?
+        _ records: [CampaignDeviceRecord], plan: CampaignPlan, engine: UpdateEngine, store: any CampaignStore, fleet: any CampaignFleet,
+        deferred: DeferralFlag, observe: (@Sendable (Event) -> Void)?
     ) async throws(OTAError) {
         var devices: [FleetDevice] = []
         for record in records { devices.append(try fleet.device(record.address)) }
@@ -174,6 +250,13 @@ public struct CampaignRunner: Sendable {
                     let address = records[device].address
                     // What the device holds must be kept before its outcome is recorded.
                     try fleet.attemptEnded(address)
+                    if case .failure(let error) = result, let battery = BatteryBelowMinimum.cause(of: error) {
+                        // Nothing was written: not a failure, and no attempt spent.
+                        try store.attemptDeferred(device: address, attempt: attempt, gateway: gateway, battery: battery)
+                        deferred.set()
+                        observe?(.deferred(device: address, attempt: attempt, battery: battery))
+                        return
+                    }
                     let outcome: CampaignAttemptOutcome
                     switch result {
                     case .success(let report):
@@ -232,6 +315,64 @@ public protocol CampaignFleet: Sendable {
 extension CampaignFleet {
     /// Nothing to keep: the device holds its own flash.
     public func attemptEnded(_ address: String) throws(OTAError) {}
+}
+
+/// What a run did: the campaign as recorded at its end, and why the run stopped before the
+/// campaign ended, if it did.
+public struct CampaignRunResult: Sendable, Hashable {
+    /// The campaign as recorded.
+    public var snapshot: CampaignSnapshot
+    /// Why the run stopped with the campaign still running; `nil` when the campaign ended.
+    public var stop: CampaignRunStop?
+
+    /// Describes a run.
+    public init(snapshot: CampaignSnapshot, stop: CampaignRunStop?) {
+        self.snapshot = snapshot
+        self.stop = stop
+    }
+}
+
+/// Why a run stopped with its campaign still running; running it again later goes on.
+public enum CampaignRunStop: Sendable, Hashable {
+    /// The run began outside the plan's window and started nothing.
+    case outsideWindow(window: CampaignWindow, opens: Date)
+    /// The window closed during the run: nothing started after it (attempts under way finished).
+    case windowClosed(window: CampaignWindow, opens: Date)
+    /// Only devices deferred for their battery are left (of stage `stage` when it holds the
+    /// campaign short of its success threshold; `nil` when every stage passed): they are
+    /// reported skipped.
+    case batteryHeld(stage: Int?)
+
+    /// One line for people, given the campaign as the run left it.
+    public func detail(_ snapshot: CampaignSnapshot) -> String {
+        switch self {
+        case .outsideWindow(let window, let opens):
+            return "outside the campaign's window \(window): nothing started; it opens at \(window.format(opens))"
+        case .windowClosed(let window, let opens):
+            let updated = snapshot.devices.filter { $0.state == .completed }.count
+            return
+                "the campaign's window \(window) closed: no attempt started after it, \(updated) of \(snapshot.devices.count) devices updated so far; it opens again at \(window.format(opens))"
+        case .batteryHeld(let stage):
+            let skipped = snapshot.devices.filter { $0.state == .deferred }.count
+            let minimum = snapshot.plan.minimumBattery.map { " below \($0)%" } ?? ""
+            let updated = snapshot.devices.filter { $0.state == .completed }.count
+            let held =
+                stage.map { index in
+                    "stage \(snapshot.plan.stages[index].name) holds (short of its \(CampaignPlan.percentText(snapshot.plan.successThreshold * 100)) only by skipped devices); "
+                } ?? ""
+            return
+                "\(held)\(updated) of \(snapshot.devices.count) devices updated, \(skipped) skipped for their battery\(minimum): run again once they have charged"
+        }
+    }
+}
+
+/// Whether a round deferred a device, read once the round is over.
+private final class DeferralFlag: Sendable {
+    private let value = Mutex(false)
+
+    var isSet: Bool { value.withLock { $0 } }
+
+    func set() { value.withLock { $0 = true } }
 }
 
 /// The first error a round's observer met, read once the round is over.

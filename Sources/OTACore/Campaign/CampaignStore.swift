@@ -35,8 +35,11 @@ public protocol CampaignStore: Sendable {
     /// gateway: that attempt is recorded as failed first (and a device with no attempt left is
     /// failed for good, not returned). Nothing is claimed once the campaign has ended.
     ///
-    /// - Returns: the devices now leased to `gateway`, each pending.
-    func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord]
+    /// With `includingDeferred`, devices deferred for their battery (``CampaignDeviceState/deferred``)
+    /// are claimed too, for another look at their battery; without, they are left alone.
+    ///
+    /// - Returns: the devices now leased to `gateway`, each pending or deferred.
+    func claim(stage: Int, limit: Int, gateway: String, lease: Duration, includingDeferred: Bool) throws(OTAError) -> [CampaignDeviceRecord]
 
     /// Extends every unexpired lease `gateway` holds to `lease` from now: its heartbeat.
     ///
@@ -55,6 +58,15 @@ public protocol CampaignStore: Sendable {
     ///
     /// - Throws: ``OTAError/Code/storage`` when `gateway` no longer holds the device's lease.
     func attemptFinished(device: String, attempt: Int, gateway: String, outcome: CampaignAttemptOutcome) throws(OTAError)
+
+    /// Records that attempt `attempt` on `device` did not go on because the device's battery is
+    /// below the campaign's minimum (read before any byte was written): the device is
+    /// ``CampaignDeviceState/deferred``, the attempt is not counted (its attempts go back to
+    /// `attempt - 1`), the level is kept, and its lease is released. A `deferred` row in the
+    /// history has the level and the minimum ("battery 12% < 30%").
+    ///
+    /// - Throws: ``OTAError/Code/storage`` when `gateway` no longer holds the device's lease.
+    func attemptDeferred(device: String, attempt: Int, gateway: String, battery: BatteryBelowMinimum) throws(OTAError)
 
     /// Records that the campaign ended; when several gateways finish it, the first one's verdict
     /// is kept.
@@ -108,6 +120,10 @@ public enum CampaignDeviceState: String, Sendable, Hashable {
     case completed
     /// Every allowed attempt failed.
     case failed
+    /// Its battery was below the campaign's minimum when an attempt was about to write: not
+    /// failed, no attempt spent; retried later in the run, or in a later run. Reported as
+    /// skipped when a run ends with it still low.
+    case deferred
 }
 
 /// How an attempt ended.
@@ -132,9 +148,18 @@ public struct CampaignDeviceRecord: Sendable, Hashable {
     public var lastError: String?
     /// The gateway that holds its lease, if one does (the lease may have expired).
     public var gateway: String?
+    /// The battery level its last deferral read, 0–100 %; `nil` when it was never deferred.
+    public var battery: Int?
+    /// Why it was selected (``CampaignSelectionRecord/reasons``), when the plan records it.
+    public var selectedBecause: String?
 
     /// Creates a record.
-    public init(address: String, stage: Int, state: CampaignDeviceState, attempts: Int, lastError: String?, gateway: String? = nil) {
+    public init(
+        address: String, stage: Int, state: CampaignDeviceState, attempts: Int, lastError: String?, gateway: String? = nil, battery: Int? = nil,
+        selectedBecause: String? = nil
+    ) {
+        self.battery = battery
+        self.selectedBecause = selectedBecause
         self.address = address
         self.stage = stage
         self.state = state
@@ -169,10 +194,12 @@ public struct CampaignSnapshot: Sendable, Hashable {
     /// - Parameter damaged: the store's error for what it holds that does not fit ("a device
     ///   row", or why ``CampaignPlan`` refuses the plan).
     /// - Throws: what `damaged` makes.
+    ///
+    /// The selection's reasons are read from each device's ``CampaignDeviceRecord/selectedBecause``.
     public init(
         restoring name: String, protocolName: String, image: CampaignImage, maximumAttempts: Int, abortFailureRate: Double,
         successThreshold: Double, stageNames: [String], devices: [CampaignDeviceRecord], phase: CampaignPhase, phaseDetail: String?,
-        damaged: (String) -> OTAError
+        selection: (criteria: String, discovered: Int)? = nil, minimumBattery: Int? = nil, window: String? = nil, damaged: (String) -> OTAError
     ) throws(OTAError) {
         var stageDevices = Array(repeating: [String](), count: stageNames.count)
         for device in devices {
@@ -184,7 +211,12 @@ public struct CampaignSnapshot: Sendable, Hashable {
             plan = try CampaignPlan(
                 name: name, protocolName: protocolName, image: image,
                 stages: zip(stageNames, stageDevices).map { CampaignStage(name: $0, devices: $1) }, maximumAttempts: maximumAttempts,
-                abortFailureRate: abortFailureRate, successThreshold: successThreshold)
+                abortFailureRate: abortFailureRate, successThreshold: successThreshold,
+                selection: selection.map { selection in
+                    CampaignSelectionRecord(
+                        criteria: selection.criteria, discovered: selection.discovered,
+                        reasons: Dictionary(devices.compactMap { device in device.selectedBecause.map { (device.address, $0) } }) { first, _ in first })
+                }, minimumBattery: minimumBattery, window: try window.map { text throws(OTAError) in try CampaignWindow(parsing: text) })
         } catch {
             throw damaged(error.message)
         }
@@ -197,7 +229,7 @@ public struct CampaignSnapshot: Sendable, Hashable {
             let records = devices.filter { $0.stage == index }
             return CampaignStageStatus(
                 name: plan.stages[index].name, devices: records.count, completed: records.filter { $0.state == .completed }.count,
-                failed: records.filter { $0.state == .failed }.count)
+                failed: records.filter { $0.state == .failed }.count, deferred: records.filter { $0.state == .deferred }.count)
         }
     }
 }
@@ -212,11 +244,14 @@ public struct CampaignStageStatus: Sendable, Hashable {
     public var completed: Int
     /// Devices that failed every allowed attempt.
     public var failed: Int
-    /// Devices still to update.
+    /// Devices deferred for their battery (part of ``remaining``).
+    public var deferred: Int
+    /// Devices still to update, the deferred ones included.
     public var remaining: Int { devices - completed - failed }
 
     /// Describes a stage's progress.
-    public init(name: String, devices: Int, completed: Int, failed: Int) {
+    public init(name: String, devices: Int, completed: Int, failed: Int, deferred: Int = 0) {
+        self.deferred = deferred
         self.name = name
         self.devices = devices
         self.completed = completed
@@ -245,6 +280,12 @@ extension CampaignStore {
         let snapshot = try snapshot()
         return CampaignProgress(phase: snapshot.phase, stages: snapshot.stages)
     }
+
+    /// Claims pending devices only, leaving deferred ones alone
+    /// (``claim(stage:limit:gateway:lease:includingDeferred:)``).
+    public func claim(stage: Int, limit: Int, gateway: String, lease: Duration) throws(OTAError) -> [CampaignDeviceRecord] {
+        try claim(stage: stage, limit: limit, gateway: gateway, lease: lease, includingDeferred: false)
+    }
 }
 
 /// One transition in a campaign's history.
@@ -255,7 +296,8 @@ public struct CampaignHistoryEntry: Sendable, Hashable {
     /// The device, for a device's transition.
     public var device: String?
     /// What happened: `created`, `leased`, `renewed`, `taken-over`, `started`, `completed`,
-    /// `failed`, `retry`, `campaign-completed`, `campaign-aborted`.
+    /// `failed`, `retry`, `deferred` (its detail "battery 12% < 30%"), `campaign-completed`,
+    /// `campaign-aborted`.
     public var event: String
     /// The attempt, for a device's transition.
     public var attempt: Int?

@@ -144,13 +144,16 @@ public struct Preflight: Sendable {
     /// firmware revision.
     public func check(_ information: DeviceInformation, reported: ReportedVersion? = nil) -> Findings {
         // Each problem with the advice that ends its refusal.
-        var problems: [(code: OTAError.Code, problem: String, advice: String)] = []
+        var problems: [(code: OTAError.Code, problem: String, advice: String, cause: (any Error & Sendable)?)] = []
         var findings = Findings()
         if let minimum = policy.minimumBattery {
             if let level = information.batteryLevel {
                 if level < minimum.percent {
                     problems.append(
-                        (.deviceNotReady, "battery at \(level)%, below the \(minimum.percent)% this update needs (\(minimum.source))", "charge the device"))
+                        (
+                            .deviceNotReady, "battery at \(level)%, below the \(minimum.percent)% this update needs (\(minimum.source))", "charge the device",
+                            BatteryBelowMinimum(level: level, minimum: minimum.percent)
+                        ))
                 }
             } else {
                 findings.notes.append("battery level unknown, so the \(minimum.percent)% minimum (\(minimum.source)) is not checked")
@@ -167,7 +170,7 @@ public struct Preflight: Sendable {
                         (
                             .incompatible,
                             "device hardware revision '\(revision)' does not match the package (\(declaration.declared))",
-                            "use firmware built for '\(revision)'"
+                            "use firmware built for '\(revision)'", nil
                         ))
                     continue
                 case .notComparable:
@@ -179,7 +182,7 @@ public struct Preflight: Sendable {
             switch declaration.whenUnknown {
             case .refuse:
                 problems.append(
-                    (.incompatible, "\(why), so the package's hardware (\(declaration.declared)) cannot be checked", "update a device that reports it"))
+                    (.incompatible, "\(why), so the package's hardware (\(declaration.declared)) cannot be checked", "update a device that reports it", nil))
             case .note(let checker):
                 findings.notes.append("\(why), so \(declaration.declared) is not compared here (\(checker))")
             }
@@ -207,11 +210,11 @@ public struct Preflight: Sendable {
                 findings.notes.append("\(why), so \(requirement.version) (\(requirement.source)) is not checked for a downgrade")
             }
         }
-        for (code, problem, advice) in problems {
+        for (code, problem, advice, cause) in problems {
             if policy.force {
                 findings.notes.append("\(problem); updating anyway (--force)")
             } else {
-                findings.refusals.append(OTAError(code, "\(problem); \(advice) or pass --force"))
+                findings.refusals.append(OTAError(code, "\(problem); \(advice) or pass --force", underlying: cause))
             }
         }
         return findings
@@ -226,6 +229,40 @@ public struct Preflight: Sendable {
         let findings = check(information, reported: reported)
         for note in findings.notes { recorder.note(note) }
         if let refusal = findings.refusals.first { throw refusal }
+    }
+}
+
+/// The cause of a battery refusal (the ``OTAError/underlying`` of its
+/// ``OTAError/Code/deviceNotReady``): the level read and the minimum, for a caller that treats a
+/// low battery as "not now" rather than a failure (a campaign defers the device).
+public struct BatteryBelowMinimum: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The level the device reported, 0–100 %.
+    public var level: Int
+    /// The minimum the update needs, 0–100 %.
+    public var minimum: Int
+
+    /// Describes a refusal.
+    public init(level: Int, minimum: Int) {
+        self.level = level
+        self.minimum = minimum
+    }
+
+    /// "battery at 12%, below the 30%": the words of the refusal's message, so that the error's
+    /// description does not repeat them.
+    public var description: String { "battery at \(level)%, below the \(minimum)%" }
+
+    /// "battery 12% < 30%": the short form a campaign's history and summary show.
+    public var summary: String { "battery \(level)% < \(minimum)%" }
+
+    /// The battery refusal in `error`, if that is what it is.
+    public static func cause(of error: OTAError) -> BatteryBelowMinimum? {
+        guard error.code == .deviceNotReady else { return nil }
+        var cause: (any Error)? = error.underlying
+        while let current = cause {
+            if let refusal = current as? BatteryBelowMinimum { return refusal }
+            cause = (current as? OTAError)?.underlying
+        }
+        return nil
     }
 }
 
