@@ -184,7 +184,10 @@ enum CampaignCommand: Command {
             if !selected.unheardListEntries.isEmpty {
                 let shown = selected.unheardListEntries.prefix(5).map(MessageText.name).joined(separator: ", ")
                 let more = selected.unheardListEntries.count > 5 ? " and \(selected.unheardListEntries.count - 5) more" : ""
-                streams.err("ota campaign: note: \(selected.unheardListEntries.count) entries of \(list) were not discovered: \(shown)\(more)\n")
+                let count = selected.unheardListEntries.count
+                streams.err(
+                    "ota campaign: note: \(count) entr\(count == 1 ? "y" : "ies") of \(MessageText.name(list)) \(count == 1 ? "was" : "were") not discovered: \(shown)\(more)\n"
+                )
             }
             selected.unheardListEntries = []
         }
@@ -206,6 +209,8 @@ enum CampaignCommand: Command {
             var object: [String: JSONValue] = [
                 "event": .string("created"), "campaign": .string(name), "devices": .number(Double(devices)), "stages": .number(Double(plan.stages.count)),
                 "discovered": .number(Double(selected.record.discovered)), "targets": .string(selected.record.criteria),
+                "selected": .array(
+                    plan.devices.map { device in .object(["device": .string(device), "why": .string(selected.record.reasons[device] ?? "")]) }),
             ]
             if let minimumBattery { object["minBattery"] = .number(Double(minimumBattery)) }
             if let window { object["window"] = .string(window.description) }

@@ -44,7 +44,7 @@ public struct CampaignTargetSelection: Sendable, Hashable {
         if !families.isEmpty { parts.append("family " + families.joined(separator: " or ")) }
         if !namePatterns.isEmpty { parts.append("name " + namePatterns.map { "'\($0)'" }.joined(separator: " or ")) }
         if !addressPatterns.isEmpty { parts.append("address " + addressPatterns.map { "'\($0)'" }.joined(separator: " or ")) }
-        if let list { parts.append("listed in \(listSource ?? "a list") (\(list.count) entr\(list.count == 1 ? "y" : "ies"))") }
+        if let list { parts.append("listed in \(listSource ?? "a list"), \(list.count) entr\(list.count == 1 ? "y" : "ies")") }
         if let minimumRSSI { parts.append("RSSI ≥ \(minimumRSSI) dBm") }
         return parts.isEmpty ? "every device discovered" : parts.joined(separator: "; ")
     }
