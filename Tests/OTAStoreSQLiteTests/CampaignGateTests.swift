@@ -149,18 +149,20 @@ struct CampaignGateTests {
         let window = try CampaignWindow(parsing: "07:00-09:00")
         let (store, path) = try CampaignRunnerTests.store(try Self.plan(fleet, window: window))
         defer { SQLiteCampaignStoreTests.remove(path) }
-        // The first batch (8 claimed) takes the window past its end.
+        // The first batch takes the window past its end. With a window a batch is the adapter's 4
+        // connections, not twice that: each of its devices starts at once, none after the close.
         let result = try await Self.execute(fleet, store, leaseClock: clock) { event in
             if case .round(_, 1, _) = event { clock.advance(3600) }
         }
         let opens = Date(timeIntervalSince1970: 1_800_000_000 + 23 * 3600)
         #expect(result.stop == .windowClosed(window: window, opens: opens))
         #expect(result.snapshot.phase == .running)
-        #expect(result.snapshot.devices.filter { $0.state == .completed }.count == 8, "the batch under way finished")
-        #expect(result.snapshot.devices.filter { $0.state == .pending && $0.attempts == 0 }.count == 12)
+        #expect(result.snapshot.devices.filter { $0.state == .completed }.count == 4, "the batch under way finished")
+        #expect(result.snapshot.devices.filter { $0.state == .pending && $0.attempts == 0 }.count == 16)
+        #expect(try store.history().filter { $0.event == "started" }.count == 4, "no attempt started after the close")
         #expect(
             result.stop?.detail(result.snapshot)
-                == "the campaign's window 07:00-09:00 UTC closed: no attempt started after it, 8 of 20 devices updated so far; it opens again at 2027-01-16 07:00 UTC"
+                == "the campaign's window 07:00-09:00 UTC closed: no attempt started after it, 4 of 20 devices updated so far; it opens again at 2027-01-16 07:00 UTC"
         )
         // Still closed: nothing.
         clock.advance(3600)

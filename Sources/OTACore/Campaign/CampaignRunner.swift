@@ -29,7 +29,9 @@ public struct CampaignRunner: Sendable {
     public var leaseClock: any CampaignLeaseClock
     /// How long a claimed device stays leased without a heartbeat.
     public var lease: Duration
-    /// Devices claimed at a time; `nil`: twice the adapters' connections.
+    /// Devices claimed at a time; `nil`: twice the adapters' connections. With a window, at most
+    /// the adapters' connections, so that every claimed device starts before the window is
+    /// looked at again.
     public var claimLimit: Int?
     /// How many more times, per stage and run, the devices deferred for their battery are looked
     /// at once the stage has nothing else to start (default 2).
@@ -104,7 +106,13 @@ public struct CampaignRunner: Sendable {
         guard initial.phase == .running else { return CampaignRunResult(snapshot: initial, stop: nil) }
         let plan = initial.plan
         var progress = CampaignProgress(phase: initial.phase, stages: initial.stages)
-        let limit = max(1, claimLimit ?? 2 * fleet.adapters.reduce(0) { $0 + $1.connectionLimit })
+        let connections = fleet.adapters.reduce(0) { $0 + $1.connectionLimit }
+        var limit = max(1, claimLimit ?? 2 * connections)
+        if plan.window != nil {
+            // Every device of a batch starts at once, the window checked before it: none waits
+            // in the batch for a connection and starts after the window closed.
+            limit = max(1, min(limit, connections))
+        }
         // Waits for other gateways are short, so a simulation sees the wake-ups.
         let poll = min(lease / 4, .milliseconds(500))
         var engine = self.engine
