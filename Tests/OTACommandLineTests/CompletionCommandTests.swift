@@ -1,4 +1,5 @@
 import Foundation
+import OTATransportSimulator
 import Testing
 
 @testable import OTACommandLine
@@ -58,6 +59,14 @@ import Testing
         guard case .prefixes(let parameters) = try values("--param") else { Issue.record("--param values"); return }
         #expect(parameters.contains("window="))
         #expect(completion.values(of: try #require(update.positionals.first)) == .files)
+        let campaign = try #require(Self.specs.first { $0.name == "campaign" })
+        func campaignValues(_ name: String) throws -> ShellCompletion.Values {
+            completion.values(of: try #require(campaign.options.first { $0.name == name }), in: campaign)
+        }
+        #expect(try campaignValues("--target-family") == .words(try ToolEnvironment.standard.catalog(adding: []).families.map(\.name)))
+        #expect(try campaignValues("--sim-profile") == .words(DeviceProfile.builtIn.map(\.name)))
+        #expect(try campaignValues("--target-list") == .files)
+        #expect(try campaignValues("--window") == .none)
     }
 
     @Test func anUnknownShellIsAUsageError() async {

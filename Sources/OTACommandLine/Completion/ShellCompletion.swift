@@ -44,7 +44,9 @@ package struct ShellCompletion: Sendable {
         switch option.name {
         case "--protocol": return .words(environment.registry.all.map(\.name))
         case "--device": return .words(deviceAddresses)
-        case "--profile": return .words(DeviceProfile.builtIn.map(\.name))
+        case "--profile", "--sim-profile": return .words(DeviceProfile.builtIn.map(\.name))
+        // The built-in catalog's families (a user's own come from the --catalog given).
+        case "--target-family": return .words((try? environment.catalog(adding: []))?.families.map(\.name) ?? [])
         case "--transport": return .words(environment.transports.providers.map(\.name))
         case "--write-path": return .words(["auto", "acquire", "writevalue", "request"])
         case "--pairing": return .words(["auto", "first", "once"])
