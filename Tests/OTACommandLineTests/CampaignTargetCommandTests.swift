@@ -64,6 +64,11 @@ import Testing
         #expect(all.allSatisfy { (-95...(-40)).contains($0.rssi) && (5...100).contains($0.battery) })
         #expect(Set(all.map(\.rssi)).count > 40 && Set(all.map(\.battery)).count > 80, "spread, not a handful of values")
         #expect(all.filter { $0.battery < 30 }.count > 30 && all.filter { $0.battery < 30 }.count < 120)
+        #expect(all.filter(\.charging).count > 60 && all.filter(\.charging).count < 140, "about a third on a charger")
+        let charging = try #require(all.first { $0.charging })
+        #expect(charging.battery(after: .seconds(600)) == min(100, charging.battery + 10))
+        let idle = try #require(all.first { !$0.charging })
+        #expect(idle.battery(after: .seconds(3600)) == idle.battery)
         #expect(SimulatedCampaignIdentity(address: "sim:nrf52840-mtu244-2m/0007") == SimulatedCampaignIdentity(address: "sim:nrf52840-mtu244-2m/0007"))
     }
 
@@ -135,31 +140,45 @@ import Testing
         #expect(notAtRun.code == 2 && notAtRun.err.contains("--min-battery applies to 'ota campaign create'"))
     }
 
-    @Test("--min-battery: the low devices are skipped, not failed, in run, --json and status; exit 75; the rest are updated")
+    @Test(
+        "--min-battery: low devices are deferred; those on a charger are updated at a recheck, the others skipped, not failed, in run, --json and status; exit 75"
+    )
     func batterySkipped() async throws {
         let files = try Files()
-        #expect(await files.create(["--min-battery", "30%"], devices: 16).code == 0)
-        let low = try Self.expected(16) { $0.battery < 30 }
-        #expect(!low.isEmpty && low.count < 8)
+        #expect(await files.create(["--min-battery", "30%"], devices: 24).code == 0)
+        let low = try Self.expected(24) { $0.battery < 30 && !$0.charging }
+        let charged = try Self.expected(24) { $0.battery < 30 && $0.charging }
+        #expect(!low.isEmpty && low.count < 8 && !charged.isEmpty)
         let run = await CampaignCommandTests.ota(["campaign", "run", files.file])
         #expect(run.code == 75, "\(run.out)\(run.err)")
+        for device in low + charged {
+            let level = SimulatedCampaignIdentity(address: device).battery
+            #expect(run.out.contains("  \(device): deferred before attempt 1 (battery \(level)% < 30%); no attempt spent\n"), "\(run.out)")
+        }
         for device in low {
             let level = SimulatedCampaignIdentity(address: device).battery
             #expect(run.out.contains("  \(device): skipped (battery \(level)% < 30%)\n"), "\(run.out)")
-            #expect(run.out.contains("  \(device): deferred before attempt 1 (battery \(level)% < 30%); no attempt spent\n"))
         }
-        // Short of --success 90% only by skipped devices: the stage holds, it does not abort.
         #expect(
             run.out.contains(
-                "campaign paused: stage 1 (up to 100%) holds (short of its 90% only by skipped devices); \(16 - low.count) of 16 devices updated, \(low.count) skipped for their battery below 30%: run again once they have charged\n"
-            ))
-        #expect(!run.out.contains("failed:"))
-        let snapshot = try SQLiteCampaignStore.open(files.file).snapshot()
+                "campaign paused: stage 1 (up to 100%) holds (short of its 90% only by skipped devices); \(24 - low.count) of 24 devices updated, \(low.count) skipped for their battery below 30%: run again once they have charged\n"
+            ), "\(run.out)")
+        #expect(!run.out.contains(": attempt 1 failed"))
+        let store = try SQLiteCampaignStore.open(files.file)
+        let snapshot = try store.snapshot()
         #expect(snapshot.phase == .running)
         #expect(snapshot.devices.filter { $0.state == .deferred }.map(\.address) == low)
-        #expect(snapshot.devices.filter { $0.state == .completed }.count == 16 - low.count)
-        let history = try SQLiteCampaignStore.open(files.file).history()
-        #expect(history.filter { $0.event == "deferred" }.count == 3 * low.count, "a first look and two rechecks each")
+        #expect(snapshot.devices.filter { $0.state == .completed }.count == 24 - low.count)
+        let history = try store.history()
+        for device in low {
+            #expect(history.filter { $0.device == device && $0.event == "deferred" }.count == 3, "a first look and two rechecks")
+        }
+        for device in charged {
+            // Deferred, then updated by its first counted attempt once charged past 30%.
+            let events = history.filter { $0.device == device && ["deferred", "completed"].contains($0.event) }
+            #expect(events.last?.event == "completed" && events.last?.attempt == 1 && events.dropLast().allSatisfy { $0.event == "deferred" })
+            #expect(!events.dropLast().isEmpty)
+        }
         #expect(!history.contains { $0.event == "failed" || $0.event == "retry" })
 
         let status = await CampaignCommandTests.ota(["campaign", "status", files.file, "--json"])
@@ -174,7 +193,7 @@ import Testing
         let again = await CampaignCommandTests.ota(["campaign", "run", files.file, "--json"])
         #expect(again.code == 75)
         #expect(again.out.contains(#""reason":"battery""#))
-        #expect(try SQLiteCampaignStore.open(files.file).history().filter { $0.event == "completed" }.count == 16 - low.count)
+        #expect(try store.history().filter { $0.event == "completed" }.count == 24 - low.count)
     }
 
     @Test("--window: outside it one line naming when it opens, exit 75, nothing started; inside it the campaign runs")

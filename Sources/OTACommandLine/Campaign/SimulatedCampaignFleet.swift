@@ -77,6 +77,11 @@ final class SimulatedCampaignFleet: CampaignFleet {
 
     func device(_ address: String) throws(OTAError) -> FleetDevice {
         guard let device = devices[address] else { throw OTAError(.invalidParameter, "\(address) is not in this campaign") }
+        let identity = SimulatedCampaignIdentity(address: address)
+        if identity.charging {
+            // On a charger since the run began (a device deferred for its battery may pass later).
+            device.batteryLevel = identity.battery(after: simulation.clock.now.offset)
+        }
         // As it last answered a central, whichever gateway that was.
         let files = files(address)
         try files.restore(device)

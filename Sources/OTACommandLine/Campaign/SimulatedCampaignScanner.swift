@@ -8,7 +8,8 @@ import OTATransportSimulator
 ///
 /// Names are `lock-N`, `sensor-N` or `meter-N` (a third each, by the hash); RSSI −95…−40 dBm;
 /// battery 5…100 %, drained as data arrives (``StandardServicesProfile``) on a profile with a
-/// Battery service.
+/// Battery service; a third of the devices are on a charger, gaining ``chargePerMinute`` % per
+/// minute of the run's virtual time.
 struct SimulatedCampaignIdentity: Sendable, Hashable {
     /// The advertised name.
     var name: String
@@ -16,6 +17,17 @@ struct SimulatedCampaignIdentity: Sendable, Hashable {
     var rssi: Int
     /// Its battery level when a run makes it, 0–100 %.
     var battery: Int
+    /// Whether it charges while the run goes on.
+    var charging: Bool
+
+    /// Percentage points a charging device gains per minute of virtual time.
+    static let chargePerMinute = 1.0
+
+    /// Its battery level `elapsed` into a run (virtual time), 0–100 %.
+    func battery(after elapsed: Duration) -> Int {
+        guard charging else { return battery }
+        return min(100, battery + Int((elapsed.seconds / 60 * Self.chargePerMinute).rounded(.down)))
+    }
 
     /// The kinds of device a simulated campaign fleet has, by name.
     static let kinds = ["lock", "sensor", "meter"]
@@ -34,6 +46,7 @@ struct SimulatedCampaignIdentity: Sendable, Hashable {
         name = Self.kinds[Int(hash % 3)] + "-" + number
         rssi = -95 + Int((hash >> 8) % 56)
         battery = 5 + Int((hash >> 20) % 96)
+        charging = (hash >> 40) % 3 == 0
     }
 }
 

@@ -79,10 +79,11 @@ enum CampaignCommand: Command {
             own resume (generic cannot resume and starts over).
 
             Targets (decision 0044): create discovers the --sim-fleet devices through the
-            simulator's discovery (each with its own name, lock-N, sensor-N or meter-N, and RSSI)
-            and keeps those every given --target-* and --min-rssi kind accepts (any entry of a
-            kind; every kind given); the campaign records the criteria and why each device
-            matched. No device matching is an error (exit 2).
+            simulator's discovery (each with its own name, lock-N, sensor-N or meter-N, RSSI and
+            battery; a third of them charge as the run goes on) and keeps those every given
+            --target-* and --min-rssi kind accepts (any entry of a kind; every kind given); the
+            campaign records the criteria and why each device matched. No device matching is
+            an error (exit 2).
 
             A device whose battery the preflight reads below --min-battery is deferred: not
             failed, no attempt spent, looked at again later in the run; one still low when the
