@@ -125,7 +125,8 @@ import Testing
             (["--target-name", "lock-[0-9]"], 2, "--target-name 'lock-[0-9]': '[' is not supported"),
             (["--min-rssi", "strong"], 2, "--min-rssi 'strong' is not a signal strength in dBm"),
             (["--target-family", "nope"], 2, "no family 'nope' in the device catalog"),
-            (["--target-list", "/nonexistent/list.txt"], 3, "/nonexistent/list.txt: cannot read the target list"),
+            (["--target-list", "/nonexistent/list.txt"], 3, "target list /nonexistent/list.txt: cannot be read (does it exist?)"),
+            (["--target-list", "/tmp"], 3, "target list /tmp: is not a regular file"),
             (["--min-battery", "120%"], 2, "--min-battery '120%' is not a percentage"),
             (["--window", "9-17"], 2, "--window '9-17': expected HH:MM-HH:MM"),
         ]

@@ -225,6 +225,9 @@ enum CampaignCommand: Command {
         return .success
     }
 
+    /// The largest `--target-list` file read, in bytes (ten thousand devices take under 400 kB).
+    static let maximumTargetListSize = 4 << 20
+
     /// The `--target-*` and `--min-rssi` criteria, checked.
     ///
     /// - Throws: ``OTAError/Code/invalidParameter`` for a bad pattern or RSSI,
@@ -245,13 +248,11 @@ enum CampaignCommand: Command {
             selection.minimumRSSI = rssi
         }
         if let path = arguments.value("--target-list") {
-            let contents: String
-            do {
-                contents = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw OTAError(.storage, "\(MessageText.name(path)): cannot read the target list (\(error.localizedDescription))")
-            }
-            selection.list = try CampaignTargetSelection.listEntries(contents, source: path)
+            // Read as every outside file is: bounded, a regular file (a FIFO would block).
+            let data = try BoundedFileRead.contents(
+                of: URL(fileURLWithPath: path), limit: maximumTargetListSize, code: .storage, subject: "target list \(MessageText.name(path))",
+                largest: "the \(maximumTargetListSize) a target list may have")
+            selection.list = try CampaignTargetSelection.listEntries(String(decoding: data, as: UTF8.self), source: path)
             selection.listSource = path
         }
         return selection
