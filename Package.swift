@@ -285,7 +285,7 @@ let package = Package(
         // Against a private PostgreSQL cluster each test starts (skipped without the server's binaries).
         .testTarget(
             name: "OTAStorePostgreSQLTests",
-            dependencies: ["OTAStorePostgreSQL", "OTACore", "OTATestSupport"],
+            dependencies: ["OTAStorePostgreSQL", "OTACore", "OTATestSupport", "OTATransportSimulator", "OTAProtocolGeneric"],
             swiftSettings: strictSettings
         ),
         .testTarget(
