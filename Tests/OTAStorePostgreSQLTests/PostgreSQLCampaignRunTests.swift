@@ -9,8 +9,12 @@ import Testing
 
 /// ``CampaignRunner`` with its state in PostgreSQL (a private cluster): the battery gate's
 /// deferrals, rechecks and skips as the shared store records them.
-@Suite(.serialized, .enabled(if: PostgreSQLCluster.unavailable == nil, "\(PostgreSQLCluster.unavailable ?? "")"))
-struct PostgreSQLCampaignRunTests {
+///
+/// In the store's suite, which is serialized: each test starts a cluster, blocking a thread of the
+/// cooperative pool while `initdb` and `pg_ctl` run, and clusters started by suites running side
+/// by side starved the pool long enough for a simulation elsewhere to see no progress for 2 s
+/// (SQLiteLeaseTests.twoGateways failed with "simulation deadlock" in full runs).
+extension PostgreSQLCampaignStoreTests {
     /// Simulated generic devices behind one adapter, in one simulation.
     final class Fleet: CampaignFleet {
         let simulation = Simulation(seed: 3)
