@@ -43,17 +43,34 @@ public final class NORFlash: FlashStorage, Sendable {
     /// copy-on-write check and no dictionary mutation per write. Used only under the lock.
     private final class Sector: @unchecked Sendable {
         let bytes: UnsafeMutableRawBufferPointer
+        /// Every byte from here on is erased (`0xFF`) and was not programmed since: programming
+        /// there is a copy, not an AND (a stream of writes always lands there).
+        var erasedFrom: Int
 
         /// An erased sector of `size` bytes.
         init(size: Int) {
             bytes = .allocate(byteCount: size, alignment: 8)
             bytes.initializeMemory(as: UInt8.self, repeating: 0xFF)
+            erasedFrom = 0
         }
 
         /// A sector holding a copy of `contents`.
         init(copying contents: UnsafeRawBufferPointer) {
             bytes = .allocate(byteCount: contents.count, alignment: 8)
             bytes.copyMemory(from: contents)
+            erasedFrom = contents.count
+        }
+
+        /// Programs `source` at `start`: ANDed into what is there, copied where the sector is
+        /// erased.
+        func program(_ source: UnsafeRawBufferPointer, at start: Int) {
+            let end = start + source.count
+            if start >= erasedFrom {
+                bytes.baseAddress!.advanced(by: start).copyMemory(from: source.baseAddress!, byteCount: source.count)
+            } else {
+                NORFlash.program(source, into: UnsafeMutableRawBufferPointer(rebasing: bytes[start..<end]))
+            }
+            erasedFrom = max(erasedFrom, end)
         }
 
         deinit { bytes.deallocate() }
@@ -154,11 +171,11 @@ public final class NORFlash: FlashStorage, Sendable {
                     let count = min(sectorSize - start, end - position)
                     let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
                     if let sector = sectors.sector(index) {
-                        Self.program(bytes, into: UnsafeMutableRawBufferPointer(rebasing: sector.bytes[start..<(start + count)]))
+                        sector.program(bytes, at: start)
                     } else {
                         // An erased sector: programming it is a copy.
                         let sector = Sector(size: sectorSize)
-                        sector.bytes.baseAddress!.advanced(by: start).copyMemory(from: bytes.baseAddress!, byteCount: count)
+                        sector.program(bytes, at: start)
                         sectors.keep(sector, at: index)
                     }
                     position += count
@@ -168,7 +185,7 @@ public final class NORFlash: FlashStorage, Sendable {
     }
 
     /// ANDs `bytes` into `target` (of the same length) eight bytes at a time.
-    private static func program(_ bytes: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer) {
+    fileprivate static func program(_ bytes: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer) {
         let count = bytes.count
         var index = 0
         while index + 8 <= count {
