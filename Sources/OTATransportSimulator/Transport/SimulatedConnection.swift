@@ -41,7 +41,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         var id: UInt64
         var characteristic: CharacteristicID
         var value: Data
-        var continuation: CheckedContinuation<Result<Void, TransportError>, Never>
+        var continuation: UnsafeContinuation<Result<Void, TransportError>, Never>
     }
 
     private let lock = NSRecursiveLock()
@@ -73,7 +73,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     @exclusivity(unchecked) private var commandsQueued = 0
     @exclusivity(unchecked) private var peripheral: [PeripheralPDU] = []
     @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
-    @exclusivity(unchecked) private var pendingReplies: [UInt64: CheckedContinuation<Result<Data, TransportError>, Never>] = [:]
+    @exclusivity(unchecked) private var pendingReplies: [UInt64: UnsafeContinuation<Result<Data, TransportError>, Never>] = [:]
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
     @exclusivity(unchecked) private var eventScheduled: Duration?
     @exclusivity(unchecked) private var lastEvent: Duration?
@@ -237,13 +237,18 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// Suspends until the radio answers: under the lock, `register` files the continuation (unless
     /// the link is down or the task cancelled, which answer at once); on cancellation `withdraw`
     /// takes it back, if the radio has not answered yet, to answer "cancelled".
+    ///
+    /// The continuations are unchecked (a checked one allocates and frees a canary each time,
+    /// per write on a link whose queue is full): each is resumed exactly once because whoever
+    /// resumes it (this function at once, the radio, `withdraw`, ``drop(_:)``) first takes it
+    /// out of its table under the lock.
     private func suspend<Value: Sendable>(
-        register: (UInt64, CheckedContinuation<Result<Value, TransportError>, Never>) -> Void,
-        withdraw: @Sendable (UInt64) -> CheckedContinuation<Result<Value, TransportError>, Never>?
+        register: (UInt64, UnsafeContinuation<Result<Value, TransportError>, Never>) -> Void,
+        withdraw: @Sendable (UInt64) -> UnsafeContinuation<Result<Value, TransportError>, Never>?
     ) async -> Result<Value, TransportError> {
         let id: UInt64 = withLock { makeID() }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, TransportError>, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, TransportError>, Never>) in
                 let immediate: Result<Value, TransportError>? = withLock {
                     if let reason = disconnectReason { return .failure(.disconnected(reason)) }
                     if Task.isCancelled { return .failure(Self.cancelled) }
@@ -452,7 +457,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private func deliverToCentral(_ pdu: PeripheralPDU, at time: Duration) {
         simulation.schedule(at: time) { [weak self] in
             guard let self else { return }
-            let resume: CheckedContinuation<Result<Data, TransportError>, Never>?
+            let resume: UnsafeContinuation<Result<Data, TransportError>, Never>?
             let reply: Result<Data, TransportError>
             switch pdu.kind {
             case .notification(let characteristic, let value):
