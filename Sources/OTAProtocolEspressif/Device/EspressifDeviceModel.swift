@@ -26,8 +26,9 @@ public final class EspressifDeviceModel: DeviceModel {
     private struct Session {
         var length = 0
         var expectedSector: UInt16 = 0
-        /// The sector's bytes so far: an array, which takes a packet's payload in place for less
-        /// than `Data.append` costs.
+        /// The sector's bytes so far: an array, which takes a packet's payload in place (through
+        /// its raw bytes: appending the `Data` itself goes byte by byte) for less than
+        /// `Data.append` costs.
         var buffer: [UInt8] = []
         var expectedSequence: UInt8 = 0
         var sectorBad = false
@@ -180,7 +181,7 @@ public final class EspressifDeviceModel: DeviceModel {
             if packet.sector != session.expectedSector && !tolerated {
                 state.log.append("packet of sector \(packet.sector) while expecting sector \(session.expectedSector)")
                 if variant == .bluedroid {
-                    session.buffer.append(contentsOf: packet.payload)
+                    packet.payload.withUnsafeBytes { session.buffer.append(contentsOf: $0) }
                 } else {
                     session.resetSector()
                 }
@@ -201,7 +202,7 @@ public final class EspressifDeviceModel: DeviceModel {
                         return EspressifSectorAck(sector: packet.sector, status: .payloadLengthError, expected: sector)
                     }
                 }
-                session.buffer.append(contentsOf: packet.payload)
+                packet.payload.withUnsafeBytes { session.buffer.append(contentsOf: $0) }
                 session.expectedSequence &+= 1
                 return nil
             }

@@ -48,7 +48,7 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
         // The header read in one look and the payload copied once (a `ByteReader` copies the
         // whole write into an array and the payload out of it again).
         let (sector, sequence) = value.withUnsafeBytes { raw in (UInt16(littleEndian: raw.loadUnaligned(as: UInt16.self)), raw[2]) }
-        self.init(sector: sector, sequence: sequence, payload: Data(value[(value.startIndex + Self.headerLength)...]))
+        self.init(sector: sector, sequence: sequence, payload: value.subdata(in: (value.startIndex + Self.headerLength)..<value.endIndex))
     }
 
     /// One sector's data cut into packets of at most `payloadSize` bytes: numbered packets, then

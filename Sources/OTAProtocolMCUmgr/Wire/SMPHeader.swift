@@ -166,7 +166,8 @@ public struct SMPReassembler: Sendable {
     /// Takes one fragment and returns the messages it completes, as raw frames (header and
     /// payload). A header declaring too long a payload throws and drops what was buffered.
     public mutating func append(_ fragment: Data) throws(SMPFrameError) -> [Data] {
-        pending.append(contentsOf: fragment)
+        // Through the raw bytes: appending the `Data` itself goes byte by byte.
+        fragment.withUnsafeBytes { pending.append(contentsOf: $0) }
         var frames: [Data] = []
         while true {
             if messageLength == nil {
