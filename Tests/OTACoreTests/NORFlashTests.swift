@@ -146,6 +146,25 @@ import Testing
         #expect(flash.read(1020..<1025) == Data([0xFF, 0x0F, 0xF0, 0x55, 0xFF]))
     }
 
+    /// Bytes past the last one programmed in a sector are copied rather than ANDed: a stream of
+    /// writes, then writes over it (before and after an erase, and after a restore, which keeps
+    /// no such mark) must still AND.
+    @Test func programmingPastTheWrittenPartCopiesAndOverItANDs() throws {
+        let flash = NORFlash(capacity: 8192, sectorSize: 4096)
+        try flash.write(Data([0xF0, 0xF0, 0xF0]), at: 10)
+        try flash.write(Data([0x3C, 0x3C]), at: 13)  // after the written part: a copy
+        try flash.write(Data([0x0F, 0xFF]), at: 11)  // over it: an AND
+        try flash.write(Data([0x55]), at: 5)  // before it, never written: erased, so the same as a copy
+        #expect(flash.read(4..<16) == Data([0xFF, 0x55, 0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0x00, 0xF0, 0x3C, 0x3C, 0xFF]))
+        let restored = NORFlash(capacity: 8192, sectorSize: 4096)
+        try restored.restore(flash.snapshot())
+        try restored.write(Data([0x0F]), at: 14)
+        #expect(restored.read(13..<16) == Data([0x3C, 0x0C, 0xFF]))
+        try restored.erase(0..<1)
+        try restored.write(Data([0x12]), at: 14)
+        #expect(restored.read(13..<16) == Data([0xFF, 0x12, 0xFF]))
+    }
+
     /// Commits hash the image where it lies: the pieces, erased sectors included, are exactly what
     /// a read returns, clamped the same way, and so are the CRC-32 and SHA-256 taken over them.
     @Test func piecesAreWhatAReadReturns() throws {

@@ -37,7 +37,69 @@ public final class NORFlash: FlashStorage, Sendable {
     public let sectorSize: Int
     /// The sectors programmed since their last erase, by index; every other sector is erased
     /// (`0xFF`).
-    private let sectors: Mutex<[Int: [UInt8]]>
+    private let sectors: Mutex<Sectors>
+
+    /// One programmed sector's bytes, in memory of its own that writes change in place: no
+    /// copy-on-write check and no dictionary mutation per write. Used only under the lock.
+    private final class Sector: @unchecked Sendable {
+        let bytes: UnsafeMutableRawBufferPointer
+        /// Every byte from here on is erased (`0xFF`) and was not programmed since: programming
+        /// there is a copy, not an AND (a stream of writes always lands there).
+        var erasedFrom: Int
+
+        /// An erased sector of `size` bytes.
+        init(size: Int) {
+            bytes = .allocate(byteCount: size, alignment: 8)
+            bytes.initializeMemory(as: UInt8.self, repeating: 0xFF)
+            erasedFrom = 0
+        }
+
+        /// A sector holding a copy of `contents`.
+        init(copying contents: UnsafeRawBufferPointer) {
+            bytes = .allocate(byteCount: contents.count, alignment: 8)
+            bytes.copyMemory(from: contents)
+            erasedFrom = contents.count
+        }
+
+        /// Programs `source` at `start`: ANDed into what is there, copied where the sector is
+        /// erased.
+        func program(_ source: UnsafeRawBufferPointer, at start: Int) {
+            let end = start + source.count
+            if start >= erasedFrom {
+                bytes.baseAddress!.advanced(by: start).copyMemory(from: source.baseAddress!, byteCount: source.count)
+            } else {
+                NORFlash.program(source, into: UnsafeMutableRawBufferPointer(rebasing: bytes[start..<end]))
+            }
+            erasedFrom = max(erasedFrom, end)
+        }
+
+        deinit { bytes.deallocate() }
+    }
+
+    /// The kept sectors, and the one written last: a stream of writes goes to one sector at a
+    /// time, so most writes find theirs without a lookup.
+    private struct Sectors: Sendable {
+        var kept: [Int: Sector] = [:]
+        var recent: (index: Int, sector: Sector)?
+
+        /// The sector `index` if it is kept.
+        mutating func sector(_ index: Int) -> Sector? {
+            if let recent, recent.index == index { return recent.sector }
+            guard let sector = kept[index] else { return nil }
+            recent = (index, sector)
+            return sector
+        }
+
+        mutating func keep(_ sector: Sector, at index: Int) {
+            kept[index] = sector
+            recent = (index, sector)
+        }
+
+        mutating func forget(_ index: Int) {
+            kept[index] = nil
+            if recent?.index == index { recent = nil }
+        }
+    }
 
     /// Creates an erased slot of `capacity` bytes in sectors of `sectorSize` bytes.
     ///
@@ -49,7 +111,7 @@ public final class NORFlash: FlashStorage, Sendable {
             "the capacity must be a positive whole number of \(sectorSize)-byte sectors")
         self.capacity = capacity
         self.sectorSize = sectorSize
-        sectors = Mutex([:])
+        sectors = Mutex(Sectors())
     }
 
     /// The bytes an erase of `range` resets: `range` rounded out to sector boundaries (empty for an
@@ -87,7 +149,7 @@ public final class NORFlash: FlashStorage, Sendable {
         guard !erased.isEmpty else { return }
         let sectorSize = self.sectorSize
         sectors.withLock { sectors in
-            for index in (erased.lowerBound / sectorSize)..<(erased.upperBound / sectorSize) { sectors[index] = nil }
+            for index in (erased.lowerBound / sectorSize)..<(erased.upperBound / sectorSize) { sectors.forget(index) }
         }
     }
 
@@ -108,18 +170,13 @@ public final class NORFlash: FlashStorage, Sendable {
                     let start = position - index * sectorSize
                     let count = min(sectorSize - start, end - position)
                     let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
-                    if let stored = sectors.index(forKey: index) {
-                        sectors.values[stored].withUnsafeMutableBytes { sector in
-                            Self.program(bytes, into: UnsafeMutableRawBufferPointer(rebasing: sector[start..<(start + count)]))
-                        }
+                    if let sector = sectors.sector(index) {
+                        sector.program(bytes, at: start)
                     } else {
                         // An erased sector: programming it is a copy.
-                        sectors[index] = [UInt8](unsafeUninitializedCapacity: sectorSize) { sector, initialized in
-                            let raw = UnsafeMutableRawBufferPointer(sector)
-                            raw.initializeMemory(as: UInt8.self, repeating: 0xFF)
-                            raw.baseAddress!.advanced(by: start).copyMemory(from: bytes.baseAddress!, byteCount: count)
-                            initialized = sectorSize
-                        }
+                        let sector = Sector(size: sectorSize)
+                        sector.program(bytes, at: start)
+                        sectors.keep(sector, at: index)
                     }
                     position += count
                 }
@@ -128,7 +185,7 @@ public final class NORFlash: FlashStorage, Sendable {
     }
 
     /// ANDs `bytes` into `target` (of the same length) eight bytes at a time.
-    private static func program(_ bytes: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer) {
+    fileprivate static func program(_ bytes: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer) {
         let count = bytes.count
         var index = 0
         while index + 8 <= count {
@@ -149,18 +206,16 @@ public final class NORFlash: FlashStorage, Sendable {
         let sectorSize = self.sectorSize
         var data = Data(repeating: 0xFF, count: clamped.count)
         sectors.withLock { sectors in
-            guard !sectors.isEmpty else { return }
+            guard !sectors.kept.isEmpty else { return }
             data.withUnsafeMutableBytes { target in
                 var position = clamped.lowerBound
                 while position < clamped.upperBound {
                     let index = position / sectorSize
                     let start = position - index * sectorSize
                     let count = min(sectorSize - start, clamped.upperBound - position)
-                    if let sector = sectors[index] {
-                        sector.withUnsafeBytes { bytes in
-                            target.baseAddress!.advanced(by: position - clamped.lowerBound)
-                                .copyMemory(from: bytes.baseAddress!.advanced(by: start), byteCount: count)
-                        }
+                    if let sector = sectors.kept[index] {
+                        target.baseAddress!.advanced(by: position - clamped.lowerBound)
+                            .copyMemory(from: sector.bytes.baseAddress!.advanced(by: start), byteCount: count)
                     }
                     position += count
                 }
@@ -183,8 +238,8 @@ public final class NORFlash: FlashStorage, Sendable {
                 let index = position / sectorSize
                 let start = position - index * sectorSize
                 let count = min(sectorSize - start, clamped.upperBound - position)
-                if let sector = sectors[index] {
-                    sector.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+                if let sector = sectors.kept[index] {
+                    body(UnsafeRawBufferPointer(rebasing: sector.bytes[start..<(start + count)]))
                 } else {
                     if erased.isEmpty { erased = [UInt8](repeating: 0xFF, count: sectorSize) }
                     erased.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
@@ -195,7 +250,7 @@ public final class NORFlash: FlashStorage, Sendable {
     }
 
     /// Bytes of memory the slot's contents take now: the sectors programmed since their last erase.
-    public var residentBytes: Int { sectors.withLock { $0.count } * sectorSize }
+    public var residentBytes: Int { sectors.withLock { $0.kept.count } * sectorSize }
 
     /// The whole slot's contents.
     public func snapshot() -> Data {
@@ -210,11 +265,12 @@ public final class NORFlash: FlashStorage, Sendable {
             throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
         }
         // Kept: the sectors that are not wholly erased.
-        let raw = [UInt8](snapshot)
-        var kept: [Int: [UInt8]] = [:]
-        for index in 0..<(capacity / sectorSize) {
-            let sector = raw[(index * sectorSize)..<((index + 1) * sectorSize)]
-            if sector.contains(where: { $0 != 0xFF }) { kept[index] = Array(sector) }
+        var kept = Sectors()
+        snapshot.withUnsafeBytes { raw in
+            for index in 0..<(capacity / sectorSize) {
+                let sector = UnsafeRawBufferPointer(rebasing: raw[(index * sectorSize)..<((index + 1) * sectorSize)])
+                if sector.contains(where: { $0 != 0xFF }) { kept.kept[index] = Sector(copying: sector) }
+            }
         }
         sectors.withLock { $0 = kept }
     }

@@ -2,36 +2,60 @@
 ///
 /// Short UUIDs are expanded on the Bluetooth base UUID (`0000xxxx-0000-1000-8000-00805F9B34FB`),
 /// so `GATTUUID("180F")` equals `GATTUUID("0000180f-0000-1000-8000-00805f9b34fb")`.
+///
+/// The 128 bits are held inline, as two integers: copying, comparing and hashing a UUID (every
+/// ``CharacteristicID`` holds two, and the simulated link compares them at every write) touches
+/// no heap and no reference count.
 public struct GATTUUID: Hashable, Sendable, CustomStringConvertible, Comparable {
-    /// The 16 bytes of the UUID, most significant first (the order in which it is written).
-    public let bytes: [UInt8]
+    /// The first eight bytes, the first one in the most significant position.
+    private let high: UInt64
+    /// The last eight bytes, in the same order.
+    private let low: UInt64
 
-    private static let baseSuffix: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
+    /// The low half of every UUID expanded on the Bluetooth base UUID (`8000-00805F9B34FB`).
+    private static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
+    /// The high half's bits below a 32-bit UUID (`-0000-1000`).
+    private static let baseHigh: UInt64 = 0x0000_1000
+
+    /// The 16 bytes of the UUID, most significant first (the order in which it is written).
+    public var bytes: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
+        }
+        return bytes
+    }
+
+    private init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
 
     /// Parses `XXXX`, `XXXXXXXX` or the dashed 128-bit form; case-insensitive. Returns `nil` for
     /// anything else.
     public init?(_ text: String) {
-        let hex = text.filter { $0 != "-" }
-        let dashes = text.count - hex.count
-        guard hex.allSatisfy(\.isHexDigit) else { return nil }
-        var parsed: [UInt8] = []
-        parsed.reserveCapacity(16)
-        var iterator = hex.makeIterator()
-        while let high = iterator.next() {
-            guard let low = iterator.next(), let byte = UInt8(String([high, low]), radix: 16) else { return nil }
-            parsed.append(byte)
+        var digits: [UInt8] = []
+        digits.reserveCapacity(32)
+        var groups: [Int] = [0]
+        for character in text {
+            if character == "-" {
+                groups.append(0)
+                continue
+            }
+            guard character.isASCII, let value = character.hexDigitValue else { return nil }
+            digits.append(UInt8(value))
+            groups[groups.count - 1] += 1
         }
-        switch (parsed.count, dashes) {
-        case (2, 0):
-            bytes = [0x00, 0x00] + parsed + Self.baseSuffix
-        case (4, 0):
-            bytes = parsed + Self.baseSuffix
-        case (16, 4):
-            let groups = text.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
-            guard groups == [8, 4, 4, 4, 12] else { return nil }
-            bytes = parsed
-        case (16, 0):
-            bytes = parsed
+        let dashes = groups.count - 1
+        switch (digits.count, dashes) {
+        case (4, 0), (8, 0):
+            let short = digits.reduce(UInt64(0)) { $0 << 4 | UInt64($1) }
+            self.init(high: short << 32 | Self.baseHigh, low: Self.baseLow)
+        case (32, 4) where groups == [8, 4, 4, 4, 12], (32, 0):
+            let high = digits[..<16].reduce(UInt64(0)) { $0 << 4 | UInt64($1) }
+            let low = digits[16...].reduce(UInt64(0)) { $0 << 4 | UInt64($1) }
+            self.init(high: high, low: low)
         default:
             return nil
         }
@@ -40,17 +64,21 @@ public struct GATTUUID: Hashable, Sendable, CustomStringConvertible, Comparable 
     /// Creates a UUID from its 16 bytes, most significant first.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 16 else { return nil }
-        self.bytes = bytes
+        self.init(
+            high: bytes[..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) },
+            low: bytes[8...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        )
     }
 
     /// The lowercase dashed 128-bit form.
     public var description: String {
-        [0..<4, 4..<6, 6..<8, 8..<10, 10..<16]
+        let bytes = self.bytes
+        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16]
             .map { Hex.bytes(bytes[$0]) }
             .joined(separator: "-")
     }
 
     public static func < (lhs: GATTUUID, rhs: GATTUUID) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }
 }

@@ -26,13 +26,16 @@ public final class EspressifDeviceModel: DeviceModel {
     private struct Session {
         var length = 0
         var expectedSector: UInt16 = 0
-        var buffer = Data()
+        /// The sector's bytes so far: an array, which takes a packet's payload in place (through
+        /// its raw bytes: appending the `Data` itself goes byte by byte) for less than
+        /// `Data.append` costs.
+        var buffer: [UInt8] = []
         var expectedSequence: UInt8 = 0
         var sectorBad = false
         var written = 0
 
         mutating func resetSector() {
-            buffer = Data()
+            buffer.removeAll(keepingCapacity: true)
             buffer.reserveCapacity(EspressifFirmwarePacket.sectorSize + 256)
             expectedSequence = 0
             sectorBad = false
@@ -178,7 +181,7 @@ public final class EspressifDeviceModel: DeviceModel {
             if packet.sector != session.expectedSector && !tolerated {
                 state.log.append("packet of sector \(packet.sector) while expecting sector \(session.expectedSector)")
                 if variant == .bluedroid {
-                    session.buffer.append(packet.payload)
+                    packet.payload.withUnsafeBytes { session.buffer.append(contentsOf: $0) }
                 } else {
                     session.resetSector()
                 }
@@ -199,7 +202,7 @@ public final class EspressifDeviceModel: DeviceModel {
                         return EspressifSectorAck(sector: packet.sector, status: .payloadLengthError, expected: sector)
                     }
                 }
-                session.buffer.append(packet.payload)
+                packet.payload.withUnsafeBytes { session.buffer.append(contentsOf: $0) }
                 session.expectedSequence &+= 1
                 return nil
             }
@@ -209,11 +212,11 @@ public final class EspressifDeviceModel: DeviceModel {
             switch variant {
             case .bluedroid:
                 // The CRC bytes are copied with the data; the app keeps the sector's length.
-                data = session.buffer + packet.payload
+                data = Data(session.buffer) + packet.payload
                 data = Data(data.prefix(sectorLength))
                 if data.count < sectorLength { data.append(Data(count: sectorLength - data.count)) }
             case .nimble, .raw:
-                data = session.buffer + packet.payload.dropLast(2)
+                data = Data(session.buffer) + packet.payload.dropLast(2)
             }
             if variant == .nimble, session.sectorBad {
                 session.resetSector()

@@ -44,9 +44,11 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
 
     /// Decodes a write; `nil` when shorter than the header.
     public init?(decoding value: Data) {
-        var reader = ByteReader(value)
-        guard let sector = reader.u16(), let sequence = reader.u8() else { return nil }
-        self.init(sector: sector, sequence: sequence, payload: reader.rest())
+        guard value.count >= Self.headerLength else { return nil }
+        // The header read in one look and the payload copied once (a `ByteReader` copies the
+        // whole write into an array and the payload out of it again).
+        let (sector, sequence) = value.withUnsafeBytes { raw in (UInt16(littleEndian: raw.loadUnaligned(as: UInt16.self)), raw[2]) }
+        self.init(sector: sector, sequence: sequence, payload: value.subdata(in: (value.startIndex + Self.headerLength)..<value.endIndex))
     }
 
     /// One sector's data cut into packets of at most `payloadSize` bytes: numbered packets, then

@@ -66,14 +66,11 @@ public enum FramedChunk {
     /// `startIndex`.
     public static func decode(_ data: Data) -> (offset: UInt32, crc: UInt32, payload: Data)? {
         guard data.count > headerLength else { return nil }
-        let start = data.startIndex
-        var offset: UInt32 = 0
-        var crc: UInt32 = 0
-        for index in 0..<4 {
-            offset |= UInt32(data[start + index]) << UInt32(8 * index)
-            crc |= UInt32(data[start + 4 + index]) << UInt32(8 * index)
+        // One look at the bytes, not a `Data` subscript (with its checks) per byte.
+        let (offset, crc) = data.withUnsafeBytes { raw in
+            (UInt32(littleEndian: raw.loadUnaligned(as: UInt32.self)), UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
         }
-        return (offset, crc, data[(start + headerLength)...])
+        return (offset, crc, data[(data.startIndex + headerLength)...])
     }
 
     /// A decoded version-2 chunk.
@@ -88,18 +85,21 @@ public enum FramedChunk {
 
     /// Splits a version-2 chunk; `nil` when it has no payload byte.
     public static func decodeCompact(_ data: Data) -> Compact? {
-        guard data.count > compactHeaderLength else { return nil }
+        let count = data.count
+        guard count > compactHeaderLength else { return nil }
         let start = data.startIndex
-        let tag = UInt16(data[start]) | UInt16(data[start + 1]) << 8
+        // One look at the bytes, not a `Data` subscript (with its checks) per byte.
+        let (tag, crc) = data.withUnsafeBytes { raw -> (UInt16, UInt32?) in
+            let tag = UInt16(littleEndian: raw.loadUnaligned(as: UInt16.self))
+            guard tag & batchEndFlag != 0, count > compactHeaderLength + batchCheckLength else { return (tag, nil) }
+            return (tag, UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: count - batchCheckLength, as: UInt32.self)))
+        }
         let sequence = tag & sequenceMask
         guard tag & batchEndFlag != 0 else {
             return Compact(sequence: sequence, payload: data[(start + compactHeaderLength)...], batchCRC: nil)
         }
-        guard data.count > compactHeaderLength + batchCheckLength else { return nil }
-        let end = data.endIndex - batchCheckLength
-        var crc: UInt32 = 0
-        for index in 0..<4 { crc |= UInt32(data[end + index]) << UInt32(8 * index) }
-        return Compact(sequence: sequence, payload: data[(start + compactHeaderLength)..<end], batchCRC: crc)
+        guard let crc else { return nil }
+        return Compact(sequence: sequence, payload: data[(start + compactHeaderLength)..<(data.endIndex - batchCheckLength)], batchCRC: crc)
     }
 
     private static func store(_ value: UInt32, at offset: Int, in raw: UnsafeMutableRawBufferPointer) {

@@ -150,7 +150,12 @@ public enum SMPFrameError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct SMPReassembler: Sendable {
     /// The longest payload accepted; a header declaring more is refused before anything is kept.
     public var maximumPayload: Int
-    private var pending = Data()
+    /// The bytes of the message being received (and of any after it), kept in an array: a
+    /// fragment is appended in place, without `Data`'s per-call overhead.
+    private var pending: [UInt8] = []
+    /// The length of the message `pending` starts with, header included, once its header is in:
+    /// read once per message, not once per fragment.
+    private var messageLength: Int?
 
     /// A reassembler accepting payloads up to `maximumPayload` bytes.
     public init(maximumPayload: Int = Int(UInt16.max)) { self.maximumPayload = maximumPayload }
@@ -161,22 +166,30 @@ public struct SMPReassembler: Sendable {
     /// Takes one fragment and returns the messages it completes, as raw frames (header and
     /// payload). A header declaring too long a payload throws and drops what was buffered.
     public mutating func append(_ fragment: Data) throws(SMPFrameError) -> [Data] {
-        pending.append(fragment)
+        // Through the raw bytes: appending the `Data` itself goes byte by byte.
+        fragment.withUnsafeBytes { pending.append(contentsOf: $0) }
         var frames: [Data] = []
-        while let header = SMPHeader(pending) {
-            let payload = Int(header.payloadLength)
-            guard payload <= maximumPayload else {
-                pending.removeAll()
-                throw .tooLong(declared: payload, limit: maximumPayload)
+        while true {
+            if messageLength == nil {
+                guard let header = SMPHeader(pending) else { break }
+                let payload = Int(header.payloadLength)
+                guard payload <= maximumPayload else {
+                    reset()
+                    throw .tooLong(declared: payload, limit: maximumPayload)
+                }
+                messageLength = SMPHeader.length + payload
             }
-            let total = SMPHeader.length + payload
-            guard pending.count >= total else { break }
-            frames.append(Data(pending.prefix(total)))
-            pending = Data(pending.dropFirst(total))
+            guard let total = messageLength, pending.count >= total else { break }
+            frames.append(Data(pending[..<total]))
+            pending.removeFirst(total)
+            messageLength = nil
         }
         return frames
     }
 
     /// Drops a partly received message (after a lost link).
-    public mutating func reset() { pending.removeAll() }
+    public mutating func reset() {
+        pending.removeAll(keepingCapacity: true)
+        messageLength = nil
+    }
 }

@@ -16,6 +16,6 @@ public struct FlashTiming: Sendable, Hashable {
 
     /// Time to program `count` bytes.
     public func writeTime(_ count: Int) -> Duration {
-        .nanoseconds(Int64((Double(count) / writeBytesPerSecond * 1e9).rounded()))
+        .exactNanoseconds(Int64((Double(count) / writeBytesPerSecond * 1e9).rounded()))
     }
 }

@@ -16,9 +16,9 @@ public enum PHY: String, Sendable, Hashable, CaseIterable, CustomStringConvertib
     /// See `docs/simulator.md` for the sources.
     public func airTime(payload: Int) -> Duration {
         switch self {
-        case .le1M: .microseconds((10 + payload) * 8)
-        case .le2M: .microseconds((11 + payload) * 4)
-        case .coded: .microseconds(80 + 256 + 16 + 24 + (5 + payload) * 64 + 24)
+        case .le1M: .exactMicroseconds((10 + payload) * 8)
+        case .le2M: .exactMicroseconds((11 + payload) * 4)
+        case .coded: .exactMicroseconds(80 + 256 + 16 + 24 + (5 + payload) * 64 + 24)
         }
     }
 

@@ -15,19 +15,27 @@ struct TimerQueue {
     }
 
     private struct Key {
-        var deadline: Duration
+        /// The deadline's attoseconds: compared inline, where `Duration`'s own comparisons are
+        /// calls into the standard library (two per sift step). The same order.
+        var deadline: Int128
         var id: UInt64
         /// The call's slot in `calls`, or -1 for a sleep.
         var slot: Int
     }
 
+    /// A queued call, in a struct so that the array holds the closure as it is: an array of
+    /// bare closures stores them reabstracted, which allocates a thunk on the way in and out.
+    private struct Call {
+        var action: @Sendable () -> Void
+    }
+
     private var heap: [Key] = []
-    private var calls: [(@Sendable () -> Void)?] = []
+    private var calls: [Call?] = []
     private var freeSlots: [Int] = []
 
     var isEmpty: Bool { heap.isEmpty }
     /// The deadline of the timer that fires next.
-    var firstDeadline: Duration? { heap.first?.deadline }
+    var firstDeadline: Duration? { heap.first.map { Duration(attoseconds: $0.deadline) } }
 
     /// Whether the key at `a` fires before the one at `b`.
     private func before(_ a: Int, _ b: Int) -> Bool {
@@ -39,13 +47,13 @@ struct TimerQueue {
         if let call = entry.call {
             if let free = freeSlots.popLast() {
                 slot = free
-                calls[free] = call
+                calls[free] = Call(action: call)
             } else {
                 slot = calls.count
-                calls.append(call)
+                calls.append(Call(action: call))
             }
         }
-        heap.append(Key(deadline: entry.deadline, id: entry.id, slot: slot))
+        heap.append(Key(deadline: entry.deadline.attoseconds, id: entry.id, slot: slot))
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
@@ -78,9 +86,9 @@ struct TimerQueue {
         }
         var call: (@Sendable () -> Void)?
         if first.slot >= 0 {
-            call = calls[first.slot].take()
+            call = calls[first.slot].take()?.action
             freeSlots.append(first.slot)
         }
-        return Entry(deadline: first.deadline, id: first.id, call: call)
+        return Entry(deadline: Duration(attoseconds: first.deadline), id: first.id, call: call)
     }
 }

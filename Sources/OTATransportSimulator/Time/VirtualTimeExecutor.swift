@@ -15,16 +15,18 @@ import OTACore
 public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: every mutable field below is guarded by `condition`, which is also how the
     // run loop sleeps while waiting for work from other threads.
+    // The runtime's exclusivity checks are off for them: the lock already rules out overlapping
+    // accesses, and each job and timer would otherwise pay for several checks.
     private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var jobsHead = 0
-    private var timers = TimerQueue()
-    private var actions: [UInt64: TimerAction] = [:]
-    private var cancelledBeforeArming: Set<UInt64> = []
-    private var nextTimerID: UInt64 = 0
-    private var virtualNow: Duration = .zero
-    private var stopRequested = false
-    private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
+    @exclusivity(unchecked) private var jobs: [UnownedJob] = []
+    @exclusivity(unchecked) private var jobsHead = 0
+    @exclusivity(unchecked) private var timers = TimerQueue()
+    @exclusivity(unchecked) private var actions: [UInt64: TimerAction] = [:]
+    @exclusivity(unchecked) private var cancelledBeforeArming: Set<UInt64> = []
+    @exclusivity(unchecked) private var nextTimerID: UInt64 = 0
+    @exclusivity(unchecked) private var virtualNow: Duration = .zero
+    @exclusivity(unchecked) private var stopRequested = false
+    @exclusivity(unchecked) private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
 
     /// Virtual seconds per wall-clock second, or `nil` to run as fast as possible.
     ///

@@ -41,7 +41,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         var id: UInt64
         var characteristic: CharacteristicID
         var value: Data
-        var continuation: CheckedContinuation<Result<Void, TransportError>, Never>
+        var continuation: UnsafeContinuation<Result<Void, TransportError>, Never>
     }
 
     private let lock = NSRecursiveLock()
@@ -57,25 +57,31 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     public let link: LinkParameters
     public let characteristics: [CharacteristicID: CharacteristicProperties]
 
+    // The mutable state below is all guarded by `lock`, so the runtime's exclusivity checks (a
+    // `swift_beginAccess` per access to a stored property of a class, a dozen per write) find
+    // nothing the lock does not already rule out: they are turned off for these properties.
+    // The device model calls back into the link while `runEvent` is in a loop, which is why
+    // the state is in properties accessed one at a time, not one struct held `inout`.
+
     /// The watchers of ``disconnections``, and why the link went down.
-    private var disconnectWatchers = DisconnectionWatchers()
+    @exclusivity(unchecked) private var disconnectWatchers = DisconnectionWatchers()
     private var disconnectReason: DisconnectReason? { disconnectWatchers.reason }
     /// The central's PDUs in order from `centralHead`; those before it were sent and moved out
     /// (`nil`), so that handing one to the device copies and releases nothing.
-    private var central: [CentralPDU?] = []
-    private var centralHead = 0
-    private var commandsQueued = 0
-    private var peripheral: [PeripheralPDU] = []
-    private var blockedWriters: [BlockedWriter] = []
-    private var pendingReplies: [UInt64: CheckedContinuation<Result<Data, TransportError>, Never>] = [:]
-    private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
-    private var eventScheduled: Duration?
-    private var lastEvent: Duration?
-    private var nextID: UInt64 = 0
-    private var statistics = LinkStatistics()
-    private var deliveryTime: Duration = .zero
+    @exclusivity(unchecked) private var central: [CentralPDU?] = []
+    @exclusivity(unchecked) private var centralHead = 0
+    @exclusivity(unchecked) private var commandsQueued = 0
+    @exclusivity(unchecked) private var peripheral: [PeripheralPDU] = []
+    @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
+    @exclusivity(unchecked) private var pendingReplies: [UInt64: UnsafeContinuation<Result<Data, TransportError>, Never>] = [:]
+    @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
+    @exclusivity(unchecked) private var eventScheduled: Duration?
+    @exclusivity(unchecked) private var lastEvent: Duration?
+    @exclusivity(unchecked) private var nextID: UInt64 = 0
+    @exclusivity(unchecked) private var statistics = LinkStatistics()
+    @exclusivity(unchecked) private var deliveryTime: Duration = .zero
     /// The characteristic the last write without response went to, already checked.
-    private var lastUnacknowledgedTarget: CharacteristicID?
+    @exclusivity(unchecked) private var lastUnacknowledgedTarget: CharacteristicID?
 
     init(
         device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow,
@@ -231,13 +237,18 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// Suspends until the radio answers: under the lock, `register` files the continuation (unless
     /// the link is down or the task cancelled, which answer at once); on cancellation `withdraw`
     /// takes it back, if the radio has not answered yet, to answer "cancelled".
+    ///
+    /// The continuations are unchecked (a checked one allocates and frees a canary each time,
+    /// per write on a link whose queue is full): each is resumed exactly once because whoever
+    /// resumes it (this function at once, the radio, `withdraw`, ``drop(_:)``) first takes it
+    /// out of its table under the lock.
     private func suspend<Value: Sendable>(
-        register: (UInt64, CheckedContinuation<Result<Value, TransportError>, Never>) -> Void,
-        withdraw: @Sendable (UInt64) -> CheckedContinuation<Result<Value, TransportError>, Never>?
+        register: (UInt64, UnsafeContinuation<Result<Value, TransportError>, Never>) -> Void,
+        withdraw: @Sendable (UInt64) -> UnsafeContinuation<Result<Value, TransportError>, Never>?
     ) async -> Result<Value, TransportError> {
         let id: UInt64 = withLock { makeID() }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, TransportError>, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, TransportError>, Never>) in
                 let immediate: Result<Value, TransportError>? = withLock {
                     if let reason = disconnectReason { return .failure(.disconnected(reason)) }
                     if Task.isCancelled { return .failure(Self.cancelled) }
@@ -282,8 +293,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         // First anchor at or after `earliest`.
         let sinceAnchor = earliest - anchor
         var events = Int64((sinceAnchor / interval).rounded(.up))
-        if anchor + interval * events < earliest { events += 1 }
-        let time = anchor + interval * events
+        if anchor + interval.exactlyTimes(events) < earliest { events += 1 }
+        let time = anchor + interval.exactlyTimes(events)
         eventScheduled = time
         simulation.schedule(at: time) { [weak self] in self?.connectionEvent(at: time) }
     }
@@ -446,7 +457,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     private func deliverToCentral(_ pdu: PeripheralPDU, at time: Duration) {
         simulation.schedule(at: time) { [weak self] in
             guard let self else { return }
-            let resume: CheckedContinuation<Result<Data, TransportError>, Never>?
+            let resume: UnsafeContinuation<Result<Data, TransportError>, Never>?
             let reply: Result<Data, TransportError>
             switch pdu.kind {
             case .notification(let characteristic, let value):
