@@ -1,6 +1,7 @@
 import Foundation
 import OTACore
 import OTATransportSimulator
+import Synchronization
 
 /// Where a simulated device is kept between runs: its flash, and the state a model keeps outside
 /// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags), each in a file of its own;
@@ -47,7 +48,7 @@ struct SimulatedDeviceFiles {
             file = journal
             if FileManager.default.fileExists(atPath: journal.path) {
                 var contents = image ?? device.flash.snapshot()
-                for entry in Self.entries(try Data(contentsOf: journal)) {
+                for entry in try Self.entries(try Data(contentsOf: journal)) {
                     switch entry.kind {
                     case Self.sectorEntry:
                         let start = entry.index * device.flash.sectorSize
@@ -116,6 +117,32 @@ struct SimulatedDeviceFiles {
         }
     }
 
+    /// Keeps `device` as it goes until ``KeptDevice/end()``: before each answer it gives the
+    /// central, what changed is appended to the journal (``keep(_:)``), and every data write's
+    /// bytes are counted in ``received``. A process killed meanwhile leaves the device as its
+    /// last answer left it.
+    ///
+    /// - Throws: ``code``, naming ``received`` when it cannot be opened.
+    func keepAsItGoes(_ device: SimulatedDevice) throws(OTAError) -> KeptDevice {
+        let keeping = KeptDevice(device: device, handle: try openReceived())
+        device.persistence = SimulatedDevice.Persistence(
+            replying: {
+                do throws(OTAError) {
+                    try keep(device)
+                } catch {
+                    keeping.failed(error)
+                }
+            },
+            received: { (total: Int) in
+                do throws(OTAError) {
+                    try keepReceived(total, handle: keeping.handle)
+                } catch {
+                    keeping.failed(error)
+                }
+            })
+        return keeping
+    }
+
     /// Writes ``SimulatedDevice/dataBytesReceived`` to ``received`` in place (8 bytes at once).
     ///
     /// - Throws: ``code``, naming the file.
@@ -138,6 +165,7 @@ struct SimulatedDeviceFiles {
     func openReceived() throws(OTAError) -> FileHandle {
         do {
             if !FileManager.default.fileExists(atPath: received.path) {
+                try FileManager.default.createDirectory(at: received.deletingLastPathComponent(), withIntermediateDirectories: true)
                 guard FileManager.default.createFile(atPath: received.path, contents: Data(count: 8)) else {
                     throw SimulatedDeviceFilesError("cannot create it")
                 }
@@ -167,28 +195,53 @@ struct SimulatedDeviceFiles {
         _ = device.flash.takeChangedSectors()
     }
 
-    /// The entries of every whole group of `journal`, in order; reading stops at the first torn
-    /// or damaged group (what a killed append leaves).
-    static func entries(_ journal: Data) -> [(kind: UInt8, index: Int, bytes: Data)] {
+    /// The entries of every whole group of `journal`, in order. Reading stops at a torn last
+    /// group (what a killed append leaves: a prefix of a group) or a damaged last group.
+    ///
+    /// - Throws: ``SimulatedDeviceFilesError`` for anything else: bytes that do not start a
+    ///   group, or a damaged group with more after it. No kill leaves those; the file is
+    ///   damaged or not a journal, and replaying part of it could give a device that never was.
+    static func entries(_ journal: Data) throws(SimulatedDeviceFilesError) -> [(kind: UInt8, index: Int, bytes: Data)] {
         let bytes = [UInt8](journal)
         var entries: [(kind: UInt8, index: Int, bytes: Data)] = []
         var position = 0
-        while position + 12 <= bytes.count, Data(bytes[position..<(position + 4)]) == groupMagic {
+        while position < bytes.count {
+            let remaining = bytes.count - position
+            let magic = [UInt8](groupMagic)
+            guard Array(bytes[position..<(position + min(4, remaining))]) == Array(magic.prefix(min(4, remaining))) else {
+                throw SimulatedDeviceFilesError("byte \(position) does not start a journal group: the journal is damaged or not one")
+            }
+            // A prefix of a group: the append a kill cut short.
+            guard remaining >= 12 else { break }
             let length = Int(uint32(bytes, at: position + 4))
             let start = position + 8
-            guard length <= bytes.count - start - 4 else { break }
+            guard length <= remaining - 12 else { break }
+            let end = start + length + 4
             let payload = Data(bytes[start..<(start + length)])
-            guard CRC32.checksum(payload) == uint32(bytes, at: start + length) else { break }
             var group: [(kind: UInt8, index: Int, bytes: Data)] = []
+            var whole = CRC32.checksum(payload) == uint32(bytes, at: start + length)
             var offset = start
-            while offset + 9 <= start + length {
+            while whole, offset < start + length {
+                guard offset + 9 <= start + length else {
+                    whole = false
+                    break
+                }
                 let count = Int(uint32(bytes, at: offset + 5))
-                guard offset + 9 + count <= start + length else { return entries }
+                guard count <= start + length - offset - 9 else {
+                    whole = false
+                    break
+                }
                 group.append((bytes[offset], Int(uint32(bytes, at: offset + 1)), Data(bytes[(offset + 9)..<(offset + 9 + count)])))
                 offset += 9 + count
             }
+            guard whole else {
+                // The last group damaged loads as the keep before it; one in the middle is not
+                // what a kill leaves.
+                if end == bytes.count { break }
+                throw SimulatedDeviceFilesError("the journal group at byte \(position) is damaged, with more after it")
+            }
             entries += group
-            position = start + length + 4
+            position = end
         }
         return entries
     }
@@ -204,6 +257,31 @@ struct SimulatedDeviceFiles {
 
     private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
+    }
+}
+
+/// A device kept as it goes (``SimulatedDeviceFiles/keepAsItGoes(_:)``): its count's open
+/// file, and the first error keeping it met (the simulation's callbacks cannot throw; ``end()``
+/// does).
+final class KeptDevice: Sendable {
+    let device: SimulatedDevice
+    let handle: FileHandle
+    private let firstError = Mutex<OTAError?>(nil)
+
+    init(device: SimulatedDevice, handle: FileHandle) {
+        self.device = device
+        self.handle = handle
+    }
+
+    func failed(_ error: OTAError) { firstError.withLock { $0 = $0 ?? error } }
+
+    /// Stops keeping the device and closes its count.
+    ///
+    /// - Throws: the first error keeping it met: a kill would have lost what it acknowledged.
+    func end() throws(OTAError) {
+        device.persistence = nil
+        try? handle.close()
+        if let error = firstError.withLock({ $0 }) { throw error }
     }
 }
 

@@ -1,0 +1,238 @@
+import Foundation
+import OTACore
+import OTATestSupport
+import Testing
+
+@testable import OTACommandLine
+
+/// `ota update --sim-state` killed with SIGKILL mid-transfer and run again with the same
+/// arguments (decision 0048): the simulated device is kept as it acknowledges, so the second run
+/// resumes where the device last acknowledged (framed: at most one window sent again) and the
+/// slot ends byte-identical to the image; a torn journal loads as the keep before it, and a
+/// damaged or foreign state file is one line and a non-zero exit.
+///
+/// Every blocking read of a child's pipe and every wait for a child runs through `offThePool`,
+/// on a thread of its own, never on one of the cooperative pool's two threads.
+@Suite(.serialized) struct UpdateSimStateKillTests {
+    static let executable = HostileCommandTests.executable
+    static let profile = "nrf52840-mtu244-2m"
+    /// Framed's window on nrf52840-mtu244-2m: 3 batches × 16 chunks × 244-byte writes.
+    static let window = 3 * 16 * 244
+
+    struct Scratch {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ota-sim-state-kill-\(UUID().uuidString)")
+        var image: URL { directory.appendingPathComponent("image.bin") }
+        func state(_ name: String) -> URL { directory.appendingPathComponent(name, isDirectory: true) }
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    /// 96 KiB of seeded bytes: eight framed windows.
+    static func image(in scratch: Scratch, seed: UInt64 = 48, size: Int = 96 * 1024) throws -> Data {
+        var random = seed
+        let bytes = Data(
+            (0..<size).map { _ in
+                random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return UInt8(truncatingIfNeeded: random >> 33)
+            })
+        try FileManager.default.createDirectory(at: scratch.directory, withIntermediateDirectories: true)
+        try bytes.write(to: scratch.image)
+        return bytes
+    }
+
+    static func arguments(_ scratch: Scratch, state: URL, protocolName: String = "framed") -> [String] {
+        ["update", scratch.image.path, "--device", "sim:\(profile)", "--protocol", protocolName, "--sim-state", state.path, "--json"]
+    }
+
+    /// Runs `ota` to its end: its exit code, standard output and standard error.
+    static func run(_ arguments: [String]) async throws -> (code: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading
+        let err = errors.fileHandleForReading
+        return await offThePool {
+            // Standard error is small (one line); standard output is read first to its end.
+            let outText = String(decoding: out.readDataToEndOfFile(), as: UTF8.self)
+            let errText = String(decoding: err.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus, outText, errText)
+        }
+    }
+
+    /// Starts `ota`, and sends it SIGKILL once it printed `progressLines` progress events: the
+    /// count read back from the child's own output, so the moment is the same on a loaded machine.
+    /// Returns whether the kill landed (the child died of it, rather than ending first).
+    static func killed(_ arguments: [String], afterProgressLines progressLines: Int) async throws -> Bool {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let reader = output.fileHandleForReading
+        return await offThePool {
+            var seen = 0
+            var pending = Data()
+            while seen < progressLines {
+                let chunk = reader.availableData
+                guard !chunk.isEmpty else { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    if String(decoding: pending[..<newline], as: UTF8.self).contains("\"event\":\"progress\"") { seen += 1 }
+                    pending.removeSubrange(...newline)
+                }
+            }
+            // Sent before the pipe is closed: the child never sees a broken pipe first.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? reader.close()
+            return process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        }
+    }
+
+    /// The device's lifetime count of data bytes received (`PROFILE.received`).
+    static func received(_ state: URL) throws -> Int {
+        let bytes = try Data(contentsOf: state.appendingPathComponent("\(profile).received"))
+        return bytes.reversed().reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    static func slot(_ state: URL, count: Int) throws -> Data {
+        try Data(contentsOf: state.appendingPathComponent("\(profile).flash")).prefix(count)
+    }
+
+    @Test(
+        "SIGKILL at 6 seeded moments of 'ota update --sim-state' (framed), then the same command: it resumes, at most one window sent again, and the slot holds the image",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
+    func killedAndRerunResumes() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let image = try Self.image(in: scratch)
+
+        // What a device never cut off receives for this image: the bar the resumed ones are held to.
+        let reference = scratch.state("reference")
+        let whole = try await Self.run(Self.arguments(scratch, state: reference))
+        #expect(whole.code == 0, "\(whole.err)")
+        let once = try Self.received(reference)
+        #expect(once >= image.count)
+        #expect(try Self.slot(reference, count: image.count) == image)
+
+        var random: UInt64 = 20_261_201
+        var landed = 0
+        var beyondWindow = 0
+        var figures: [String] = []
+        for point in 1...6 {
+            // One seeded moment in each third of 2...19 of the transfer's 28 progress events, at a
+            // pace of half real time (about 70 ms apart): the kill lands mid-transfer, before the
+            // last window, on a loaded machine too.
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let after = 2 + 3 * (point - 1) + Int(random >> 33) % 3
+            let state = scratch.state("kill-\(point)")
+            let arguments = Self.arguments(scratch, state: state)
+            let didLand = try await Self.killed(arguments + ["--sim-speed", "0.5"], afterProgressLines: after)
+            #expect(didLand, "kill \(point) after \(after) progress events did not land: the update ended first")
+            guard didLand else { continue }
+            landed += 1
+            let beforeRerun = try Self.received(state)
+            if beforeRerun > Self.window { beyondWindow += 1 }
+            #expect(beforeRerun < once, "kill \(point) landed after the whole image was sent")
+
+            let rerun = try await Self.run(arguments)
+            #expect(rerun.code == 0, "kill \(point): \(rerun.err)")
+            #expect(try Self.slot(state, count: image.count) == image, "kill \(point): the slot differs from the image")
+            let sentAgain = try Self.received(state) - once
+            #expect(sentAgain >= 0 && sentAgain <= Self.window, "kill \(point) after \(after) events: \(sentAgain) bytes sent again, over one window")
+            figures.append("\(after) events: cut at \(beforeRerun), \(sentAgain) again")
+            if beforeRerun > Self.window {
+                #expect(rerun.out.contains("continuing at byte"), "kill \(point): the rerun did not resume\n\(rerun.out)")
+            }
+            // The journal was folded into the files at the run's end.
+            #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("\(Self.profile).journal").path))
+        }
+        #expect(landed == 6)
+        // A restart from byte 0 would send more than a window again only for these.
+        #expect(beyondWindow > 0, "no kill came after a window: a restart from byte 0 would pass")
+        print("update kill test: \(landed) kills, \(beyondWindow) past a window; \(figures.joined(separator: "; "))")
+    }
+
+    @Test(
+        "generic cannot resume: killed mid-transfer, the same command starts over and the slot still holds the image",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
+    func killedGenericStartsOver() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let image = try Self.image(in: scratch)
+        let state = scratch.state("generic")
+        let arguments = Self.arguments(scratch, state: state, protocolName: "generic")
+        #expect(try await Self.killed(arguments + ["--sim-speed", "0.5"], afterProgressLines: 8))
+        let cut = try Self.received(state)
+        #expect(cut > 0 && cut < image.count)
+        let rerun = try await Self.run(arguments)
+        #expect(rerun.code == 0, "\(rerun.err)")
+        #expect(try Self.slot(state, count: image.count) == image)
+        #expect(try Self.received(state) - cut >= image.count, "generic sent less than the whole image again")
+    }
+
+    @Test(
+        "a journal torn by a kill inside an append loads as the keep before it, and the same command resumes from there",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
+    func tornJournalResumes() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let image = try Self.image(in: scratch)
+        let state = scratch.state("torn")
+        let arguments = Self.arguments(scratch, state: state)
+        #expect(try await Self.killed(arguments + ["--sim-speed", "0.5"], afterProgressLines: 12))
+        let journal = state.appendingPathComponent("\(Self.profile).journal")
+        let kept = try Data(contentsOf: journal)
+        // Cut the last group in half: what a kill in the middle of its append leaves.
+        let groups = try SimulatedDeviceFiles.entries(kept).count
+        #expect(groups > 2)
+        let magic = Data("SJG1".utf8)
+        let lastGroup = try #require(kept.ranges(of: magic).last).lowerBound
+        try kept.prefix(lastGroup + (kept.count - lastGroup) / 2).write(to: journal)
+        let rerun = try await Self.run(arguments)
+        #expect(rerun.code == 0, "\(rerun.err)")
+        #expect(rerun.out.contains("continuing at byte"), "\(rerun.out)")
+        #expect(try Self.slot(state, count: image.count) == image)
+    }
+
+    @Test(
+        "a damaged or foreign state file is one line naming it and a non-zero exit, never a crash or a silently wrong device",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
+    func damagedStateFiles() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        _ = try Self.image(in: scratch, size: 8 * 1024)
+        let cases: [(name: String, file: String, bytes: Data)] = [
+            ("a journal that is not one", "journal", Data("not a journal, but long enough to be read as one".utf8)),
+            ("a journal damaged before its end", "journal", Data("SJG1".utf8) + Data([4, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9]) + Data("SJG1".utf8)),
+            ("a flash file of another size", "flash", Data(repeating: 0xFF, count: 4096)),
+            ("a count that is not 8 bytes", "received", Data([1, 2, 3])),
+        ]
+        for (name, file, bytes) in cases {
+            let state = scratch.state(file + "-\(bytes.count)")
+            try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+            let path = state.appendingPathComponent("\(Self.profile).\(file)")
+            try bytes.write(to: path)
+            let result = try await Self.run(Self.arguments(scratch, state: state))
+            #expect(result.code != 0 && result.code < 128, "\(name): exit \(result.code)")
+            let lines = result.err.split(separator: "\n")
+            #expect(lines.count == 1, "\(name): \(result.err)")
+            #expect(result.err.contains(path.path) && result.err.contains("delete it"), "\(name): \(result.err)")
+            // Nothing was sent to a device that could not be restored.
+            #expect(!result.out.contains("\"event\":\"progress\""), "\(name)")
+        }
+        // A file where the directory should be: a usage error, exit 2.
+        let notDirectory = scratch.directory.appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: notDirectory)
+        let result = try await Self.run(Self.arguments(scratch, state: notDirectory))
+        #expect(result.code == 2, "\(result.err)")
+        #expect(result.err.contains("is a file"), "\(result.err)")
+    }
+}
