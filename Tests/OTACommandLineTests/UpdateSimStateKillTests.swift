@@ -161,6 +161,48 @@ import Testing
     }
 
     @Test(
+        "mcumgr killed at 3 seeded moments of its upload, then the same command: Zephyr's upload outlives the central, so it resumes with at most the requests in flight sent again",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
+    func killedMCUmgrResumes() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(at: scratch.directory, withIntermediateDirectories: true)
+        let fixture = DocumentedCommandsTests.packageRoot.appendingPathComponent("Tests/OTAProtocolMCUmgrTests/Fixtures/unsigned-200KB.bin")
+        try FileManager.default.copyItem(at: fixture, to: scratch.image)
+        let image = try Data(contentsOf: scratch.image)
+        func arguments(_ state: URL) -> [String] {
+            // Upload only: slot 1 then holds the file as it was sent.
+            ["update", scratch.image.path, "--device", "sim:zephyr-sensor", "--param", "mode=upload", "--sim-state", state.path, "--json"]
+        }
+        let reference = scratch.state("reference")
+        let whole = try await Self.run(arguments(reference))
+        #expect(whole.code == 0, "\(whole.err)")
+        let once = try Self.received(reference)
+        #expect(try Self.slot(reference, count: image.count) == image)
+        // The most the device can have been sent and not answered: its 4 buffers of 2,475 bytes.
+        let inFlight = 4 * 2_475
+
+        var random: UInt64 = 20_261_202
+        var figures: [String] = []
+        for point in 1...3 {
+            // One seeded moment in each of 10...69 of the upload's 89 progress events.
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let after = 10 + 20 * (point - 1) + Int(random >> 33) % 20
+            let state = scratch.state("kill-\(point)")
+            #expect(try await Self.killed(arguments(state) + ["--sim-speed", "0.5"], afterProgressLines: after), "kill \(point) did not land")
+            let cut = try Self.received(state)
+            #expect(cut > inFlight && cut < once, "kill \(point) after \(after) events: cut at \(cut)")
+            let rerun = try await Self.run(arguments(state))
+            #expect(rerun.code == 0, "kill \(point): \(rerun.err)")
+            #expect(try Self.slot(state, count: image.count) == image, "kill \(point): slot 1 differs from the image")
+            let sentAgain = try Self.received(state) - once
+            figures.append("\(after) events: cut at \(cut), \(sentAgain) again")
+            #expect(sentAgain <= inFlight, "kill \(point) after \(after) events: \(sentAgain) bytes sent again")
+        }
+        print("update kill test (mcumgr): \(figures.joined(separator: "; "))")
+    }
+
+    @Test(
         "generic cannot resume: killed mid-transfer, the same command starts over and the slot still holds the image",
         .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
     func killedGenericStartsOver() async throws {

@@ -3,14 +3,16 @@ import OTACore
 import OTATransportSimulator
 import Synchronization
 
-/// Where a simulated device is kept between runs: its flash, and the state a model keeps outside
-/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags), each in a file of its own;
-/// and, for a device kept as it goes (``keep(_:)``: a campaign's), a journal of what changed
-/// since those files were written and a count of the data bytes it received.
+/// Where a simulated device is kept between runs: its flash, the state a model keeps outside
+/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags) and the RAM a model keeps
+/// while the device runs on (``RunningDeviceModel``: Zephyr's upload in progress), each in a
+/// file of its own; and, for a device kept as it goes (``keepAsItGoes(_:)``: a campaign's, and
+/// `ota update`'s since decision 0048), a journal of what changed since those files were
+/// written and a count of the data bytes it received.
 /// `--sim-state` keeps one device per profile this way, a campaign one per device.
 ///
 /// The journal (`NAME.journal`, decision 0041) is appended one group at a time, each group the
-/// sectors that changed since the previous one and the model's state, framed by a length and a
+/// sectors that changed since the previous one and the model's states, framed by a length and a
 /// CRC-32: a process killed in the middle of an append leaves a torn last group, which is
 /// ignored, so the device loads as the previous group left it. Every group holds the newest
 /// content of what it names, and the journal holds every sector changed since the flash file
@@ -27,12 +29,16 @@ struct SimulatedDeviceFiles {
 
     /// What changed since ``flash`` and ``state`` were written.
     var journal: URL { flash.deletingPathExtension().appendingPathExtension("journal") }
+    /// The model's RAM that outlives the central (``RunningDeviceModel``), as the files were
+    /// written; absent when the model holds none.
+    var running: URL { flash.deletingPathExtension().appendingPathExtension("running") }
     /// ``SimulatedDevice/dataBytesReceived``, 8 bytes little-endian.
     var received: URL { flash.deletingPathExtension().appendingPathExtension("received") }
 
     private static let groupMagic = Data("SJG1".utf8)
     private static let sectorEntry: UInt8 = 1
     private static let stateEntry: UInt8 = 2
+    private static let runningEntry: UInt8 = 3
 
     /// Restores from the files what they hold, the journal replayed over them; a missing file
     /// leaves that part as it is. A journal found is folded into the files (``save(_:)``).
@@ -45,6 +51,8 @@ struct SimulatedDeviceFiles {
             var image = FileManager.default.fileExists(atPath: flash.path) ? try Data(contentsOf: flash) : nil
             file = state
             var modelState = FileManager.default.fileExists(atPath: state.path) ? try Data(contentsOf: state) : nil
+            file = running
+            var runningState = FileManager.default.fileExists(atPath: running.path) ? try Data(contentsOf: running) : nil
             file = journal
             if FileManager.default.fileExists(atPath: journal.path) {
                 var contents = image ?? device.flash.snapshot()
@@ -56,6 +64,8 @@ struct SimulatedDeviceFiles {
                             throw SimulatedDeviceFilesError("a sector that is not one of this device's")
                         }
                         contents.replaceSubrange(start..<(start + entry.bytes.count), with: entry.bytes)
+                    case Self.runningEntry:
+                        runningState = entry.bytes
                     default:
                         modelState = entry.bytes
                     }
@@ -68,6 +78,10 @@ struct SimulatedDeviceFiles {
             file = state
             if let persistent = device.model as? any PersistentDeviceModel, let modelState {
                 try persistent.restore(persistentState: modelState)
+            }
+            file = running
+            if let model = device.model as? any RunningDeviceModel, let runningState {
+                try model.restore(runningState: runningState)
             }
             file = received
             if FileManager.default.fileExists(atPath: received.path) {
@@ -88,13 +102,15 @@ struct SimulatedDeviceFiles {
     func keep(_ device: SimulatedDevice) throws(OTAError) {
         let sectors = device.flash.takeChangedSectors()
         let persistent = device.model as? any PersistentDeviceModel
-        guard !sectors.isEmpty || persistent != nil else { return }
+        let running = device.model as? any RunningDeviceModel
+        guard !sectors.isEmpty || persistent != nil || running != nil else { return }
         var payload = Data()
         let size = device.flash.sectorSize
         for sector in sectors {
             Self.append(entry: Self.sectorEntry, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)), to: &payload)
         }
         if let persistent { Self.append(entry: Self.stateEntry, index: 0, bytes: persistent.persistentState, to: &payload) }
+        if let running { Self.append(entry: Self.runningEntry, index: 0, bytes: running.runningState, to: &payload) }
         var length = ByteWriter()
         length.u32(UInt32(payload.count))
         var check = ByteWriter()
@@ -187,6 +203,14 @@ struct SimulatedDeviceFiles {
             try device.flash.snapshot().write(to: flash, options: .atomic)
             if let persistent = device.model as? any PersistentDeviceModel {
                 try persistent.persistentState.write(to: state, options: .atomic)
+            }
+            if let model = device.model as? any RunningDeviceModel {
+                let runningState = model.runningState
+                if !runningState.isEmpty {
+                    try runningState.write(to: running, options: .atomic)
+                } else if FileManager.default.fileExists(atPath: running.path) {
+                    try FileManager.default.removeItem(at: running)
+                }
             }
             if FileManager.default.fileExists(atPath: journal.path) { try FileManager.default.removeItem(at: journal) }
         } catch {
