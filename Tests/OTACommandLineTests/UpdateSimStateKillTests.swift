@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTAProtocolNordicDFU
 import OTATestSupport
 import Testing
 
@@ -203,21 +204,93 @@ import Testing
     }
 
     @Test(
-        "generic cannot resume: killed mid-transfer, the same command starts over and the slot still holds the image",
+        "nordic-dfu killed at 3 seeded moments, then the same command: the bootloader's progress outlives the central, so it resumes with at most one object sent again",
         .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
-    func killedGenericStartsOver() async throws {
+    func killedNordicResumes() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
         let image = try Self.image(in: scratch)
-        let state = scratch.state("generic")
-        let arguments = Self.arguments(scratch, state: state, protocolName: "generic")
-        #expect(try await Self.killed(arguments + ["--sim-speed", "0.5"], afterProgressLines: 8))
-        let cut = try Self.received(state)
-        #expect(cut > 0 && cut < image.count)
+        // A .bin with its .dat beside it: an unsigned application init packet.
+        try InitPacketBuilder.unsignedApplication(for: image).write(to: scratch.image.deletingPathExtension().appendingPathExtension("dat"))
+        func arguments(_ state: URL) -> [String] {
+            ["update", scratch.image.path, "--device", "sim:\(Self.profile)", "--protocol", "nordic-dfu", "--sim-state", state.path, "--json"]
+        }
+        let reference = scratch.state("reference")
+        let whole = try await Self.run(arguments(reference))
+        #expect(whole.code == 0, "\(whole.err)")
+        let once = try Self.received(reference)
+        #expect(try Self.slot(reference, count: image.count) == image)
+        let progressEvents = whole.out.split(separator: "\n").filter { $0.contains("\"event\":\"progress\"") }.count
+        #expect(progressEvents > 20)
+        // One data object: the SDK's 4,096 bytes.
+        let object = 4096
+
+        var random: UInt64 = 20_261_203
+        var figures: [String] = []
+        for point in 1...3 {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let third = max(1, (progressEvents - 6) / 3)
+            let after = 3 + third * (point - 1) + Int(random >> 33) % third
+            let state = scratch.state("kill-\(point)")
+            #expect(try await Self.killed(arguments(state) + ["--sim-speed", "0.5"], afterProgressLines: after), "kill \(point) did not land")
+            let cut = try Self.received(state)
+            #expect(cut > object && cut < once, "kill \(point) after \(after) events: cut at \(cut)")
+            let rerun = try await Self.run(arguments(state))
+            #expect(rerun.code == 0, "kill \(point): \(rerun.err)")
+            #expect(try Self.slot(state, count: image.count) == image, "kill \(point): the bank differs from the image")
+            let sentAgain = try Self.received(state) - once
+            figures.append("\(after) events: cut at \(cut), \(sentAgain) again")
+            #expect(rerun.out.contains("the bootloader already holds this init packet"), "kill \(point): \(rerun.out)")
+            #expect(rerun.out.contains("bytes; continuing"), "kill \(point): the rerun did not resume")
+            #expect(sentAgain <= object, "kill \(point) after \(after) events: \(sentAgain) bytes sent again")
+        }
+        print("update kill test (nordic-dfu, \(progressEvents) progress events): \(figures.joined(separator: "; "))")
+    }
+
+    /// A protocol that cannot resume, its device, its image and how to cut it.
+    struct StartingOver: Sendable, CustomTestStringConvertible {
+        var protocolName: String
+        var device: String
+        var profile: String
+        /// An image in the repository, or nil for 96 KiB of seeded bytes.
+        var fixture: String?
+        var speed: String
+        var killAfter: Int
+        var testDescription: String { protocolName }
+    }
+
+    @Test(
+        "a protocol that cannot resume, killed mid-transfer: the same command starts over and the slot still holds the image",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)),
+        arguments: [
+            StartingOver(protocolName: "generic", device: "sim:\(profile)", profile: profile, fixture: nil, speed: "0.5", killAfter: 8),
+            // 204 progress events over 24 s of virtual time: four times real time, cut after 40.
+            StartingOver(
+                protocolName: "esp-ble-ota", device: "sim:esp-lamp", profile: "esp32-mtu185-1m", fixture: "Tests/OTAProtocolEspressifTests/Fixtures/app-c3.bin",
+                speed: "4", killAfter: 40),
+        ])
+    func killedStartsOver(_ case: StartingOver) async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var image = try Self.image(in: scratch)
+        if let fixture = `case`.fixture {
+            image = try Data(contentsOf: DocumentedCommandsTests.packageRoot.appendingPathComponent(fixture))
+            try image.write(to: scratch.image)
+        }
+        let state = scratch.state(`case`.protocolName)
+        let arguments = [
+            "update", scratch.image.path, "--device", `case`.device, "--protocol", `case`.protocolName, "--sim-state", state.path, "--json",
+        ]
+        #expect(try await Self.killed(arguments + ["--sim-speed", `case`.speed], afterProgressLines: `case`.killAfter))
         let rerun = try await Self.run(arguments)
         #expect(rerun.code == 0, "\(rerun.err)")
-        #expect(try Self.slot(state, count: image.count) == image)
-        #expect(try Self.received(state) - cut >= image.count, "generic sent less than the whole image again")
+        let flash = try Data(contentsOf: state.appendingPathComponent("\(`case`.profile).flash"))
+        #expect(flash.prefix(image.count) == image)
+        // The whole image again, from byte 0 (esp-ble-ota writes with response, which the
+        // device's count of data writes does not see: the run's own result says it).
+        let result = try #require(rerun.out.split(separator: "\n").last { $0.contains("\"event\":\"result\"") })
+        #expect(result.contains("\"bytesSent\":\(image.count),") && result.contains("\"resumes\":0"), "\(result)")
+        #expect(!rerun.out.contains("continuing"), "\(`case`.protocolName) claims to resume")
     }
 
     @Test(
