@@ -49,7 +49,7 @@ struct SimulatorOptions: Sendable {
         .init(
             name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable",
             repeatable: true),
-        .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device's flash in DIR between runs"),
+        .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device in DIR as it acknowledges, between runs"),
         .init(
             name: "--sim-battery", valueName: "PERCENT",
             help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
