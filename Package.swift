@@ -296,7 +296,8 @@ let package = Package(
         .testTarget(
             name: "OTACommandLineTests",
             dependencies: [
-                "OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite", "OTATestSupport",
+                "OTACommandLine", "OTACore", "OTAProtocolMCUmgr", "OTAProtocolNordicDFU", "OTATransportUDP", "OTATransportSerial", "OTAStoreSQLite",
+                "OTATestSupport",
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings

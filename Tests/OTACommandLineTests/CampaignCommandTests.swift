@@ -52,6 +52,7 @@ import Testing
         var kills = 0
         var runs = 0
         var completedSoFar = 0
+        var ended: [String] = []
         while kills < 20 {
             runs += 1
             #expect(runs <= 60, "the campaign ended before 20 kills landed")
@@ -67,19 +68,38 @@ import Testing
             process.arguments = ["campaign", "run", file, "--adapter-limit", "4", "--seed", "\(runs)", "--gateway", "kill-test", "--json"]
             let output = Pipe()
             process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            let log = URL(fileURLWithPath: file + ".run-\(runs).err")
+            defer { try? FileManager.default.removeItem(at: log) }
+            try Data().write(to: log)
+            let errors = try FileHandle(forWritingTo: log)
+            defer { try? errors.close() }
+            process.standardError = errors
             try process.run()
+            // The pipe is read, the kill sent and the child waited for on a thread of its own
+            // (offThePool): blocking one of the cooperative pool's two threads for the whole
+            // test starved other suites' tasks. The kill is sent from that thread as soon as the
+            // line is read, and the child reaped by Process itself (waitUntilExit), whose
+            // termination reason is what says the kill landed.
             let reader = output.fileHandleForReading
-            var lines = 0
-            while lines < killAfter {
-                let chunk = reader.availableData
-                guard !chunk.isEmpty else { break }
-                lines += chunk.filter { $0 == UInt8(ascii: "\n") }.count
+            let seen = await offThePool { () -> Int in
+                var lines = 0
+                while lines < killAfter {
+                    let chunk = reader.availableData
+                    guard !chunk.isEmpty else { break }
+                    lines += chunk.filter { $0 == UInt8(ascii: "\n") }.count
+                }
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                try? reader.close()
+                return lines
             }
-            kill(process.processIdentifier, SIGKILL)
-            try? reader.close()
-            process.waitUntilExit()
-            if process.terminationReason == .uncaughtSignal { kills += 1 }
+            if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
+                kills += 1
+            } else {
+                // The run ended before its kill: only the campaign's end may do that.
+                let reason = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                ended.append("run \(runs) (kill after \(killAfter) lines, \(seen) seen): exit \(process.terminationStatus) \(reason)")
+            }
             // The file is whole after every kill, and nothing it recorded as done is undone.
             let snapshot = try SQLiteCampaignStore.open(file).snapshot()
             let completed = snapshot.devices.filter { $0.state == .completed }.count
@@ -87,7 +107,8 @@ import Testing
             completedSoFar = completed
             if snapshot.phase != .running { break }
         }
-        #expect(kills >= 20)
+        #expect(kills >= 20, "\(ended)")
+        #expect(ended.count <= 1, "runs ended before their kill: \(ended)")
         #expect(completedSoFar < devices, "every kill landed after the end: the test killed nothing mid-campaign")
 
         let last = await Self.ota(["campaign", "run", file, "--adapter-limit", "4", "--seed", "999", "--gateway", "kill-test"])

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import Testing
 
 @testable import OTACommandLine
@@ -31,16 +32,20 @@ import Testing
         try process.run()
         // Signal once the transfer is under way (its handlers are installed long before), not
         // after a fixed delay: on a loaded machine the tool can take longer than any delay to start.
+        // Read, signalled and waited for on a thread of its own (offThePool), the signal sent from
+        // that thread as soon as the line is read: never blocking the cooperative pool.
         let reader = errors.fileHandleForReading
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("transferring") {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else { break }
-            seen.append(chunk)
+        let text = await offThePool { () -> String in
+            var seen = Data()
+            while !String(decoding: seen, as: UTF8.self).contains("transferring") {
+                let chunk = reader.availableData
+                guard !chunk.isEmpty else { break }
+                seen.append(chunk)
+            }
+            kill(process.processIdentifier, signalNumber)
+            process.waitUntilExit()
+            return String(decoding: seen + reader.readDataToEndOfFile(), as: UTF8.self)
         }
-        kill(process.processIdentifier, signalNumber)
-        process.waitUntilExit()
-        let text = String(decoding: seen + reader.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 130, "\(text)")
         #expect(text.hasSuffix("ota: interrupted: the device keeps what it received; run the same command again to continue or restart\n"))

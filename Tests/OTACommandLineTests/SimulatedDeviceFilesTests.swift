@@ -58,6 +58,38 @@ import Testing
         }
     }
 
+    @Test("a journal damaged before its end, or not a journal, is refused with the file named, not replayed in part")
+    func damagedJournal() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        let device = try Self.device(simulation)
+        try Self.program(device, sector: 0, byte: 0x11)
+        try files.keep(device)
+        let firstGroup = try Data(contentsOf: files.journal).count
+        try Self.program(device, sector: 2, byte: 0x22)
+        try files.keep(device)
+        let journal = try Data(contentsOf: files.journal)
+        var flipped = journal
+        flipped[firstGroup - 10] ^= 0x01  // in the first group's payload, the second one whole after it
+        for damaged in [flipped, Data("something else entirely".utf8) + journal] {
+            try damaged.write(to: files.journal)
+            let restored = try Self.device(simulation)
+            #expect(throws: OTAError.self) { try files.restore(restored) }
+            do {
+                try files.restore(restored)
+            } catch {
+                #expect(error.message.contains(files.journal.path) && error.message.contains("delete it"), "\(error.message)")
+            }
+            #expect(FileManager.default.fileExists(atPath: files.journal.path), "a refused journal is left for the user to look at")
+        }
+        // Only a prefix of a group left: torn, the keep before it loads.
+        try (journal + Data("SJG".utf8)).write(to: files.journal)
+        let torn = try Self.device(simulation)
+        try files.restore(torn)
+        #expect(torn.flash.snapshot() == device.flash.snapshot())
+    }
+
     @Test("a save killed after the flash file was replaced, before the journal was deleted, replays to the same device")
     func killedSave() throws {
         let simulation = Simulation(seed: 1)

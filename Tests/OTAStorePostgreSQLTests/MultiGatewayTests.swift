@@ -85,9 +85,12 @@ struct MultiGatewayTests {
                 pending = String(complete.last ?? "")
                 if lines >= 60 && last.contains("\"started\"") { break }
             }
+            // Sent from this thread as soon as the line is read: after the await, the kill would
+            // wait for a cooperative thread, and with both busy the victim ran on meanwhile
+            // (the SQLite kill test's runs finished their whole campaign that way).
+            kill(victim.processIdentifier, SIGKILL)
             return lines
         }
-        kill(victim.processIdentifier, SIGKILL)
         try? reader.close()
         await offThePool { victim.waitUntilExit() }
         #expect(victim.terminationReason == .uncaughtSignal, "gw-4 ended before it was killed")

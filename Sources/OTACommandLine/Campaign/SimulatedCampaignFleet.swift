@@ -85,23 +85,8 @@ final class SimulatedCampaignFleet: CampaignFleet {
         // As it last answered a central, whichever gateway that was.
         let files = files(address)
         try files.restore(device)
-        let keeping = KeptDevice(handle: try files.openReceived())
+        let keeping = try files.keepAsItGoes(device)
         kept.withLock { $0[address] = keeping }
-        device.persistence = SimulatedDevice.Persistence(
-            replying: {
-                do throws(OTAError) {
-                    try files.keep(device)
-                } catch {
-                    keeping.failed(error)
-                }
-            },
-            received: { (total: Int) in
-                do throws(OTAError) {
-                    try files.keepReceived(total, handle: keeping.handle)
-                } catch {
-                    keeping.failed(error)
-                }
-            })
         return FleetDevice(
             id: address, image: image, updateProtocol: client, connectors: [("sim-adapter", SimulatedConnector(device: device, adapter: adapter))])
     }
@@ -109,10 +94,8 @@ final class SimulatedCampaignFleet: CampaignFleet {
     func attemptEnded(_ address: String) throws(OTAError) {
         guard let device = devices[address] else { return }
         device.persistence = nil
-        let keeping = kept.withLock { $0.removeValue(forKey: address) }
-        try? keeping?.handle.close()
         // The device could not be kept as it went: a kill would have lost what it acknowledged.
-        if let error = keeping?.error { throw error }
+        try kept.withLock { $0.removeValue(forKey: address) }?.end()
         try files(address).save(device)
     }
 
@@ -122,17 +105,4 @@ final class SimulatedCampaignFleet: CampaignFleet {
         return SimulatedDeviceFiles(
             flash: directory.appendingPathComponent(name + ".flash"), state: directory.appendingPathComponent(name + ".state"), code: .storage)
     }
-}
-
-/// A device in an attempt: its count's open file, and the first error keeping it met (the
-/// simulation's callbacks cannot throw; the attempt's end does).
-private final class KeptDevice: Sendable {
-    let handle: FileHandle
-    private let firstError = Mutex<OTAError?>(nil)
-
-    init(handle: FileHandle) { self.handle = handle }
-
-    func failed(_ error: OTAError) { firstError.withLock { $0 = $0 ?? error } }
-
-    var error: OTAError? { firstError.withLock { $0 } }
 }

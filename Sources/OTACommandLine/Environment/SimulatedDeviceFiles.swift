@@ -1,15 +1,18 @@
 import Foundation
 import OTACore
 import OTATransportSimulator
+import Synchronization
 
-/// Where a simulated device is kept between runs: its flash, and the state a model keeps outside
-/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags), each in a file of its own;
-/// and, for a device kept as it goes (``keep(_:)``: a campaign's), a journal of what changed
-/// since those files were written and a count of the data bytes it received.
+/// Where a simulated device is kept between runs: its flash, the state a model keeps outside
+/// the flash (``PersistentDeviceModel``: MCUboot's slot 0 and flags) and the RAM a model keeps
+/// while the device runs on (``RunningDeviceModel``: Zephyr's upload in progress), each in a
+/// file of its own; and, for a device kept as it goes (``keepAsItGoes(_:)``: a campaign's, and
+/// `ota update`'s since decision 0048), a journal of what changed since those files were
+/// written and a count of the data bytes it received.
 /// `--sim-state` keeps one device per profile this way, a campaign one per device.
 ///
 /// The journal (`NAME.journal`, decision 0041) is appended one group at a time, each group the
-/// sectors that changed since the previous one and the model's state, framed by a length and a
+/// sectors that changed since the previous one and the model's states, framed by a length and a
 /// CRC-32: a process killed in the middle of an append leaves a torn last group, which is
 /// ignored, so the device loads as the previous group left it. Every group holds the newest
 /// content of what it names, and the journal holds every sector changed since the flash file
@@ -26,12 +29,16 @@ struct SimulatedDeviceFiles {
 
     /// What changed since ``flash`` and ``state`` were written.
     var journal: URL { flash.deletingPathExtension().appendingPathExtension("journal") }
+    /// The model's RAM that outlives the central (``RunningDeviceModel``), as the files were
+    /// written; absent when the model holds none.
+    var running: URL { flash.deletingPathExtension().appendingPathExtension("running") }
     /// ``SimulatedDevice/dataBytesReceived``, 8 bytes little-endian.
     var received: URL { flash.deletingPathExtension().appendingPathExtension("received") }
 
     private static let groupMagic = Data("SJG1".utf8)
     private static let sectorEntry: UInt8 = 1
     private static let stateEntry: UInt8 = 2
+    private static let runningEntry: UInt8 = 3
 
     /// Restores from the files what they hold, the journal replayed over them; a missing file
     /// leaves that part as it is. A journal found is folded into the files (``save(_:)``).
@@ -44,10 +51,12 @@ struct SimulatedDeviceFiles {
             var image = FileManager.default.fileExists(atPath: flash.path) ? try Data(contentsOf: flash) : nil
             file = state
             var modelState = FileManager.default.fileExists(atPath: state.path) ? try Data(contentsOf: state) : nil
+            file = running
+            var runningState = FileManager.default.fileExists(atPath: running.path) ? try Data(contentsOf: running) : nil
             file = journal
             if FileManager.default.fileExists(atPath: journal.path) {
                 var contents = image ?? device.flash.snapshot()
-                for entry in Self.entries(try Data(contentsOf: journal)) {
+                for entry in try Self.entries(try Data(contentsOf: journal)) {
                     switch entry.kind {
                     case Self.sectorEntry:
                         let start = entry.index * device.flash.sectorSize
@@ -55,6 +64,8 @@ struct SimulatedDeviceFiles {
                             throw SimulatedDeviceFilesError("a sector that is not one of this device's")
                         }
                         contents.replaceSubrange(start..<(start + entry.bytes.count), with: entry.bytes)
+                    case Self.runningEntry:
+                        runningState = entry.bytes
                     default:
                         modelState = entry.bytes
                     }
@@ -67,6 +78,10 @@ struct SimulatedDeviceFiles {
             file = state
             if let persistent = device.model as? any PersistentDeviceModel, let modelState {
                 try persistent.restore(persistentState: modelState)
+            }
+            file = running
+            if let model = device.model as? any RunningDeviceModel, let runningState {
+                try model.restore(runningState: runningState)
             }
             file = received
             if FileManager.default.fileExists(atPath: received.path) {
@@ -87,13 +102,15 @@ struct SimulatedDeviceFiles {
     func keep(_ device: SimulatedDevice) throws(OTAError) {
         let sectors = device.flash.takeChangedSectors()
         let persistent = device.model as? any PersistentDeviceModel
-        guard !sectors.isEmpty || persistent != nil else { return }
+        let running = device.model as? any RunningDeviceModel
+        guard !sectors.isEmpty || persistent != nil || running != nil else { return }
         var payload = Data()
         let size = device.flash.sectorSize
         for sector in sectors {
             Self.append(entry: Self.sectorEntry, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)), to: &payload)
         }
         if let persistent { Self.append(entry: Self.stateEntry, index: 0, bytes: persistent.persistentState, to: &payload) }
+        if let running { Self.append(entry: Self.runningEntry, index: 0, bytes: running.runningState, to: &payload) }
         var length = ByteWriter()
         length.u32(UInt32(payload.count))
         var check = ByteWriter()
@@ -114,6 +131,32 @@ struct SimulatedDeviceFiles {
         } catch {
             throw OTAError(code, "\(journal.path): cannot keep the simulated device (\(error))")
         }
+    }
+
+    /// Keeps `device` as it goes until ``KeptDevice/end()``: before each answer it gives the
+    /// central, what changed is appended to the journal (``keep(_:)``), and every data write's
+    /// bytes are counted in ``received``. A process killed meanwhile leaves the device as its
+    /// last answer left it.
+    ///
+    /// - Throws: ``code``, naming ``received`` when it cannot be opened.
+    func keepAsItGoes(_ device: SimulatedDevice) throws(OTAError) -> KeptDevice {
+        let keeping = KeptDevice(device: device, handle: try openReceived())
+        device.persistence = SimulatedDevice.Persistence(
+            replying: {
+                do throws(OTAError) {
+                    try keep(device)
+                } catch {
+                    keeping.failed(error)
+                }
+            },
+            received: { (total: Int) in
+                do throws(OTAError) {
+                    try keepReceived(total, handle: keeping.handle)
+                } catch {
+                    keeping.failed(error)
+                }
+            })
+        return keeping
     }
 
     /// Writes ``SimulatedDevice/dataBytesReceived`` to ``received`` in place (8 bytes at once).
@@ -138,6 +181,7 @@ struct SimulatedDeviceFiles {
     func openReceived() throws(OTAError) -> FileHandle {
         do {
             if !FileManager.default.fileExists(atPath: received.path) {
+                try FileManager.default.createDirectory(at: received.deletingLastPathComponent(), withIntermediateDirectories: true)
                 guard FileManager.default.createFile(atPath: received.path, contents: Data(count: 8)) else {
                     throw SimulatedDeviceFilesError("cannot create it")
                 }
@@ -160,6 +204,14 @@ struct SimulatedDeviceFiles {
             if let persistent = device.model as? any PersistentDeviceModel {
                 try persistent.persistentState.write(to: state, options: .atomic)
             }
+            if let model = device.model as? any RunningDeviceModel {
+                let runningState = model.runningState
+                if !runningState.isEmpty {
+                    try runningState.write(to: running, options: .atomic)
+                } else if FileManager.default.fileExists(atPath: running.path) {
+                    try FileManager.default.removeItem(at: running)
+                }
+            }
             if FileManager.default.fileExists(atPath: journal.path) { try FileManager.default.removeItem(at: journal) }
         } catch {
             throw OTAError(code, "\(flash.path): cannot save the simulated device (\(error.localizedDescription))")
@@ -167,28 +219,53 @@ struct SimulatedDeviceFiles {
         _ = device.flash.takeChangedSectors()
     }
 
-    /// The entries of every whole group of `journal`, in order; reading stops at the first torn
-    /// or damaged group (what a killed append leaves).
-    static func entries(_ journal: Data) -> [(kind: UInt8, index: Int, bytes: Data)] {
+    /// The entries of every whole group of `journal`, in order. Reading stops at a torn last
+    /// group (what a killed append leaves: a prefix of a group) or a damaged last group.
+    ///
+    /// - Throws: ``SimulatedDeviceFilesError`` for anything else: bytes that do not start a
+    ///   group, or a damaged group with more after it. No kill leaves those; the file is
+    ///   damaged or not a journal, and replaying part of it could give a device that never was.
+    static func entries(_ journal: Data) throws(SimulatedDeviceFilesError) -> [(kind: UInt8, index: Int, bytes: Data)] {
         let bytes = [UInt8](journal)
         var entries: [(kind: UInt8, index: Int, bytes: Data)] = []
         var position = 0
-        while position + 12 <= bytes.count, Data(bytes[position..<(position + 4)]) == groupMagic {
+        while position < bytes.count {
+            let remaining = bytes.count - position
+            let magic = [UInt8](groupMagic)
+            guard Array(bytes[position..<(position + min(4, remaining))]) == Array(magic.prefix(min(4, remaining))) else {
+                throw SimulatedDeviceFilesError("byte \(position) does not start a journal group: the journal is damaged or not one")
+            }
+            // A prefix of a group: the append a kill cut short.
+            guard remaining >= 12 else { break }
             let length = Int(uint32(bytes, at: position + 4))
             let start = position + 8
-            guard length <= bytes.count - start - 4 else { break }
+            guard length <= remaining - 12 else { break }
+            let end = start + length + 4
             let payload = Data(bytes[start..<(start + length)])
-            guard CRC32.checksum(payload) == uint32(bytes, at: start + length) else { break }
             var group: [(kind: UInt8, index: Int, bytes: Data)] = []
+            var whole = CRC32.checksum(payload) == uint32(bytes, at: start + length)
             var offset = start
-            while offset + 9 <= start + length {
+            while whole, offset < start + length {
+                guard offset + 9 <= start + length else {
+                    whole = false
+                    break
+                }
                 let count = Int(uint32(bytes, at: offset + 5))
-                guard offset + 9 + count <= start + length else { return entries }
+                guard count <= start + length - offset - 9 else {
+                    whole = false
+                    break
+                }
                 group.append((bytes[offset], Int(uint32(bytes, at: offset + 1)), Data(bytes[(offset + 9)..<(offset + 9 + count)])))
                 offset += 9 + count
             }
+            guard whole else {
+                // The last group damaged loads as the keep before it; one in the middle is not
+                // what a kill leaves.
+                if end == bytes.count { break }
+                throw SimulatedDeviceFilesError("the journal group at byte \(position) is damaged, with more after it")
+            }
             entries += group
-            position = start + length + 4
+            position = end
         }
         return entries
     }
@@ -204,6 +281,31 @@ struct SimulatedDeviceFiles {
 
     private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
+    }
+}
+
+/// A device kept as it goes (``SimulatedDeviceFiles/keepAsItGoes(_:)``): its count's open
+/// file, and the first error keeping it met (the simulation's callbacks cannot throw; ``end()``
+/// does).
+final class KeptDevice: Sendable {
+    let device: SimulatedDevice
+    let handle: FileHandle
+    private let firstError = Mutex<OTAError?>(nil)
+
+    init(device: SimulatedDevice, handle: FileHandle) {
+        self.device = device
+        self.handle = handle
+    }
+
+    func failed(_ error: OTAError) { firstError.withLock { $0 = $0 ?? error } }
+
+    /// Stops keeping the device and closes its count.
+    ///
+    /// - Throws: the first error keeping it met: a kill would have lost what it acknowledged.
+    func end() throws(OTAError) {
+        device.persistence = nil
+        try? handle.close()
+        if let error = firstError.withLock({ $0 }) { throw error }
     }
 }
 

@@ -91,8 +91,9 @@ struct SimulatedTarget: TransportDevice {
         }
     }
 
-    /// Runs `body` in a fresh simulation of the device (its flash restored from `--sim-state`),
-    /// then saves the device when `body` returns.
+    /// Runs `body` in a fresh simulation of the device (its flash restored from `--sim-state`,
+    /// and kept there as it acknowledges, decision 0048), then saves the device when `body`
+    /// returns or throws.
     func withSession<R>(
         _ request: SessionRequest,
         _ body: (any TransportSession) async throws(OTAError) -> R
@@ -100,11 +101,21 @@ struct SimulatedTarget: TransportDevice {
         let simulation = Simulation(seed: options.seed, pace: options.pace)
         let (_, model) = try deviceModel(chosen: request.protocolName)
         let device = try options.makeDevice(profile: profile, model: model, simulation: simulation, imageSize: request.imageSize, address: address)
-        let result = try await body(
-            SimulatedSession(connector: SimulatedConnector(device: device, centralMTU: request.offeredMTU), simulation: simulation)
-        )
+        // Kept before every answer it gives: a run killed mid-transfer leaves the device where it
+        // last acknowledged, and the next run resumes from there.
+        let kept = try options.keepAsItGoes(device)
+        let result: Result<R, OTAError>
+        do throws(OTAError) {
+            result = .success(
+                try await body(
+                    SimulatedSession(connector: SimulatedConnector(device: device, centralMTU: request.offeredMTU), simulation: simulation)
+                ))
+        } catch {
+            result = .failure(error)
+        }
+        try kept?.end()
         try options.save(device)
-        return result
+        return try result.get()
     }
 
     /// The device model of the firmware it runs.

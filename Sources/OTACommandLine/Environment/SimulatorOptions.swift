@@ -49,7 +49,7 @@ struct SimulatorOptions: Sendable {
         .init(
             name: "--sim-reboot-at", valueName: "BYTES|N%", help: "simulated devices: reboot the device once this much data arrived; repeatable",
             repeatable: true),
-        .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device's flash in DIR between runs"),
+        .init(name: "--sim-state", valueName: "DIR", help: "simulated devices: keep each device in DIR as it acknowledges, between runs"),
         .init(
             name: "--sim-battery", valueName: "PERCENT",
             help: "simulated devices: battery level at the start, 0...100, or 'none' for no Battery service; default the profile's"),
@@ -106,6 +106,11 @@ struct SimulatorOptions: Sendable {
             }
         }
         if let directory = arguments.value("--sim-state") {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw UsageError(
+                    "--sim-state '\(directory)' is a file; give a directory (created if missing) to keep the simulated devices in", command: command)
+            }
             options.stateDirectory = URL(fileURLWithPath: directory, isDirectory: true)
         }
         return options
@@ -143,12 +148,18 @@ struct SimulatorOptions: Sendable {
         return device
     }
 
+    /// Keeps the device in the state directory as it goes, if there is one
+    /// (``SimulatedDeviceFiles/keepAsItGoes(_:)``); end it before ``save(_:)``.
+    func keepAsItGoes(_ device: SimulatedDevice) throws(OTAError) -> KeptDevice? {
+        try files(for: device.profile)?.keepAsItGoes(device)
+    }
+
     /// Saves the device's flash to the state directory, if there is one.
     func save(_ device: SimulatedDevice) throws(OTAError) {
         try files(for: device.profile)?.save(device)
     }
 
-    /// `PROFILE.flash` and `PROFILE.state` in the state directory, if there is one.
+    /// `PROFILE.flash`, `.state`, `.journal` and `.received` in the state directory, if there is one.
     private func files(for profile: DeviceProfile) -> SimulatedDeviceFiles? {
         stateDirectory.map { directory in
             SimulatedDeviceFiles(

@@ -71,3 +71,18 @@ public protocol PersistentDeviceModel: DeviceModel {
     /// - Throws: an error naming what is wrong when `data` is not such a state.
     func restore(persistentState data: Data) throws
 }
+
+/// A device model with state in RAM that outlives the central: a real device keeps running when
+/// the host updating it dies, and a new host resumes from what it holds (Zephyr's upload offset),
+/// until the device reboots (``DeviceModel/rebooted()`` forgets it). A host that keeps a simulated
+/// device across its own processes (`--sim-state`) keeps this state too, so that killing the host
+/// is not a reboot of the device.
+public protocol RunningDeviceModel: DeviceModel {
+    /// The RAM state a new central can resume from, in a form of the model's own; empty when
+    /// there is none.
+    var runningState: Data { get }
+    /// Restores state saved from ``runningState``; empty data restores none.
+    ///
+    /// - Throws: an error naming what is wrong when `data` is not such a state.
+    func restore(runningState data: Data) throws
+}

@@ -19,7 +19,7 @@ import Synchronization
 ///   unless it was confirmed. Confirm of slot 1 swaps it in for good. Erasing or uploading into
 ///   a slot that is pending or holds the revert image fails with `NO_FREE_SLOT` (9); confirming
 ///   while a test is pending fails with `IMAGE_ALREADY_PENDING` (28).
-public final class MCUmgrDeviceModel: PersistentDeviceModel {
+public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel {
     /// What the device is like.
     public struct Settings: Sendable, Hashable {
         /// How slot 1 is erased for an upload.
@@ -186,6 +186,51 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel {
             state.primaryUnderTest = bytes[flags + 1] == 1
             state.swaps = swaps
             state.primary = primary
+            state.secondaryCache = nil
+        }
+    }
+
+    // MARK: - RAM that outlives the central
+
+    private static let runningMagic = Data("MCUmgr-upload-1\n".utf8)
+
+    /// The upload in progress (`img_mgmt`'s length, SHA-256, offset and erase point), which
+    /// Zephyr keeps in RAM across a central's disconnect: empty when there is none.
+    public var runningState: Data {
+        state.withLock { state in
+            guard let upload = state.upload else { return Data() }
+            var data = Self.runningMagic
+            for value in [upload.length, upload.offset, upload.erasedUpTo] {
+                let word = UInt64(clamping: value)
+                data.append(contentsOf: (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) })
+            }
+            data.append(UInt8(upload.sha?.count ?? 0))
+            data.append(upload.sha ?? Data())
+            return data
+        }
+    }
+
+    /// Restores what ``runningState`` saved.
+    public func restore(runningState data: Data) throws {
+        guard !data.isEmpty else {
+            state.withLock { $0.upload = nil }
+            return
+        }
+        let bytes = Array(data)
+        let magic = Array(Self.runningMagic)
+        let fixed = magic.count + 3 * 8 + 1
+        guard bytes.count >= fixed, Array(bytes[0..<magic.count]) == magic, bytes.count == fixed + Int(bytes[fixed - 1]) else {
+            throw OTAError(.invalidParameter, "not a saved MCUmgr upload")
+        }
+        let words = (0..<3).map { index in
+            (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[magic.count + 8 * index + $1]) << (8 * $1) }
+        }
+        guard words.allSatisfy({ $0 <= UInt64(Int32.max) }), words[1] <= words[0] else {
+            throw OTAError(.invalidParameter, "not a saved MCUmgr upload")
+        }
+        let sha = bytes[fixed - 1] == 0 ? nil : Data(bytes[fixed...])
+        state.withLock { state in
+            state.upload = Upload(length: Int(words[0]), sha: sha, offset: Int(words[1]), erasedUpTo: Int(words[2]))
             state.secondaryCache = nil
         }
     }

@@ -91,7 +91,7 @@ import Synchronization
 ///   level (`0x0D`); so do Packet writes longer than ``Configuration/maximumPacketLength``
 ///   (a write without response: the central never learns). Empty Packet writes are ignored.
 /// - Packet writes the SDK would leak a receive buffer for (rejected data writes) free it at once.
-public final class NordicBootloaderModel: DeviceModel {
+public final class NordicBootloaderModel: RunningDeviceModel {
     /// Build options of the simulated bootloader, named after the SDK's `sdk_config.h` options.
     public struct Configuration: Sendable, Hashable {
         /// `NRF_DFU_HW_VERSION`: the `hw_version` init packets must carry. Default 52.
@@ -313,7 +313,64 @@ public final class NordicBootloaderModel: DeviceModel {
     public func rebooted() {
         shared.withLock { shared in
             shared.run = Run(configuration: configuration, clocked: clock != nil, bootTime: clock?())
+            shared.restored = nil
         }
+    }
+
+    // MARK: - RAM that outlives the central
+
+    private static let runningMagic = Data("NordicDFU-progress-1\n".utf8)
+
+    /// The request handler's progress (`s_dfu_settings.progress` and the init command as they are
+    /// in RAM: the current object, the command object's bytes, the data offset and CRCs, the
+    /// object created, the PRN), which the SDK keeps across a central's disconnect until the
+    /// bootloader resets: empty when nothing was received.
+    public var runningState: Data {
+        shared.withLock { shared in
+            let run = shared.run
+            guard run.commandSize > 0 || run.offset > 0 || run.accepted != nil else { return Data() }
+            var data = Self.runningMagic
+            func word(_ value: Int) { data.append(contentsOf: (0..<4).map { UInt8(truncatingIfNeeded: UInt32(clamping: value) >> (8 * $0)) }) }
+            func word32(_ value: UInt32) { data.append(contentsOf: (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }) }
+            data.append(run.currentObject?.rawValue ?? 0)
+            word(run.commandSize)
+            word(run.offset)
+            word32(run.crc.value)
+            word(run.executedOffset)
+            word32(run.executedCRC)
+            word(run.objectSize.map { $0 + 1 } ?? 0)
+            word(Int(run.prnTarget))
+            word(run.command.count)
+            data.append(contentsOf: run.command)
+            return data
+        }
+    }
+
+    /// Restores what ``runningState`` saved, over the init packet the settings page holds.
+    public func restore(runningState data: Data) throws {
+        guard !data.isEmpty else {
+            shared.withLock { $0.restored = nil }
+            return
+        }
+        let bytes = Array(data)
+        let magic = Array(Self.runningMagic)
+        let fixed = magic.count + 1 + 8 * 4
+        guard bytes.count >= fixed, Array(bytes[0..<magic.count]) == magic else {
+            throw OTAError(.invalidParameter, "not a saved Nordic DFU bootloader's progress")
+        }
+        func word(_ index: Int) -> UInt32 {
+            (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[magic.count + 1 + 4 * index + $1]) << (8 * $1) }
+        }
+        let object = bytes[magic.count]
+        let commandCount = Int(word(7))
+        guard object <= 2, bytes.count == fixed + commandCount, commandCount <= Int(word(0)), Int(word(3)) <= Int(word(1)) else {
+            throw OTAError(.invalidParameter, "not a saved Nordic DFU bootloader's progress")
+        }
+        let progress = RunningProgress(
+            currentObject: DFUObjectType(rawValue: object), commandSize: Int(word(0)), command: Array(bytes[fixed...]), offset: Int(word(1)),
+            crc: word(2), executedOffset: Int(word(3)), executedCRC: word(4), objectSize: word(5) == 0 ? nil : Int(word(5)) - 1,
+            prnTarget: UInt16(clamping: word(6)))
+        shared.withLock { $0.restored = progress }
     }
 
     /// The SoftDevice answers a Control Point write at once (`nrf_dfu_ble.c` replies to the
@@ -427,6 +484,22 @@ public final class NordicBootloaderModel: DeviceModel {
         var counters = Counters()
         /// The flash last seen: it outlives resets, and inspection reads the settings from it.
         var flash: (any FlashStorage)?
+        /// Progress restored by ``restore(runningState:)``, applied once the bootloader has read
+        /// its settings page (at the first connection).
+        var restored: RunningProgress?
+    }
+
+    /// What ``runningState`` keeps: the request handler's progress in RAM.
+    private struct RunningProgress {
+        var currentObject: DFUObjectType?
+        var commandSize: Int
+        var command: [UInt8]
+        var offset: Int
+        var crc: UInt32
+        var executedOffset: Int
+        var executedCRC: UInt32
+        var objectSize: Int?
+        var prnTarget: UInt16
     }
 
     /// What a write makes the device do once its lock is released.
@@ -459,6 +532,24 @@ public final class NordicBootloaderModel: DeviceModel {
     private func prepare(_ shared: inout Shared, flash: any FlashStorage) {
         shared.flash = flash
         boot(&shared.run, flash: flash)
+        if let progress = shared.restored {
+            // Over what boot() read from the settings page: the init packet it accepted stays
+            // accepted only while the command object restored is that packet.
+            shared.restored = nil
+            if progress.command != shared.run.command { shared.run.accepted = nil }
+            shared.run.currentObject = progress.currentObject
+            shared.run.commandSize = progress.commandSize
+            shared.run.command = progress.command
+            shared.run.commandCRC = CRC32()
+            shared.run.commandCRC.update(Data(progress.command))
+            shared.run.offset = progress.offset
+            shared.run.crc = CRC32(continuingFrom: progress.crc)
+            shared.run.executedOffset = progress.executedOffset
+            shared.run.executedCRC = progress.executedCRC
+            shared.run.objectSize = progress.objectSize
+            shared.run.prnTarget = progress.prnTarget
+            shared.run.prnCountdown = progress.prnTarget
+        }
     }
 
     /// What the bootloader does at start: read the settings page, re-execute a stored init packet.
