@@ -2,35 +2,35 @@ import OTACore
 import Testing
 
 /// The clock of real devices: its sleeps end at their deadline or at once on cancellation, and a
-/// cancelled sleep's timer is let go then, not at its deadline. Its waits are real (a few
-/// milliseconds at most, or a cancelled hour); nothing here asserts how fast anything runs.
+/// cancelled sleep lets go of what it holds then, not at its deadline. Its waits are real (a few
+/// milliseconds at most, or a cancelled hour, which only the cancellation can end within the
+/// time limit); nothing here asserts how fast anything runs.
 @Suite(.timeLimit(.minutes(2))) struct RealTimeClockTests {
-    @Test func aSleepEndsAtItsDeadlineAndLetsItsTimerGo() async throws {
+    @Test func aSleepEndsAtItsDeadlineAndLeavesTheClock() async throws {
         let clock = RealTimeClock()
         let deadline = clock.now.advanced(by: .milliseconds(5))
         try await clock.sleep(until: deadline)
         #expect(clock.now >= deadline)
-        #expect(await released(clock))
+        #expect(clock.pendingSleeps == 0)
     }
 
-    @Test func aDeadlineAlreadyPassedReturnsWithoutATimer() async throws {
+    @Test func aDeadlineAlreadyPassedReturnsWithoutWaiting() async throws {
         let clock = RealTimeClock()
         try await clock.sleep(until: clock.now.advanced(by: .seconds(-1)))
         try await clock.sleep(for: .zero)
-        #expect(clock.liveTimers == 0)
+        #expect(clock.pendingSleeps == 0)
     }
 
-    @Test func cancellingASleepThrowsAtOnceAndReleasesItsTimer() async throws {
+    @Test func cancellingASleepThrowsAtOnceAndLetsItGo() async throws {
         let clock = RealTimeClock()
         let sleeper = Task { try await clock.sleep(for: .seconds(3600)) }
-        #expect(await eventually { clock.liveTimers == 1 })
+        #expect(await eventually { clock.pendingSleeps == 1 })
         sleeper.cancel()
-        // An hour's deadline: only the cancellation can end this wait within the time limit.
         await #expect(throws: CancellationError.self) { try await sleeper.value }
-        #expect(await released(clock))
+        #expect(clock.pendingSleeps == 0)
     }
 
-    @Test func aTaskCancelledBeforeItSleepsThrowsWithoutStartingATimer() async throws {
+    @Test func aTaskCancelledBeforeItSleepsThrowsWithoutWaiting() async throws {
         let clock = RealTimeClock()
         let sleeper = Task {
             while !Task.isCancelled { await Task.yield() }
@@ -38,35 +38,66 @@ import Testing
         }
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
-        #expect(clock.liveTimers == 0)
+        #expect(clock.pendingSleeps == 0)
     }
 
-    @Test func copiesShareTheirCountAndClocksMadeApartDoNot() async throws {
+    /// The clock's one timer is set for the earliest sleeper: a short sleep that comes after an
+    /// hour-long one must set it earlier, or it would wait the hour.
+    @Test func aSleepEarlierThanThoseWaitingWakesAtItsOwnDeadline() async throws {
+        let clock = RealTimeClock()
+        let long = Task { try await clock.sleep(for: .seconds(3600)) }
+        #expect(await eventually { clock.pendingSleeps == 1 })
+        let deadline = clock.now.advanced(by: .milliseconds(2))
+        try await clock.sleep(until: deadline)
+        #expect(clock.now >= deadline)
+        #expect(clock.pendingSleeps == 1)
+        long.cancel()
+        _ = try? await long.value
+        #expect(clock.pendingSleeps == 0)
+    }
+
+    @Test func sleepersWakeEachAtOrAfterItsOwnDeadline() async throws {
+        let clock = RealTimeClock()
+        let start = clock.now
+        let lateness = try await withThrowingTaskGroup(of: Duration.self) { group in
+            for milliseconds in [3, 1, 2, 1, 4] {
+                let deadline = start.advanced(by: .milliseconds(milliseconds))
+                group.addTask {
+                    try await clock.sleep(until: deadline)
+                    return deadline.duration(to: clock.now)
+                }
+            }
+            return try await group.reduce(into: [Duration]()) { $0.append($1) }
+        }
+        #expect(lateness.count == 5)
+        #expect(lateness.allSatisfy { $0 >= .zero })
+        #expect(clock.pendingSleeps == 0)
+    }
+
+    @Test func copiesShareTheirSleepersAndClocksMadeApartDoNot() async throws {
         let clock = RealTimeClock()
         let copy = clock
         let other = RealTimeClock()
         let sleeper = Task { try await copy.sleep(for: .seconds(3600)) }
-        #expect(await eventually { clock.liveTimers == 1 })
-        #expect(other.liveTimers == 0)
+        #expect(await eventually { clock.pendingSleeps == 1 })
+        #expect(other.pendingSleeps == 0)
         sleeper.cancel()
         _ = try? await sleeper.value
-        #expect(await released(clock))
+        #expect(clock.pendingSleeps == 0)
     }
 
-    /// What the fix is for: a fast link makes thousands of timed waits that the operation wins.
-    /// With `ContinuousClock` on Linux each cancelled sleep kept its timer for the whole hour, so
-    /// the first thousand would still be alive when the check after them gives up; here each
-    /// thousand is let go before the next starts, 100 times over.
-    @Test func a100kTimedWaitsThatTheOperationWinsLetTheirTimersGo() async throws {
+    /// What the clock is for: a fast link makes thousands of timed waits that the operation wins.
+    /// With `ContinuousClock` on Linux each cancelled sleep kept its timer for the whole hour;
+    /// here each is gone by the time `withTimeout` returns, 100,000 times over.
+    @Test func a100kTimedWaitsThatTheOperationWinsLeaveNothingBehind() async throws {
         let clock = RealTimeClock()
-        var sum = 0
-        for batch in 0..<100 {
-            for index in batch * 1_000..<(batch + 1) * 1_000 {
-                sum &+= try await withTimeout(.seconds(3600), clock: clock, timeoutError: OTAError(.timeout, "late")) { index }
-            }
-            try #require(await released(clock), "the timers of waits \(batch * 1_000)..<\((batch + 1) * 1_000) are still held")
+        var (sum, leftBehind) = (0, 0)
+        for index in 0..<100_000 {
+            sum &+= try await withTimeout(.seconds(3600), clock: clock, timeoutError: OTAError(.timeout, "late")) { index }
+            leftBehind = max(leftBehind, clock.pendingSleeps)
         }
         #expect(sum == 100_000 * 99_999 / 2)
+        #expect(leftBehind == 0)
     }
 
     @Test func withTimeoutOnTheRealClockTimesOutAndCancelsTheOperation() async throws {
@@ -79,19 +110,7 @@ import Testing
         }
         #expect(error?.code == .timeout)
         #expect(error?.message == "no answer in 5 ms")
-        #expect(await released(operations))
-        #expect(await released(clock))
+        #expect(operations.pendingSleeps == 0)
+        #expect(clock.pendingSleeps == 0)
     }
-}
-
-/// Whether `clock` comes to hold no timer: dispatch lets a timer go on one of its own threads just
-/// after the sleep ends, so this looks again every millisecond (on a clock of its own) for up to
-/// 10 s, a bound for a loaded machine rather than a measure of speed.
-private func released(_ clock: RealTimeClock) async -> Bool {
-    let poll = RealTimeClock()
-    for _ in 0..<10_000 {
-        if clock.liveTimers == 0 { return true }
-        try? await poll.sleep(for: .milliseconds(1))
-    }
-    return clock.liveTimers == 0
 }

@@ -1,8 +1,8 @@
 import Dispatch
 import Synchronization
 
-/// The clock of real devices: `ContinuousClock`'s time, with sleeps that give their timer back
-/// the moment they are cancelled.
+/// The clock of real devices: `ContinuousClock`'s time, with sleeps that let go of everything
+/// they hold the moment they are cancelled.
 ///
 /// Give it wherever a device is reached in real time (``UpdateEngine``, a transport session, a
 /// scanner): every time limit of the framework runs on it there, the way a test's or the
@@ -11,26 +11,30 @@ import Synchronization
 /// `ContinuousClock` would keep the same time, but on Linux a cancelled `Task.sleep` keeps its
 /// timer (a task, a dispatch timer and a continuation, about 600 bytes) until its deadline
 /// passes. ``withTimeout(_:clock:timeoutError:operation:)`` cancels its sleep whenever the
-/// operation wins, so a fast link that makes thousands of timed waits a second piles up waits ×
-/// timeout of them: 26 MB of a 64 MB image's update. Here each sleep is one `DispatchSourceTimer`
-/// that cancellation cancels and releases at once (decision 0045), so the timers alive are the
-/// waits in progress.
+/// operation wins, so a fast link that makes thousands of timed waits a second piled up waits ×
+/// timeout of them: 26 MB of a 64 MB image's update. Here a sleep is an entry in the clock's
+/// list of sleepers, kept in deadline order, and one dispatch timer per clock wakes the earliest
+/// (decision 0045). A cancelled sleep leaves the list, its continuation resumed with
+/// `CancellationError`, at once; a sleep costs no system call unless it is the new earliest.
 ///
 /// ```swift
 /// let engine = UpdateEngine(clock: RealTimeClock())
 /// ```
 ///
-/// - Note: Copies share one count of live timers (``liveTimers``); two clocks made apart count
-///   apart. Sleeping, cancelling and reading the count are safe from any task.
+/// - Note: Copies share one list of sleepers (and ``pendingSleeps``); make one clock for a
+///   session or a process and pass it on. Clocks made apart count apart. Sleeping, cancelling and
+///   reading the count are safe from any task.
 public struct RealTimeClock: Clock {
+    /// `ContinuousClock`'s instants: its time is that clock's.
     public typealias Instant = ContinuousClock.Instant
+    /// Durations as every other clock of the framework measures them.
     public typealias Duration = Swift.Duration
 
-    private let live: LiveTimers
+    private let sleepers: RealTimeSleepers
 
-    /// Creates a clock with its own count of live timers.
+    /// Creates a clock with its own list of sleepers and its own dispatch timer.
     public init() {
-        live = LiveTimers()
+        sleepers = RealTimeSleepers()
     }
 
     /// Now, on `ContinuousClock`.
@@ -39,125 +43,145 @@ public struct RealTimeClock: Clock {
     /// `ContinuousClock`'s resolution.
     public var minimumResolution: Duration { ContinuousClock().minimumResolution }
 
-    /// How many of this clock's timers dispatch still holds: one per sleep in progress, and for a
-    /// moment after a sleep ends, until dispatch has let its timer go.
-    public var liveTimers: Int { live.count.load(ordering: .relaxed) }
+    /// How many sleeps on this clock are waiting. A sleep leaves the count, and lets go of its
+    /// continuation, before it returns or throws: a cancelled one at once, not at its deadline.
+    public var pendingSleeps: Int { sleepers.count }
 
-    /// Waits until `deadline`, or throws `CancellationError` as soon as the task is cancelled,
-    /// releasing the timer then and there.
+    /// Waits until `deadline`, or throws `CancellationError` as soon as the task is cancelled.
     ///
     /// A deadline already passed returns at once. The wait never ends before `deadline` on
-    /// ``now``: a timer that fires early (dispatch keeps its own time) is set again for the rest.
+    /// ``now``: a wake-up that comes early (dispatch keeps its own time) sets the timer again for
+    /// the rest.
     ///
-    /// - Parameter tolerance: how late the wake-up may be, for the system to group timers;
-    ///   none when `nil`.
+    /// - Parameter tolerance: ignored: the clock's one timer wakes each sleeper at its deadline.
     /// - Throws: `CancellationError` when the task is, or becomes, cancelled.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
         guard ContinuousClock.now < deadline else { return }
-        let timer = RealTimeTimer(deadline: deadline, leeway: tolerance ?? .zero, live: live)
+        let sleepers = self.sleepers
+        let id = sleepers.newID()
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { timer.start($0) }
+            try await withCheckedThrowingContinuation { continuation in
+                sleepers.add(id: id, deadline: deadline, continuation)
+            }
         } onCancel: {
-            timer.cancel()
+            sleepers.cancel(id: id, deadline: deadline)
         }
     }
 }
 
-/// The count of one clock's timers that dispatch holds, shared by the clock's copies.
-private final class LiveTimers: Sendable {
-    let count = Atomic<Int>(0)
-}
+/// One clock's sleepers in deadline order, and the dispatch timer set for the earliest.
+private final class RealTimeSleepers: Sendable {
+    private struct Sleeper {
+        let deadline: ContinuousClock.Instant
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
 
-/// One sleep: a dispatch timer that resumes the sleeper at its deadline, or throws
-/// `CancellationError` into it at once when cancelled, whichever comes first; either way the timer
-/// is cancelled and dispatch lets it go.
-private final class RealTimeTimer: Sendable {
-    private enum State {
-        /// Made; the sleeper has not handed over its continuation yet.
-        case idle
-        /// The timer runs.
-        case waiting(CheckedContinuation<Void, any Error>, any DispatchSourceTimer)
-        /// Cancelled before it started: it never will.
-        case cancelled
-        /// Fired or cancelled, the sleeper resumed.
-        case ended
-    }
-
-    private let deadline: ContinuousClock.Instant
-    private let leeway: Duration
-    private let live: LiveTimers
-    private let state = Mutex(State.idle)
-
-    init(deadline: ContinuousClock.Instant, leeway: Duration, live: LiveTimers) {
-        self.deadline = deadline
-        self.leeway = leeway
-        self.live = live
-    }
-
-    /// Starts the timer, unless the sleep was cancelled first.
-    func start(_ continuation: CheckedContinuation<Void, any Error>) {
-        let refused = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            guard case .idle = state else { return continuation }
-            let source = DispatchSource.makeTimerSource(queue: .global())
-            let live = self.live
-            live.count.add(1, ordering: .relaxed)
-            // Dispatch calls the cancel handler once it is done with the source: the count then
-            // says what dispatch still holds, not what was asked of it.
-            source.setCancelHandler { live.count.subtract(1, ordering: .relaxed) }
-            // The handler holds the timer until the source is cancelled, which every way out does.
-            source.setEventHandler { self.fire() }
-            source.schedule(deadline: Self.dispatchTime(after: ContinuousClock.now.duration(to: deadline)), leeway: Self.interval(leeway))
-            source.activate()
-            state = .waiting(continuation, source)
-            return nil
+        /// Whether this sleeper wakes before one of `deadline` and `id` (ties go by arrival).
+        func precedes(_ deadline: ContinuousClock.Instant, _ id: UInt64) -> Bool {
+            self.deadline < deadline || (self.deadline == deadline && self.id < id)
         }
-        refused?.resume(throwing: CancellationError())
     }
 
-    /// The deadline came (on dispatch's time): resumes the sleeper, or sets the timer again for
-    /// what is left on `ContinuousClock`.
+    private struct State {
+        /// Sorted by deadline, then id. A clock's time limits mostly share one length, so a new
+        /// sleeper mostly goes at the end and the one that ends goes from the front: both cheap
+        /// for the few waits a session has at once.
+        var sleepers: [Sleeper] = []
+        /// When the timer is set to fire; `nil` when it is not set.
+        var wake: ContinuousClock.Instant?
+        let timer: any DispatchSourceTimer
+    }
+
+    private let state: Mutex<State>
+    private let ids = Atomic<UInt64>(0)
+    private let sleeperCount = Atomic<Int>(0)
+
+    init() {
+        state = Mutex(State(timer: DispatchSource.makeTimerSource(queue: .global())))
+        state.withLock { state in
+            // Weak: the timer's handler must not keep the clock alive; deinit cancels the timer.
+            state.timer.setEventHandler { [weak self] in self?.fire() }
+            state.timer.activate()
+        }
+    }
+
+    deinit {
+        state.withLock { $0.timer.cancel() }
+    }
+
+    var count: Int { sleeperCount.load(ordering: .relaxed) }
+
+    func newID() -> UInt64 {
+        ids.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// Adds a sleeper, unless its task was cancelled first (its cancellation handler then found
+    /// nothing to remove): the check and the insertion are under the lock the handler takes.
+    func add(id: UInt64, deadline: ContinuousClock.Instant, _ continuation: CheckedContinuation<Void, any Error>) {
+        let refused = state.withLock { state -> Bool in
+            if Task.isCancelled { return true }
+            var index = state.sleepers.endIndex
+            if let last = state.sleepers.last, !last.precedes(deadline, id) {
+                index = Self.firstIndex(in: state.sleepers, notPreceding: deadline, id)
+            }
+            state.sleepers.insert(Sleeper(deadline: deadline, id: id, continuation: continuation), at: index)
+            sleeperCount.add(1, ordering: .relaxed)
+            if state.wake.map({ deadline < $0 }) ?? true {
+                Self.set(state.timer, for: deadline)
+                state.wake = deadline
+            }
+            return false
+        }
+        if refused { continuation.resume(throwing: CancellationError()) }
+    }
+
+    /// Removes a cancelled sleeper and throws `CancellationError` into it; nothing when it has
+    /// woken already or was never added.
+    func cancel(id: UInt64, deadline: ContinuousClock.Instant) {
+        let removed = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            let index = Self.firstIndex(in: state.sleepers, notPreceding: deadline, id)
+            guard index < state.sleepers.endIndex, state.sleepers[index].id == id else { return nil }
+            sleeperCount.subtract(1, ordering: .relaxed)
+            // The timer stays set: when it fires with nothing due it is set for the earliest.
+            return state.sleepers.remove(at: index).continuation
+        }
+        removed?.resume(throwing: CancellationError())
+    }
+
+    /// The timer fired: wakes every sleeper whose deadline has passed on `ContinuousClock`, and
+    /// sets the timer for the earliest left.
     private func fire() {
-        let due = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            guard case .waiting(let continuation, let source) = state else { return nil }
-            let left = ContinuousClock.now.duration(to: deadline)
-            if left > .zero {
-                source.schedule(deadline: Self.dispatchTime(after: left), leeway: Self.interval(leeway))
-                return nil
-            }
-            source.cancel()
-            state = .ended
-            return continuation
+        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            let now = ContinuousClock.now
+            let dueCount = state.sleepers.prefix { $0.deadline <= now }.count
+            let due = state.sleepers.prefix(dueCount).map(\.continuation)
+            state.sleepers.removeFirst(dueCount)
+            sleeperCount.subtract(dueCount, ordering: .relaxed)
+            state.wake = state.sleepers.first?.deadline
+            if let wake = state.wake { Self.set(state.timer, for: wake) }
+            return due
         }
-        due?.resume()
+        for continuation in due { continuation.resume() }
     }
 
-    /// The sleeping task was cancelled: stops the timer and throws `CancellationError` into the
-    /// sleeper now, not at the deadline.
-    func cancel() {
-        let interrupted = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            switch state {
-            case .idle:
-                state = .cancelled
-                return nil
-            case .waiting(let continuation, let source):
-                source.cancel()
-                state = .ended
-                return continuation
-            case .cancelled, .ended:
-                return nil
-            }
+    /// The index of the first sleeper that does not wake before `deadline` and `id`.
+    private static func firstIndex(in sleepers: [Sleeper], notPreceding deadline: ContinuousClock.Instant, _ id: UInt64) -> Int {
+        var (low, high) = (sleepers.startIndex, sleepers.endIndex)
+        while low < high {
+            let middle = low + (high - low) / 2
+            if sleepers[middle].precedes(deadline, id) { low = middle + 1 } else { high = middle }
         }
-        interrupted?.resume(throwing: CancellationError())
+        return low
+    }
+
+    private static func set(_ timer: any DispatchSourceTimer, for deadline: ContinuousClock.Instant) {
+        timer.schedule(deadline: dispatchTime(after: ContinuousClock.now.duration(to: deadline)), leeway: .nanoseconds(0))
     }
 
     private static func dispatchTime(after duration: Duration) -> DispatchTime {
         let nanoseconds = nanoseconds(duration)
         return nanoseconds == .max ? .distantFuture : .now() + .nanoseconds(nanoseconds)
-    }
-
-    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
-        .nanoseconds(nanoseconds(duration))
     }
 
     /// `duration` in whole nanoseconds, clamped to `0...Int.max`.
