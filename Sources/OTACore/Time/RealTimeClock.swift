@@ -95,7 +95,6 @@ private final class RealTimeSleepers: Sendable {
 
     private let state: Mutex<State>
     private let ids = Atomic<UInt64>(0)
-    private let sleeperCount = Atomic<Int>(0)
 
     init() {
         state = Mutex(State(timer: DispatchSource.makeTimerSource(queue: .global())))
@@ -110,7 +109,8 @@ private final class RealTimeSleepers: Sendable {
         state.withLock { $0.timer.cancel() }
     }
 
-    var count: Int { sleeperCount.load(ordering: .relaxed) }
+    /// The sleepers in the list, counted there (not kept apart), so the count is what is held.
+    var count: Int { state.withLock { $0.sleepers.count } }
 
     func newID() -> UInt64 {
         ids.wrappingAdd(1, ordering: .relaxed).newValue
@@ -126,7 +126,6 @@ private final class RealTimeSleepers: Sendable {
                 index = Self.firstIndex(in: state.sleepers, notPreceding: deadline, id)
             }
             state.sleepers.insert(Sleeper(deadline: deadline, id: id, continuation: continuation), at: index)
-            sleeperCount.add(1, ordering: .relaxed)
             if state.wake.map({ deadline < $0 }) ?? true {
                 Self.set(state.timer, for: deadline)
                 state.wake = deadline
@@ -142,7 +141,6 @@ private final class RealTimeSleepers: Sendable {
         let removed = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             let index = Self.firstIndex(in: state.sleepers, notPreceding: deadline, id)
             guard index < state.sleepers.endIndex, state.sleepers[index].id == id else { return nil }
-            sleeperCount.subtract(1, ordering: .relaxed)
             // The timer stays set: when it fires with nothing due it is set for the earliest.
             return state.sleepers.remove(at: index).continuation
         }
@@ -157,7 +155,6 @@ private final class RealTimeSleepers: Sendable {
             let dueCount = state.sleepers.prefix { $0.deadline <= now }.count
             let due = state.sleepers.prefix(dueCount).map(\.continuation)
             state.sleepers.removeFirst(dueCount)
-            sleeperCount.subtract(dueCount, ordering: .relaxed)
             state.wake = state.sleepers.first?.deadline
             if let wake = state.wake { Self.set(state.timer, for: wake) }
             return due
