@@ -32,12 +32,12 @@ public final class CoreBluetoothCentral: Sendable {
     /// Creates the central and its manager.
     ///
     /// - Parameters:
-    ///   - clock: the clock of every time limit (a test's virtual clock; `ContinuousClock` in an app).
+    ///   - clock: the clock of every time limit (a test's virtual clock; ``RealTimeClock`` in an app).
     ///   - restoreIdentifier: for state preservation and restoration: keep it the same on every
     ///     launch, and call ``restoredPeripherals()`` at launch to resume an update the system
     ///     relaunched the app for. Needs the `bluetooth-central` background mode.
     ///   - showPowerAlert: whether iOS warns the user when Bluetooth is off at creation.
-    public init(clock: any Clock<Duration> = ContinuousClock(), restoreIdentifier: String? = nil, showPowerAlert: Bool = true) {
+    public init(clock: any Clock<Duration> = RealTimeClock(), restoreIdentifier: String? = nil, showPowerAlert: Bool = true) {
         self.clock = clock
         self.restoreIdentifier = restoreIdentifier
         bridge = CentralBridge(clock: clock, restoreIdentifier: restoreIdentifier, showPowerAlert: showPowerAlert)

@@ -33,7 +33,7 @@ package struct PacketLinkDevice: TransportDevice {
     package func withSession<R>(
         _ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        try await body(DirectTransportSession(connector: connector, clock: ContinuousClock(), restartDelay: .seconds(2)))
+        try await body(DirectTransportSession(connector: connector, clock: RealTimeClock(), restartDelay: .seconds(2)))
     }
 }
 
@@ -42,7 +42,7 @@ package struct PacketLinkDevice: TransportDevice {
 package struct PacketLinkScanner: DeviceScanner {
     package init() {}
 
-    package var clock: any Clock<Duration> { ContinuousClock() }
+    package var clock: any Clock<Duration> { RealTimeClock() }
 
     package func discoveries() -> AsyncThrowingStream<DiscoveredDevice, any Error> {
         AsyncThrowingStream { $0.finish() }

@@ -247,7 +247,8 @@ func untilSignalled<Success: Sendable>(_ task: Task<Success, any Error>, ready: 
 /// `Never`-returning function.
 func serveUntilSignalled(ready: String, stop: @escaping @Sendable () -> Void, statistics: @escaping @Sendable () -> String) async -> Never {
     // Sleeps until cancelled: the sleep then throws, which ends the task.
-    _ = await untilSignalled(Task { while true { try await Task.sleep(for: .seconds(3600)) } }, ready: ready)
+    let clock = RealTimeClock()
+    _ = await untilSignalled(Task { while true { try await clock.sleep(for: .seconds(3600)) } }, ready: ready)
     stop()
     printError("ota-peripheral: stats \(statistics())\n")
     exit(writeImageOut())

@@ -86,15 +86,18 @@ public protocol CampaignLeaseClock: Sendable {
     func sleep(for duration: Duration) async throws
 }
 
-/// The system's wall clock: ``Date()``, and real sleeps.
+/// The system's wall clock: ``Date()``, and real sleeps (on ``RealTimeClock``, whose cancelled
+/// sleeps let their timer go at once).
 public struct WallLeaseClock: CampaignLeaseClock {
+    private let clock = RealTimeClock()
+
     /// Creates the wall clock.
     public init() {}
 
     public var now: Date { Date() }
 
     public func sleep(for duration: Duration) async throws {
-        try await Task.sleep(for: duration)
+        try await clock.sleep(for: duration)
     }
 }
 

@@ -12,7 +12,7 @@ import Synchronization
 /// A transport implements ``discoveries()``; ``listen(for:until:)`` and
 /// ``advertisement(of:within:)`` build on it for every transport alike.
 public protocol DeviceScanner: Sendable {
-    /// The clock a listening window runs on (`ContinuousClock` for a radio, a virtual or test
+    /// The clock a listening window runs on (``RealTimeClock`` for a radio, a virtual or test
     /// clock otherwise).
     var clock: any Clock<Duration> { get }
 

@@ -15,11 +15,12 @@
 public struct UpdateEngine: Sendable {
     /// Timeouts and tunables.
     public var configuration: UpdateConfiguration
-    /// The clock every wait uses.
+    /// The clock every wait uses: ``RealTimeClock`` unless given another (the simulation's, a
+    /// test's).
     public let clock: any Clock<Duration>
 
     /// Creates an engine.
-    public init(configuration: UpdateConfiguration = UpdateConfiguration(), clock: any Clock<Duration> = ContinuousClock()) {
+    public init(configuration: UpdateConfiguration = UpdateConfiguration(), clock: any Clock<Duration> = RealTimeClock()) {
         self.configuration = configuration
         self.clock = clock
     }

@@ -3,7 +3,12 @@
 ///
 /// The one time limit of the framework: the engine, the protocols' contexts and the transports
 /// all bound their waits with it, on the clock they were given (a ``Clock`` of the simulation or
-/// a test, or `ContinuousClock` for real devices), so that a test never waits for real.
+/// a test, or ``RealTimeClock`` for real devices), so that a test never waits for real.
+///
+/// Each call sleeps on `clock` in a child task and cancels that sleep when the operation wins;
+/// what a cancelled sleep holds is the clock's business. On a real device give ``RealTimeClock``,
+/// not `ContinuousClock`: on Linux a cancelled `Task.sleep` keeps its timer until its deadline,
+/// and a fast link piles up thousands of them (decision 0045).
 ///
 /// ```swift
 /// let reply = try await withTimeout(.seconds(5), clock: clock, timeoutError: OTAError(.timeout, "no reply")) {

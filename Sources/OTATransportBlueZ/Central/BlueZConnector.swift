@@ -162,7 +162,7 @@ public struct BlueZConnector: Connector {
         adapter: String? = nil,
         bus: DBusConnection.Bus = .system,
         configuration: Configuration = Configuration(),
-        clock: any Clock<Duration> = ContinuousClock(),
+        clock: any Clock<Duration> = RealTimeClock(),
         askPerson: (@Sendable (String) async -> String?)? = nil
     ) {
         self.address = address.uppercased()

@@ -191,7 +191,7 @@ public final class BlueZTransport: Transport, Sendable {
         configuration: BlueZConnector.Configuration,
         signals: Signals,
         baselineSerial: UInt32,
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = RealTimeClock()
     ) {
         self.session = session
         self.address = address

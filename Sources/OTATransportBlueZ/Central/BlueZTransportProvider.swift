@@ -27,7 +27,7 @@ public struct BlueZTransportProvider: TransportProvider {
     /// How connectors behave; `--write-path` overrides ``BlueZConnector/Configuration/usesAcquireWrite``.
     public var configuration = BlueZConnector.Configuration()
     /// The clock every wait runs on.
-    public var clock: any Clock<Duration> = ContinuousClock()
+    public var clock: any Clock<Duration> = RealTimeClock()
     /// How long to listen for a device's advertisement when the catalog must pick its protocol.
     public var advertisementWindow: Duration = .seconds(5)
     /// How long a device takes to restart into a part it received before it takes the next.
@@ -199,7 +199,7 @@ extension BlueZTransportProvider {
     ///   - restartDelay: the pause between two parts of a multi-part update; default 2 s.
     public init(
         configuration: BlueZConnector.Configuration = BlueZConnector.Configuration(),
-        clock: any Clock<Duration> = ContinuousClock(),
+        clock: any Clock<Duration> = RealTimeClock(),
         advertisementWindow: Duration = .seconds(5),
         restartDelay: Duration = .seconds(2)
     ) {

@@ -71,7 +71,7 @@ extension BlueZPeripheral {
             flash: any FlashStorage = NORFlash(capacity: 1 << 20),
             dropLinkAfterDataBytes: Int? = nil,
             readvertiseInterval: Duration? = nil,
-            clock: any Clock<Duration> = ContinuousClock(),
+            clock: any Clock<Duration> = RealTimeClock(),
             bus: DBusConnection.Bus = .system,
             objectRoot: DBusObjectPath = "/org/swiftbleota/peripheral",
             log: @escaping @Sendable (String) -> Void = { _ in }
