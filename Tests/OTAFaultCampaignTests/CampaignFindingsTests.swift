@@ -44,7 +44,9 @@ import Testing
     /// object's receipt was unread, leaving it executed with other bytes; the resume's Create was
     /// refused 0x08 (an object past it executed) and the update failed. 4207: a dying link lost a
     /// packet of the short last object, and `prn=auto` lowered from the interval above its
-    /// packets, so its next attempt counted the same, one more resend than the rule allows.
+    /// packets, so its next attempt counted the same, one more resend than the rule allows. 5812
+    /// (this table's, found in a 10 000-seed sweep after both were fixed): 4537 with the resume
+    /// from byte 0, which the check had left out.
     static let pipelinedFindings: [FaultPlan] = [
         FaultPlan(
             seed: 4537, protocolIndex: nordicPipelined, protocolName: CampaignProtocol.nordicPipelined.name, link: .small(.nrf52840, mtu: 247),
@@ -55,6 +57,12 @@ import Testing
         FaultPlan(
             seed: 4207, protocolIndex: nordicPipelined, protocolName: CampaignProtocol.nordicPipelined.name, link: .small(.nrf52840, mtu: 23),
             imageSize: 17000, faults: [PlannedFault(kind: .dyingLink, point: 16601)]),
+        FaultPlan(
+            seed: 5812, protocolIndex: nordicPipelined, protocolName: CampaignProtocol.nordicPipelined.name, link: .small(.nrf52840, mtu: 247),
+            imageSize: 4097,
+            faults: [
+                PlannedFault(kind: .disconnect, point: 3620), PlannedFault(kind: .duplicateWrite, point: 9), PlannedFault(kind: .reorderWrite, point: 12),
+            ]),
     ]
 
     static let mcumgr = CampaignProtocol.all.firstIndex { $0.name == CampaignProtocol.mcumgr.name }!

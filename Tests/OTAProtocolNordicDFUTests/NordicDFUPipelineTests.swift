@@ -307,6 +307,24 @@ import Testing
         #expect(trace.contains(.send(.create(.command, size: UInt32(Kit.initPacket.count)))) == executedWrong)
     }
 
+    /// The one whole object held, executed with other bytes, and the image one byte longer: the
+    /// resume goes from byte 0, where the Create rewinds to the executed object's end, not to 0.
+    /// The check after it sees that and starts over (campaign seed 5812).
+    @Test func aResumeFromByteZeroChecksTheExecutedObjectsToo() throws {
+        let image = try Kit.image(size: 4097)
+        var bootloader = IdealBootloader(holding: image, upTo: 4096, executed: 4096)
+        bootloader.data[100] ^= 0xFF
+        let checkpoint = Kit.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 4096, crc: CRC32.checksum(bootloader.data)))
+        var machine = try Self.machine(image, resumingFrom: checkpoint)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(trace.contains(.note("the bootloader's 4096 bytes differ from this image; sending again from byte 0")))
+        let create = try #require(trace.firstIndex(of: .send(.create(.data, size: 4096))))
+        #expect(trace[create + 1] == .send(.calculateChecksum))
+        #expect(trace.contains(.send(.create(.command, size: UInt32(Kit.initPacket.count)))))
+    }
+
     /// An object past the resume point was executed with other bytes, so far on that the Create
     /// no longer fits (it rewinds to the last executed object): 0x08 starts over from the init
     /// packet (campaign seed 4537). The same 0x08 anywhere else still fails the update.

@@ -41,7 +41,7 @@ import OTACore
 /// With `prn=auto` the interval starts at one receipt per object, halves after a loss (never
 /// back to an interval that lost packets) and doubles after ``adaptiveRaiseAfter`` clean objects.
 ///
-/// A resume whose bytes differ from this image (past byte 0) asks Calculate Checksum right after
+/// A resume whose bytes differ from this image asks Calculate Checksum right after
 /// its Create, which rewinds to the last executed object: an executed object with other bytes (a
 /// pipelined Execute goes before its receipt is read), or a Create refused 0x08 because one past
 /// it was executed, starts over from the init packet (decision 0046).
@@ -266,7 +266,7 @@ public struct NordicDFUStateMachine: Sendable {
     /// Restarts from the init packet after an object was executed with other bytes.
     private var restartsAfterDamage = 0
 
-    /// On a resume whose bytes differ from this image, from an offset past 0: the next Create is
+    /// On a resume whose bytes differ from this image (from byte 0 or later): the next Create is
     /// followed by Calculate Checksum, which reports the executed objects. A pipelined Execute is
     /// written before its object's receipt is read, so a link lost then can leave an object
     /// executed with other bytes (this run's or an earlier one's), past the point resumed from.
@@ -614,7 +614,8 @@ public struct NordicDFUStateMachine: Sendable {
         var actions: [Action] = [.acknowledged(durable)]
         if selection.offset > 0, start.offset < selection.offset {
             actions.append(.note("the bootloader's \(selection.offset) bytes differ from this image; sending again from byte \(start.offset)"))
-            checksExecutedPrefix = start.offset > 0
+            // From byte 0 too: Create rewinds to the last executed object, wherever it ends.
+            checksExecutedPrefix = true
         }
         if start.executeFirst, start.offset > 0 {
             // The object ending at the offset may not have been executed: Execute it first.
