@@ -13,6 +13,24 @@ import Testing
         #expect(streams.standardOutput.contains("over nordic-dfu"))
     }
 
+    /// The Nordic table gives both bounds for both flows, and the round trip measured on the
+    /// model: two 15 ms connection intervals on this profile (request in one event, answer in the
+    /// next, the next request in the one after).
+    @Test func theBenchmarkGivesTheIssuesBoundWithAMeasuredRoundTrip() async throws {
+        let (code, streams) = await runTool(["benchmark", "--protocol", "nordic-dfu", "--profile", "nrf52840-mtu244-2m", "--size", "20K"])
+        #expect(code == 0, "\(streams.standardError)")
+        let lines = streams.standardOutput.split(separator: "\n").map(String.init)
+        let header = try #require(lines.first { $0.hasPrefix("profile ") && $0.contains(" rt ") })
+        let words = header.split(separator: " ", omittingEmptySubsequences: true)
+        #expect(words.filter { $0 == "issue" }.count == 2)
+        #expect(words.filter { $0 == "bound" }.count == 2)
+        let row = try #require(lines.first { $0.hasPrefix("nrf52840-mtu244-2m ") })
+        let cells = row.split(separator: " ", omittingEmptySubsequences: false).filter { !$0.isEmpty }
+        #expect(cells.count == 14, "\(row)")  // rates and times are a number and a unit
+        #expect(row.contains(" 30 ms "))
+        #expect(cells.filter { $0.hasSuffix("%") }.count == 4)
+    }
+
     @Test func inspectShowsThePackageAndSaysItIsConsistent() async throws {
         let (code, streams) = await runTool(["inspect", try fixture().path])
         #expect(code == 0)

@@ -264,6 +264,98 @@ import Testing
         #expect(setAndCreate)
     }
 
+    /// A packet lost in the short last object (8 packets of 10 000 bytes' last 1808) at an
+    /// interval of 17: the bootloader counted 8, so the next attempt must go below 8, not below
+    /// 17 (which left it at one receipt per object, as before; campaign seed 4207).
+    @Test func autoLowersFromThePacketsAShortLastObjectCounted() throws {
+        let image = try Kit.image(size: 10_000)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = [17 + 17 + 3]  // the third packet of the last object
+        var machine = try Self.machine(image)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(machine.receiptIntervals == [17, 4])
+        #expect(machine.objectsResent == 1)
+        #expect(trace.contains(.send(.setPRN(4))))
+    }
+
+    // MARK: - Resume whose bytes differ
+
+    /// The link dropped while an executed object's receipt was unread (pipeline=on writes the
+    /// Execute before it), and that object holds other bytes: Select(data) shows bytes that
+    /// differ, not where. Calculate Checksum right after the Create reports the executed
+    /// objects: not this image's, so the run starts over from the init packet. With them right
+    /// (the bad byte in the unexecuted object), the same check lets the run go on. The strict
+    /// flow checks too: an earlier pipelined run can leave the damage.
+    @Test(arguments: [true, false], [true, false])
+    func aResumeWhoseBytesDifferChecksTheExecutedObjects(executedWrong: Bool, pipeline: Bool) throws {
+        let image = try Kit.image(size: 12_000)
+        var bootloader = IdealBootloader(holding: image, upTo: 5632, executed: 4096)
+        bootloader.data[executedWrong ? 100 : 5000] ^= 0xFF
+        let checkpoint = Kit.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 5632, crc: CRC32.checksum(bootloader.data)))
+        var machine = try Self.machine(image, pipeline: pipeline, resumingFrom: checkpoint)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        let create = try #require(trace.firstIndex(of: .send(.create(.data, size: 4096))))
+        #expect(trace[create + 1] == .send(.calculateChecksum))
+        let restarted = trace.contains {
+            if case .note(let text) = $0 { text.contains("one was executed with bytes not this image's; starting over from the init packet") } else { false }
+        }
+        #expect(restarted == executedWrong)
+        #expect(trace.contains(.send(.create(.command, size: UInt32(Kit.initPacket.count)))) == executedWrong)
+    }
+
+    /// The one whole object held, executed with other bytes, and the image one byte longer: the
+    /// resume goes from byte 0, where the Create rewinds to the executed object's end, not to 0.
+    /// The check after it sees that and starts over (campaign seed 5812).
+    @Test func aResumeFromByteZeroChecksTheExecutedObjectsToo() throws {
+        let image = try Kit.image(size: 4097)
+        var bootloader = IdealBootloader(holding: image, upTo: 4096, executed: 4096)
+        bootloader.data[100] ^= 0xFF
+        let checkpoint = Kit.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 4096, crc: CRC32.checksum(bootloader.data)))
+        var machine = try Self.machine(image, resumingFrom: checkpoint)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(trace.contains(.note("the bootloader's 4096 bytes differ from this image; sending again from byte 0")))
+        let create = try #require(trace.firstIndex(of: .send(.create(.data, size: 4096))))
+        #expect(trace[create + 1] == .send(.calculateChecksum))
+        #expect(trace.contains(.send(.create(.command, size: UInt32(Kit.initPacket.count)))))
+    }
+
+    /// An object past the resume point was executed with other bytes, so far on that the Create
+    /// no longer fits (it rewinds to the last executed object): 0x08 starts over from the init
+    /// packet (campaign seed 4537). The same 0x08 anywhere else still fails the update.
+    @Test func aCreateRefusedAfterAResumeWhoseBytesDifferStartsOverFromTheInitPacket() throws {
+        let image = try Kit.image(size: 10_000)
+        var bootloader = IdealBootloader(holding: image, upTo: 8192, executed: 8192)
+        bootloader.data[5000] ^= 0xFF
+        let checkpoint = Kit.checkpoint(data: DFUObjectSelection(maximumSize: 4096, offset: 8192, crc: CRC32.checksum(bootloader.data)))
+        var machine = try Self.machine(image, resumingFrom: checkpoint)
+        _ = try perform(&machine, machine.start(), image: image, &bootloader, until: .send(.create(.data, size: 4096)))
+        let refused = DFUResponse(opCode: DFUOpCode.create.rawValue, result: .operationNotPermitted)
+        #expect(
+            drain(&machine, machine.received(refused)) == [
+                .note(
+                    "after a resume whose bytes differ, the bootloader refused to create the object at byte 4096 (0x08): it executed one past it, with bytes not this image's; starting over from the init packet, one request at a time"
+                ),
+                .send(.create(.command, size: UInt32(Kit.initPacket.count))),
+            ])
+        let trace = try perform(&machine, machine.received(bootloader.answer(.create(.command, size: UInt32(Kit.initPacket.count)))), image: image, &bootloader)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+
+        var fresh = try Self.machine(image)
+        _ = try runScript(&fresh, fresh.start(), until: .send(.create(.data, size: 4096)))
+        guard case .fail(let error) = fresh.received(refused) else {
+            Issue.record("a Create refused on a fresh run did not fail the update")
+            return
+        }
+        #expect(error.code == .deviceRejected)
+    }
+
     // MARK: - Parameters
 
     @Test func parametersReadAutoAndOnAndRefuseOtherWords() throws {

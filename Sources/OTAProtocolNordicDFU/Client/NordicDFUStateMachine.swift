@@ -41,6 +41,11 @@ import OTACore
 /// With `prn=auto` the interval starts at one receipt per object, halves after a loss (never
 /// back to an interval that lost packets) and doubles after ``adaptiveRaiseAfter`` clean objects.
 ///
+/// A resume whose bytes differ from this image asks Calculate Checksum right after
+/// its Create, which rewinds to the last executed object: an executed object with other bytes (a
+/// pipelined Execute goes before its receipt is read), or a Create refused 0x08 because one past
+/// it was executed, starts over from the init packet (decision 0046).
+///
 /// A receipt that lands on the object's end stands for the Checksum. (*) After a Create(command)
 /// the data is always selected again: creating the command object discards the bootloader's data,
 /// so a checkpoint's data selection no longer holds.
@@ -129,6 +134,9 @@ public struct NordicDFUStateMachine: Sendable {
         case resynchronize
         /// Calculate Checksum in place of the receipt that was to end a pipelined object.
         case checkQueuedObject
+        /// Calculate Checksum right after a Create, on a resume whose bytes differed from this
+        /// image: are the executed objects (`offset_last`, `crc_last`) this image's?
+        case checkExecutedPrefix
     }
 
     /// What a ``Action/sleep(_:purpose:)`` leads to.
@@ -257,6 +265,12 @@ public struct NordicDFUStateMachine: Sendable {
 
     /// Restarts from the init packet after an object was executed with other bytes.
     private var restartsAfterDamage = 0
+
+    /// On a resume whose bytes differ from this image (from byte 0 or later): the next Create is
+    /// followed by Calculate Checksum, which reports the executed objects. A pipelined Execute is
+    /// written before its object's receipt is read, so a link lost then can leave an object
+    /// executed with other bytes (this run's or an earlier one's), past the point resumed from.
+    private var checksExecutedPrefix = false
 
     /// The highest interval `prn=auto` may raise to again: one below each interval at which
     /// packets were lost (`nil` before any loss).
@@ -444,6 +458,14 @@ public struct NordicDFUStateMachine: Sendable {
 
     private mutating func answer(_ response: DFUResponse, to step: Step, request: DFURequest) -> [Action] {
         if step == .probeLink { return droppingPackets(probe: response) }
+        if step == .createObject, checksExecutedPrefix, response.result == .operationNotPermitted {
+            // Create rewinds to the last executed object: it refuses when that is past this
+            // object's end (or the image's), so an object past the resume point was executed.
+            checksExecutedPrefix = false
+            return restartFromInitPacket(
+                "after a resume whose bytes differ, the bootloader refused to create the object at byte \(objectStart) (0x08): it executed one past it, with bytes not this image's"
+            )
+        }
         let executes: Set<Step> = [.executeInitPacket, .executeHeldObject, .executeObject]
         if !executes.contains(step), response.result != .success {
             // SDK 15.3 answers Create(data) with 0x05 when erasing the object's pages fails: the
@@ -503,6 +525,10 @@ public struct NordicDFUStateMachine: Sendable {
             if objectStart == image.count { return finish([note]) }
             return [note, .enter(.transferring)] + createObject()
         case .createObject:
+            if checksExecutedPrefix {
+                checksExecutedPrefix = false
+                return ask(.checkExecutedPrefix, .calculateChecksum)
+            }
             if firstObject, firstObjectDelay > .zero {
                 firstObject = false
                 phase = .delaying(then: .streamObject)
@@ -510,6 +536,16 @@ public struct NordicDFUStateMachine: Sendable {
             }
             firstObject = false
             return nextSegment()
+        case .checkExecutedPrefix:
+            // Right after Create the bootloader reports where its executed objects end, and their
+            // CRC-32: the Create rewound there, not to where this machine asked.
+            let (offset, crc) = (Int(response.values[0]), response.values[1])
+            guard offset == objectStart, crc == crcAtObjectStart.value else {
+                return restartFromInitPacket(
+                    "after a resume whose bytes differ, the bootloader's executed objects end at byte \(offset) with CRC-32 \(Hex.number(crc)) (expected \(objectStart) bytes, \(Hex.number(crcAtObjectStart.value))): one was executed with bytes not this image's"
+                )
+            }
+            return answer(.success(.create), to: .createObject, request: .create(.data, size: UInt32(objectEnd - objectStart)))
         case .checkObject:
             let (offset, crc) = (Int(response.values[0]), response.values[1])
             guard offset == objectEnd, crc == crcAtPosition.value else { return objectArrivedWrong(reportedOffset: offset) }
@@ -578,6 +614,8 @@ public struct NordicDFUStateMachine: Sendable {
         var actions: [Action] = [.acknowledged(durable)]
         if selection.offset > 0, start.offset < selection.offset {
             actions.append(.note("the bootloader's \(selection.offset) bytes differ from this image; sending again from byte \(start.offset)"))
+            // From byte 0 too: Create rewinds to the last executed object, wherever it ends.
+            checksExecutedPrefix = true
         }
         if start.executeFirst, start.offset > 0 {
             // The object ending at the offset may not have been executed: Execute it first.
@@ -739,18 +777,9 @@ public struct NordicDFUStateMachine: Sendable {
             // The right number of bytes, not the right bytes (a write duplicated or reordered on
             // the way): executed, and no Create rewinds past an executed object. Start over from
             // the init packet (its Create resets all progress), one request at a time.
-            let damage =
+            return restartFromInitPacket(
                 "the bootloader executed the object at byte \(objectStart) although it reports \(reported.offset) bytes with CRC-32 \(Hex.number(reported.crc)) (expected \(objectEnd) bytes, \(Hex.number(crcAtPosition.value)))"
-            guard restartsAfterDamage < objectAttempts - 1 else {
-                return failing(.verificationFailed, "\(damage), \(restartsAfterDamage + 1) times; run the update again")
-            }
-            restartsAfterDamage += 1
-            pipelines = false
-            initPacketFrom = 0
-            createdCommandObject = true
-            skippedInitPacket = false
-            return [.note("\(damage); starting over from the init packet, one request at a time")]
-                + ask(.createCommand, .create(.command, size: UInt32(initPacket.count)))
+            )
         case (true, true):
             return leavePipeline("the bootloader refused to execute the object at byte \(objectStart) (0x08) although all its bytes arrived")
         case (true, false):
@@ -763,6 +792,22 @@ public struct NordicDFUStateMachine: Sendable {
             position = objectStart
             return adapted + [.acknowledged(objectStart)] + nextSegment()
         }
+    }
+
+    /// An object was executed with bytes not this image's, and no Create rewinds past an executed
+    /// object: start over from the init packet (its Create resets all progress), one request at a
+    /// time, up to `objectAttempts` times in all.
+    private mutating func restartFromInitPacket(_ damage: String) -> [Action] {
+        guard restartsAfterDamage < objectAttempts - 1 else {
+            return failing(.verificationFailed, "\(damage), \(restartsAfterDamage + 1) times; run the update again")
+        }
+        restartsAfterDamage += 1
+        pipelines = false
+        initPacketFrom = 0
+        createdCommandObject = true
+        skippedInitPacket = false
+        return [.note("\(damage); starting over from the init packet, one request at a time")]
+            + ask(.createCommand, .create(.command, size: UInt32(initPacket.count)))
     }
 
     /// Back to one request at a time, from where the bootloader stands (as after a resume).
@@ -795,8 +840,11 @@ public struct NordicDFUStateMachine: Sendable {
     private mutating func packetsLost() -> [Action] {
         cleanObjects = 0
         guard adaptsReceipts else { return [] }
-        // Packets were lost at the interval the bootloader counted: never go back up to it.
-        let lostAt = announcedInterval ?? receiptInterval
+        // Packets were lost at the interval the bootloader counted: never go back up to it. An
+        // interval longer than the object (a short last one) counted only its packets: lowering
+        // from above them would leave its next attempt as it was (campaign seed 4207).
+        let counted = Self.packets(in: max(1, objectEnd - objectStart), payloadSize: payloadSize)
+        let lostAt = min(announcedInterval ?? receiptInterval, counted)
         receiptCeiling = max(1, min(receiptCeiling ?? lostAt, lostAt - 1))
         let lowered = max(1, min(receiptInterval, lostAt) / 2)
         guard lowered < receiptInterval || lowered < lostAt else { return [] }
