@@ -264,7 +264,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OTATransportBlueZTests",
-            dependencies: ["OTACore", blueZ],
+            dependencies: ["OTACore", blueZ, "OTATestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -274,7 +274,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OTATransportUDPTests",
-            dependencies: ["OTACore", "OTATransportUDP", "OTATransportSerial", "OTAProtocolMCUmgr"],
+            dependencies: ["OTACore", "OTATransportUDP", "OTATransportSerial", "OTAProtocolMCUmgr", "OTATestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

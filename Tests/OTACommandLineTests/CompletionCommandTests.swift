@@ -1,4 +1,5 @@
 import Foundation
+import OTATestSupport
 import OTATransportSimulator
 import Testing
 
@@ -79,7 +80,7 @@ import Testing
     @Test func bashAcceptsTheScript() async throws {
         let file = try await Self.save(try await Self.script("bash"), as: "ota.bash")
         defer { try? FileManager.default.removeItem(at: file) }
-        let result = try Self.shell("/bin/bash", ["-n", file.path])
+        let result = try await Self.shell("/bin/bash", ["-n", file.path])
         #expect(result.code == 0, "\(result.output)")
     }
 
@@ -89,9 +90,9 @@ import Testing
         let file = try await Self.save(try await Self.script("zsh"), as: "_ota")
         defer { try? FileManager.default.removeItem(at: file) }
         let zsh = FileManager.default.isExecutableFile(atPath: "/usr/bin/zsh") ? "/usr/bin/zsh" : "/bin/zsh"
-        let syntax = try Self.shell(zsh, ["-n", file.path])
+        let syntax = try await Self.shell(zsh, ["-n", file.path])
         #expect(syntax.code == 0, "\(syntax.output)")
-        let loaded = try Self.shell(zsh, ["-f", "-c", "autoload -U compinit && compinit -u -D && source \(file.path) && print -r -- $_comps[ota]"])
+        let loaded = try await Self.shell(zsh, ["-f", "-c", "autoload -U compinit && compinit -u -D && source \(file.path) && print -r -- $_comps[ota]"])
         #expect(loaded.output == "_ota\n")
     }
 
@@ -108,7 +109,7 @@ import Testing
             _ota
             (( ${#COMPREPLY[@]} )) && printf '%s\\n' "${COMPREPLY[@]}"; true
             """
-        let result = try shell("/bin/bash", ["-c", program, "bash", line], directory: packageRoot)
+        let result = try await shell("/bin/bash", ["-c", program, "bash", line], directory: packageRoot)
         var lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.first == "complete -F _ota ota")
         lines.removeFirst()
@@ -153,8 +154,8 @@ import Testing
         let timeout = "/usr/bin/timeout"
         let result =
             FileManager.default.isExecutableFile(atPath: timeout)
-            ? try shell(timeout, ["30", zsh, "-f", capture.path, line, directory.path], directory: packageRoot)
-            : try shell(zsh, ["-f", capture.path, line, directory.path], directory: packageRoot)
+            ? try await shell(timeout, ["30", zsh, "-f", capture.path, line, directory.path], directory: packageRoot)
+            : try await shell(zsh, ["-f", capture.path, line, directory.path], directory: packageRoot)
         return result.output.split(separator: "\n").compactMap { line in
             line.hasPrefix("<") && line.hasSuffix(">") ? String(line.dropFirst().dropLast()) : nil
         }
@@ -236,7 +237,13 @@ import Testing
         return file
     }
 
-    static func shell(_ executable: String, _ arguments: [String], directory: URL? = nil) throws -> (code: Int32, output: String) {
+    /// Runs a program to its end on a thread of its own (`offThePool`), not blocking one of the
+    /// cooperative pool's threads while it runs.
+    static func shell(_ executable: String, _ arguments: [String], directory: URL? = nil) async throws -> (code: Int32, output: String) {
+        try await offThePool { Result { try blockingShell(executable, arguments, directory: directory) } }.get()
+    }
+
+    private static func blockingShell(_ executable: String, _ arguments: [String], directory: URL?) throws -> (code: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

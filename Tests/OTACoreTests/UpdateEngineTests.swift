@@ -127,7 +127,8 @@ private func collect(
     let (stream, sink) = AsyncStream.makeStream(of: UpdateEvent.self)
     let result: Result<UpdateReport, OTAError>
     do throws(OTAError) {
-        result = .success(try await UpdateEngine(configuration: configuration, clock: TestClock()).update(image, using: updateProtocol, connector: connector, events: sink))
+        result = .success(
+            try await UpdateEngine(configuration: configuration, clock: TestClock()).update(image, using: updateProtocol, connector: connector, events: sink))
     } catch {
         result = .failure(error)
     }

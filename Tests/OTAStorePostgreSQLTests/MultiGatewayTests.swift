@@ -34,7 +34,7 @@ struct MultiGatewayTests {
         .enabled(if: FileManager.default.isExecutableFile(atPath: executable.path)))
     func fourGatewaysOneKilled() async throws {
         let started = ContinuousClock.now
-        let cluster = try PostgreSQLCluster()
+        let cluster = try await PostgreSQLCluster.start()
         defer { cluster.stop() }
         let uri = try cluster.database("fleet")
         let work = cluster.directory.appendingPathComponent("work")

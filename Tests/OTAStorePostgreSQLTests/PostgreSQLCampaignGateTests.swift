@@ -7,14 +7,14 @@ import Testing
 /// The PostgreSQL store's part of a campaign's targets, battery gate and window, against a real
 /// server (a private cluster per test), and a database of the layout before them, migrated.
 ///
-/// In the store's suite, which is serialized: each test starts a cluster, blocking a thread of the
-/// cooperative pool while `initdb` and `pg_ctl` run, and clusters started by suites running side
+/// In the store's suite, which is serialized: each test starts a cluster (now on a thread of its own,
+/// `PostgreSQLCluster.start()`; before, `initdb` and `pg_ctl` blocked the cooperative pool), and clusters started by suites running side
 /// by side starved the pool long enough for a simulation elsewhere to see no progress for 2 s
 /// (SQLiteLeaseTests.twoGateways failed with "simulation deadlock" in full runs).
 extension PostgreSQLCampaignStoreTests {
     @Test("targets, minimum battery and window read back; a deferral spends no attempt, keeps the level, has its history row; claims leave it unless asked")
-    func deferralAndPlan() throws {
-        let cluster = try PostgreSQLCluster()
+    func deferralAndPlan() async throws {
+        let cluster = try await PostgreSQLCluster.start()
         defer { cluster.stop() }
         let uri = try cluster.database("gates")
         var plan = try PostgreSQLCampaignStoreTests.plan(devices: 4)
@@ -55,8 +55,8 @@ extension PostgreSQLCampaignStoreTests {
     }
 
     @Test("a layout-1 database (before targets, batteries and windows) is migrated on open, once, and claims as before")
-    func migratesLayout1() throws {
-        let cluster = try PostgreSQLCluster()
+    func migratesLayout1() async throws {
+        let cluster = try await PostgreSQLCluster.start()
         defer { cluster.stop() }
         let uri = try cluster.database("layout1")
         let old = try PostgreSQLConnection(uri: uri)

@@ -47,7 +47,7 @@ extension PostgreSQLCampaignStoreTests {
 
     @Test("one device charges after its deferral and is updated, one stays low and is skipped: both in the shared history, the campaign held")
     func deferralsInPostgreSQL() async throws {
-        let cluster = try PostgreSQLCluster()
+        let cluster = try await PostgreSQLCluster.start()
         defer { cluster.stop() }
         let uri = try cluster.database("run")
         let fleet = try Fleet(count: 5)

@@ -15,8 +15,8 @@ struct PostgreSQLCampaignStoreTests {
     }
 
     @Test("round trip, claims that skip locked rows, leases on the server's clock, lease loss refused, the first verdict kept")
-    func storeSemantics() throws {
-        let cluster = try PostgreSQLCluster()
+    func storeSemantics() async throws {
+        let cluster = try await PostgreSQLCluster.start()
         defer { cluster.stop() }
         let uri = try cluster.database("semantics")
         let plan = try Self.plan(devices: 10, attempts: 2)
@@ -42,7 +42,7 @@ struct PostgreSQLCampaignStoreTests {
         let device = try #require(try store.claim(stage: 0, limit: 1, gateway: "g1", lease: .milliseconds(500)).first).address
         try store.attemptStarted(device: device, attempt: 1, gateway: "g1")
         #expect(try other.claim(stage: 0, limit: 1, gateway: "g2", lease: .seconds(60)).map(\.address) == ["sim:dev-001"])
-        Thread.sleep(forTimeInterval: 1.2)
+        try await Task.sleep(for: .milliseconds(1200))  // the lease expires on the server's clock
         #expect(try store.renew(gateway: "g1", lease: .seconds(60)) == 4, "the expired lease is not renewed; the 4 long ones are")
         // Its own device back, then the expired one (fewest attempts first).
         let taken = try other.claim(stage: 0, limit: 2, gateway: "g2", lease: .seconds(60))

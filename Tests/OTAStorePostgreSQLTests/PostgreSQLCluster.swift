@@ -1,12 +1,13 @@
 import Foundation
 import OTACore
+import OTATestSupport
 
 @testable import OTAStorePostgreSQL
 
 /// A private PostgreSQL cluster for one test: made with `initdb` in a temporary directory,
 /// listening only on a unix socket there, stopped and deleted by ``stop()``. The server refuses
 /// to run as root, so as root (the tests here) its programs run as the `postgres` user.
-final class PostgreSQLCluster {
+final class PostgreSQLCluster: Sendable {
     /// The directory of the server's programs (Debian's layout), or nil when none is installed.
     static let binaries: String? = {
         let root = "/usr/lib/postgresql"
@@ -33,8 +34,15 @@ final class PostgreSQLCluster {
     let directory: URL
     private let bin: String
 
-    /// Makes and starts the cluster.
-    init() throws {
+    /// Makes and starts a cluster on a thread of its own (`offThePool`): `initdb` and `pg_ctl`
+    /// block for seconds, and on the cooperative pool's two threads here that starved other
+    /// suites' tasks past their time limits in full runs.
+    static func start() async throws -> PostgreSQLCluster {
+        try await offThePool { Result { try PostgreSQLCluster() } }.get()
+    }
+
+    /// Makes and starts the cluster, blocking the calling thread; tests call ``start()``.
+    private init() throws {
         bin = try requireBinaries()
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("ota-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)

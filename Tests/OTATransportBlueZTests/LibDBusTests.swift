@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import OTACore
+import OTATestSupport
 import Testing
 
 @testable import OTATransportBlueZ
@@ -36,7 +37,7 @@ import Testing
 
     /// The `ota` tool, run with `OTA_LIBDBUS` naming a library that does not exist, prints one
     /// error line and exits non-zero; it does not crash.
-    @Test func theToolSaysWhatToInstallAndExits() throws {
+    @Test func theToolSaysWhatToInstallAndExits() async throws {
         let tool = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("ota")
         guard FileManager.default.isExecutableFile(atPath: tool.path) else {
@@ -56,8 +57,12 @@ import Testing
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // Read and waited for on a thread of its own, not one of the cooperative pool's two.
+        let output = await offThePool { () -> String in
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return text
+        }
 
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus != 0)
@@ -69,8 +74,8 @@ import Testing
     /// Compiles a C program against the real `<dbus/dbus.h>` that prints the sizes, alignments,
     /// offsets and constants LibDBus.swift declares, and compares them with the Swift side; also
     /// checks that every function LibDBus.swift resolves is declared by the header.
-    @Test func theDeclarationsMatchTheHeader() throws {
-        guard let cflags = Self.run("/usr/bin/env", ["pkg-config", "--cflags", "dbus-1"]) else {
+    @Test func theDeclarationsMatchTheHeader() async throws {
+        guard let cflags = await Self.run("/usr/bin/env", ["pkg-config", "--cflags", "dbus-1"]) else {
             try Test.cancel("no libdbus header here (pkg-config finds no dbus-1; install libdbus-1-dev to run this check)")
         }
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -86,8 +91,8 @@ import Testing
         try program.write(to: directory.appendingPathComponent("check.c"), atomically: true, encoding: .utf8)
         let binary = directory.appendingPathComponent("check").path
         let flags = cflags.split(separator: " ").map(String.init)
-        guard Self.run("/usr/bin/env", ["cc"] + flags + [directory.appendingPathComponent("check.c").path, "-o", binary]) != nil,
-            let printed = Self.run(binary, [])
+        guard await Self.run("/usr/bin/env", ["cc"] + flags + [directory.appendingPathComponent("check.c").path, "-o", binary]) != nil,
+            let printed = await Self.run(binary, [])
         else {
             Issue.record("the check program did not compile or run against the header:\n\(program)")
             return
@@ -104,7 +109,7 @@ import Testing
         // header has an integer (or the reverse) or an integer of the wrong width does not compile.
         let calls = Self.callCheck()
         try calls.write(to: directory.appendingPathComponent("calls.c"), atomically: true, encoding: .utf8)
-        let compiled = Self.run(
+        let compiled = await Self.run(
             "/usr/bin/env",
             ["cc", "-c", "-Werror", "-Wconversion", "-Wno-sign-conversion"] + flags
                 + [directory.appendingPathComponent("calls.c").path, "-o", directory.appendingPathComponent("calls.o").path])
@@ -255,7 +260,13 @@ import Testing
     }
 
     /// Runs a program; its standard output when it exits with 0, else `nil`.
-    static func run(_ path: String, _ arguments: [String]) -> String? {
+    /// Runs a program on a thread of its own (`offThePool`): the compiler takes seconds, which
+    /// would hold one of the cooperative pool's threads.
+    static func run(_ path: String, _ arguments: [String]) async -> String? {
+        await offThePool { blockingRun(path, arguments) }
+    }
+
+    private static func blockingRun(_ path: String, _ arguments: [String]) -> String? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
