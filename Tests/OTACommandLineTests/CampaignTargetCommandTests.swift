@@ -117,6 +117,40 @@ import Testing
         #expect(family.out.contains("\(meters.count) simulated nrf52840-mtu244-2m devices (family meters: \(meters.count) of 20 discovered)"))
     }
 
+    @Test("--stage-list: a stage per group file in order, the devices in none last, run stage by stage; bad groups refused")
+    func stageLists() async throws {
+        let files = try Files()
+        let addresses = try Self.expected(10) { _ in true }
+        let canary = try files.write("\(SimulatedCampaignIdentity(address: addresses[3]).name)\n", as: "canary.txt")
+        let siteB = try files.write("# second\n\(addresses[7])\n\(addresses[1])\nnot-here\n", as: "site-b.txt")
+        let created = await files.create(["--stage-list", canary, "--stage-list", siteB], devices: 10)
+        #expect(created.code == 0, "\(created.err)")
+        #expect(created.err == "ota campaign: note: 1 entry of the --stage-list files named no device the campaign took: not-here\n")
+        let plan = try SQLiteCampaignStore.open(files.file).snapshot().plan
+        let canaryName = URL(fileURLWithPath: canary).deletingPathExtension().lastPathComponent
+        let siteBName = URL(fileURLWithPath: siteB).deletingPathExtension().lastPathComponent
+        #expect(plan.stages.map(\.name) == ["1 (\(canaryName))", "2 (\(siteBName))", "3 (the rest)"])
+        #expect(
+            plan.stages.map(\.devices) == [
+                [addresses[3]], [addresses[1], addresses[7]], addresses.enumerated().filter { ![1, 3, 7].contains($0.offset) }.map(\.element),
+            ])
+        let run = await CampaignCommandTests.ota(["campaign", "run", files.file])
+        #expect(run.code == 0, "\(run.err)")
+        let status = await CampaignCommandTests.ota(["campaign", "status", files.file])
+        #expect(status.out.contains("  stage 1 (\(canaryName)): 1 updated, 0 failed, 0 to go (of 1)\n"))
+
+        let other = try Files()
+        let both = await other.create(["--stage-list", canary, "--stages", "10%,100%"], devices: 10)
+        #expect(both.code == 2 && both.err.hasPrefix("ota: error: --stages and --stage-list are two ways"))
+        let none = await other.create(["--stage-list", try other.write("sim:nrf52840-mtu244-2m/0099\n", as: "none.txt")], devices: 10)
+        #expect(none.code == 2 && none.err.contains("names none of the 10 devices"), "\(none.err)")
+        let twice = await other.create(["--stage-list", canary, "--stage-list", canary], devices: 10)
+        #expect(twice.code == 2 && twice.err.contains("a device is in one stage"), "\(twice.err)")
+        let missing = await other.create(["--stage-list", "/nonexistent/ota-stage-list"], devices: 10)
+        #expect(missing.code == 3, "\(missing.err)")
+        #expect(!FileManager.default.fileExists(atPath: other.file), "no campaign file after a refusal")
+    }
+
     @Test("bad targets are one line with the documented exit code, and no campaign file")
     func badTargets() async throws {
         let files = try Files()

@@ -165,4 +165,42 @@ import Testing
         let west = try CampaignWindow(parsing: "20:00-02:00-05:00")
         #expect(west.contains(Self.at(1)) && west.contains(Self.at(6, 59)) && !west.contains(Self.at(7)))
     }
+
+    @Test("rollout groups: a stage per group in order, by address or advertised name, the rest last; unmatched entries returned")
+    func groups() throws {
+        let (stages, unmatched) = try CampaignPlan.stages(
+            of: CampaignTargetSelectionTests.fleet,
+            groups: [
+                CampaignGroup(name: "canary", entries: ["meter-0003", "ZZ:99:99"]),
+                CampaignGroup(name: "site-a", entries: ["AA:00:05", "AA:00:01"]),
+            ])
+        #expect(
+            stages == [
+                CampaignStage(name: "1 (canary)", devices: ["BB:00:03"]),
+                CampaignStage(name: "2 (site-a)", devices: ["AA:00:01", "AA:00:05"]),
+                CampaignStage(name: "3 (the rest)", devices: ["AA:00:02", "BB:00:04"]),
+            ])
+        #expect(unmatched == ["ZZ:99:99"])
+        // Groups that take every device leave no empty "rest".
+        let whole = try CampaignPlan.stages(
+            of: Array(CampaignTargetSelectionTests.fleet.prefix(2)), groups: [CampaignGroup(name: "all", entries: ["lock-0001", "lock-0002"])])
+        #expect(whole.stages.map { $0.name } == ["1 (all)"])
+    }
+
+    @Test("rollout groups refuse a device in two groups, a group that names none of the devices, and no group")
+    func groupRefusals() throws {
+        #expect(throws: OTAError.self) {
+            try CampaignPlan.stages(
+                of: CampaignTargetSelectionTests.fleet,
+                groups: [CampaignGroup(name: "a", entries: ["AA:00:01"]), CampaignGroup(name: "b", entries: ["lock-0001"])])
+        }
+        do {
+            _ = try CampaignPlan.stages(of: CampaignTargetSelectionTests.fleet, groups: [CampaignGroup(name: "canary", entries: ["ZZ:99:99"])])
+            Issue.record("a group naming no device was taken")
+        } catch {
+            #expect(error.code == .invalidParameter)
+            #expect(error.message == "group 'canary' names none of the 5 devices the campaign's targets took")
+        }
+        #expect(throws: OTAError.self) { try CampaignPlan.stages(of: CampaignTargetSelectionTests.fleet, groups: []) }
+    }
 }

@@ -21,6 +21,11 @@ enum CampaignCommand: Command {
             .init(name: "--sim-profile", valueName: "NAME", help: "create: their hardware profile (default nrf52840-mtu244-2m)"),
             .init(
                 name: "--stages", valueName: "P%,…", help: "create: staged rollout, rising cumulative shares of the devices (default 100%; e.g. 5%,50%,100%)"),
+            .init(
+                name: "--stage-list", valueName: "FILE",
+                help:
+                    "create: staged rollout by groups: each FILE (one address or advertised name a line) is a stage, in order; the devices in none are the last (repeatable)",
+                repeatable: true),
             .init(name: "--attempts", valueName: "N", help: "create: most attempts per device over the whole campaign, 1...100 (default 3)"),
             .init(name: "--abort-at", valueName: "P%", help: "create: stop when a stage's failed devices exceed this share (default 20%)"),
             .init(name: "--success", valueName: "P%", help: "create: share of a stage that must be updated before the next starts (default 90%)"),
@@ -119,7 +124,7 @@ enum CampaignCommand: Command {
                 throw UsageError("'ota campaign \(action)' takes no IMAGE", command: "campaign")
             }
             let createOnly = [
-                "--protocol", "--sim-fleet", "--sim-profile", "--stages", "--attempts", "--abort-at", "--success", "--name", "--target-family",
+                "--protocol", "--sim-fleet", "--sim-profile", "--stages", "--stage-list", "--attempts", "--abort-at", "--success", "--name", "--target-family",
                 "--target-name", "--target-address", "--target-list", "--min-rssi", "--catalog", "--min-battery", "--window",
             ]
             let runOnly = ["--adapter-limit", "--sim-state", "--lease", "--seed", "--gateway"]
@@ -157,6 +162,10 @@ enum CampaignCommand: Command {
         let attempts = try arguments.value("--attempts").map { text throws(UsageError) in
             try UpdatePlan.integer(text, option: "--attempts", in: 1...100, command: "campaign")
         }
+        let groupFiles = arguments.values["--stage-list"] ?? []
+        if !groupFiles.isEmpty, arguments.value("--stages") != nil {
+            throw UsageError("--stages and --stage-list are two ways of making the stages: give one of them", command: "campaign")
+        }
         let stages = try (arguments.value("--stages") ?? "100%").split(separator: ",", omittingEmptySubsequences: false).map {
             text throws(UsageError) in try percentage(String(text), option: "--stages") * 100
         }
@@ -193,10 +202,26 @@ enum CampaignCommand: Command {
             selected.unheardListEntries = []
         }
         let addresses = selected.devices.map(\.address)
+        let planned: [CampaignStage]
+        if groupFiles.isEmpty {
+            planned = try CampaignPlan.stages(of: addresses, endingAt: stages)
+        } else {
+            let groups = try groupFiles.map { path throws(OTAError) in try group(path) }
+            let grouped = try CampaignPlan.stages(of: selected.devices, groups: groups)
+            planned = grouped.stages
+            if !grouped.unmatched.isEmpty {
+                let shown = grouped.unmatched.prefix(5).map(MessageText.name).joined(separator: ", ")
+                let more = grouped.unmatched.count > 5 ? " and \(grouped.unmatched.count - 5) more" : ""
+                let count = grouped.unmatched.count
+                streams.err(
+                    "ota campaign: note: \(count) entr\(count == 1 ? "y" : "ies") of the --stage-list files named no device the campaign took: \(shown)\(more)\n"
+                )
+            }
+        }
         let plan = try CampaignPlan(
             name: arguments.value("--name") ?? URL(fileURLWithPath: path).lastPathComponent, protocolName: descriptor.name,
             image: CampaignImage(path: URL(fileURLWithPath: path).standardizedFileURL.path, describing: image),
-            stages: try CampaignPlan.stages(of: addresses, endingAt: stages), maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
+            stages: planned, maximumAttempts: attempts ?? 3, abortFailureRate: abortAt,
             successThreshold: success, selection: selected.record, minimumBattery: minimumBattery, window: window)
         let name: String
         if PostgreSQLCampaignStore.isURI(file) {
@@ -227,6 +252,18 @@ enum CampaignCommand: Command {
 
     /// The largest `--target-list` file read, in bytes (ten thousand devices take under 400 kB).
     static let maximumTargetListSize = 4 << 20
+
+    /// A `--stage-list` file as a rollout group named after the file ("canary.txt": canary).
+    ///
+    /// - Throws: ``OTAError/Code/storage`` for a file that cannot be read (as a target list),
+    ///   ``OTAError/Code/invalidParameter`` for one that lists no device.
+    private static func group(_ path: String) throws(OTAError) -> CampaignGroup {
+        let data = try BoundedFileRead.contents(
+            of: URL(fileURLWithPath: path), limit: maximumTargetListSize, code: .storage, subject: "stage list \(MessageText.name(path))",
+            largest: "the \(maximumTargetListSize) a stage list may have")
+        let entries = try CampaignTargetSelection.listEntries(String(decoding: data, as: UTF8.self), source: path)
+        return CampaignGroup(name: URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent, entries: entries)
+    }
 
     /// The `--target-*` and `--min-rssi` criteria, checked.
     ///

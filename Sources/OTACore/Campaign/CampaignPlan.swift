@@ -141,3 +141,69 @@ public struct CampaignStage: Sendable, Hashable {
         self.devices = devices
     }
 }
+
+/// A rollout group: the devices a list names (by address or advertised name), made one stage of
+/// a campaign ("canary", "site-b").
+public struct CampaignGroup: Sendable, Hashable {
+    /// Its name for people, shown as the stage's.
+    public var name: String
+    /// Its entries: addresses or advertised names, one device each.
+    public var entries: [String]
+
+    /// Describes a group.
+    public init(name: String, entries: [String]) {
+        self.name = name
+        self.entries = entries
+    }
+}
+
+extension CampaignPlan {
+    /// Splits `devices` (the campaign's, in the order they were selected) into one stage per
+    /// group, in the order of `groups`, each taking the devices its entries name by address or
+    /// advertised name; the devices no group names make a last stage, "the rest".
+    ///
+    /// - Returns: the stages, and the entries that named none of `devices` (for a note: a
+    ///   device not heard, or not taken by the campaign's targets).
+    /// - Throws: ``OTAError/Code/invalidParameter`` for no group, a device two groups name, or a
+    ///   group that names none of `devices` (a staged rollout whose canary is missing is a
+    ///   mistake, not an empty stage to skip).
+    public static func stages(
+        of devices: [DiscoveredDevice], groups: [CampaignGroup]
+    ) throws(OTAError) -> (
+        stages: [CampaignStage], unmatched: [String]
+    ) {
+        guard !groups.isEmpty else { throw OTAError(.invalidParameter, "a staged rollout by groups needs at least one group") }
+        var groupOf: [String: Int] = [:]
+        var stages: [CampaignStage] = []
+        var unmatched: [String] = []
+        for (index, group) in groups.enumerated() {
+            let entries = Set(group.entries)
+            var members: [String] = []
+            var named = Set<String>()
+            for device in devices {
+                let byName = device.advertisement.name.flatMap { entries.contains($0) ? $0 : nil }
+                guard entries.contains(device.address) || byName != nil else { continue }
+                if let other = groupOf[device.address] {
+                    throw OTAError(
+                        .invalidParameter,
+                        "\(device.address) is in group '\(MessageText.name(groups[other].name))' and in group '\(MessageText.name(group.name))': a device is in one stage"
+                    )
+                }
+                groupOf[device.address] = index
+                members.append(device.address)
+                named.insert(entries.contains(device.address) ? device.address : byName ?? device.address)
+            }
+            guard !members.isEmpty else {
+                throw OTAError(
+                    .invalidParameter,
+                    "group '\(MessageText.name(group.name))' names none of the \(devices.count) device\(devices.count == 1 ? "" : "s") the campaign's targets took"
+                )
+            }
+            unmatched += group.entries.filter { !named.contains($0) }
+            stages.append(CampaignStage(name: "\(index + 1) (\(group.name))", devices: members))
+        }
+        let rest = devices.map(\.address).filter { groupOf[$0] == nil }
+        if !rest.isEmpty { stages.append(CampaignStage(name: "\(stages.count + 1) (the rest)", devices: rest)) }
+        return (stages, unmatched)
+    }
+}
