@@ -122,4 +122,22 @@ import Testing
         try files.restore(device)
         #expect(device.dataBytesReceived == 70_000)
     }
+
+    @Test("a received count that is not one (7 bytes, or past Int.max) is refused in one line, not a crash")
+    func damagedReceivedCount() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        try FileManager.default.createDirectory(at: files.flash.deletingLastPathComponent(), withIntermediateDirectories: true)
+        for bad in [Data(repeating: 0, count: 7), Data(repeating: 0xFF, count: 8)] {
+            try bad.write(to: files.received)
+            let device = try Self.device(simulation)
+            do throws(OTAError) {
+                try files.restore(device)
+                Issue.record("a damaged count was restored")
+            } catch {
+                #expect(error.message.contains("not an 8-byte count") && error.message.contains("delete it"))
+            }
+        }
+    }
 }

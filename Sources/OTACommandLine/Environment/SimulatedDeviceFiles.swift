@@ -86,8 +86,11 @@ struct SimulatedDeviceFiles {
             file = received
             if FileManager.default.fileExists(atPath: received.path) {
                 let count = try Data(contentsOf: received)
-                guard count.count == 8 else { throw SimulatedDeviceFilesError("not an 8-byte count") }
-                device.dataBytesReceived = Int(count.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                var reader = ByteReader(count)
+                guard count.count == 8, let low = reader.u32(), let high = reader.u32(), let value = Int(exactly: UInt64(high) << 32 | UInt64(low)) else {
+                    throw SimulatedDeviceFilesError("not an 8-byte count")
+                }
+                device.dataBytesReceived = value
             }
         } catch {
             throw OTAError(code, "\(file.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
@@ -226,48 +229,39 @@ struct SimulatedDeviceFiles {
     ///   group, or a damaged group with more after it. No kill leaves those; the file is
     ///   damaged or not a journal, and replaying part of it could give a device that never was.
     static func entries(_ journal: Data) throws(SimulatedDeviceFilesError) -> [(kind: UInt8, index: Int, bytes: Data)] {
-        let bytes = [UInt8](journal)
+        var reader = ByteReader(journal)
         var entries: [(kind: UInt8, index: Int, bytes: Data)] = []
-        var position = 0
-        while position < bytes.count {
-            let remaining = bytes.count - position
-            let magic = [UInt8](groupMagic)
-            guard Array(bytes[position..<(position + min(4, remaining))]) == Array(magic.prefix(min(4, remaining))) else {
+        while reader.remaining > 0 {
+            let position = reader.position
+            let remaining = reader.remaining
+            guard let head = reader.bytes(min(groupMagic.count, remaining)), head == groupMagic.prefix(head.count) else {
                 throw SimulatedDeviceFilesError("byte \(position) does not start a journal group: the journal is damaged or not one")
             }
             // A prefix of a group: the append a kill cut short.
-            guard remaining >= 12 else { break }
-            let length = Int(uint32(bytes, at: position + 4))
-            let start = position + 8
-            guard length <= remaining - 12 else { break }
-            let end = start + length + 4
-            let payload = Data(bytes[start..<(start + length)])
-            var group: [(kind: UInt8, index: Int, bytes: Data)] = []
-            var whole = CRC32.checksum(payload) == uint32(bytes, at: start + length)
-            var offset = start
-            while whole, offset < start + length {
-                guard offset + 9 <= start + length else {
-                    whole = false
-                    break
-                }
-                let count = Int(uint32(bytes, at: offset + 5))
-                guard count <= start + length - offset - 9 else {
-                    whole = false
-                    break
-                }
-                group.append((bytes[offset], Int(uint32(bytes, at: offset + 1)), Data(bytes[(offset + 9)..<(offset + 9 + count)])))
-                offset += 9 + count
-            }
-            guard whole else {
+            guard remaining >= 12, let length = reader.u32(), Int(length) <= remaining - 12, let payload = reader.bytes(Int(length)),
+                let check = reader.u32()
+            else { break }
+            guard CRC32.checksum(payload) == check, let group = Self.group(payload) else {
                 // The last group damaged loads as the keep before it; one in the middle is not
                 // what a kill leaves.
-                if end == bytes.count { break }
+                if reader.remaining == 0 { break }
                 throw SimulatedDeviceFilesError("the journal group at byte \(position) is damaged, with more after it")
             }
             entries += group
-            position = end
         }
         return entries
+    }
+
+    /// The entries of one group's payload (kind, index, length, bytes), or `nil` when they do not
+    /// fill it exactly.
+    private static func group(_ payload: Data) -> [(kind: UInt8, index: Int, bytes: Data)]? {
+        var reader = ByteReader(payload)
+        var group: [(kind: UInt8, index: Int, bytes: Data)] = []
+        while reader.remaining > 0 {
+            guard let kind = reader.u8(), let index = reader.u32(), let count = reader.u32(), let bytes = reader.bytes(Int(count)) else { return nil }
+            group.append((kind, Int(index), bytes))
+        }
+        return group
     }
 
     private static func append(entry kind: UInt8, index: Int, bytes: Data, to payload: inout Data) {
@@ -277,10 +271,6 @@ struct SimulatedDeviceFiles {
         header.u32(UInt32(bytes.count))
         payload.append(header.data)
         payload.append(bytes)
-    }
-
-    private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
     }
 }
 

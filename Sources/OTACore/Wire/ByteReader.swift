@@ -35,6 +35,13 @@ public struct ByteReader: Sendable {
             | UInt32(bytes[position + 3]) << 24
     }
 
+    /// The next `count` bytes, or `nil` when fewer remain (or `count` is negative).
+    public mutating func bytes(_ count: Int) -> Data? {
+        guard count >= 0, remaining >= count else { return nil }
+        defer { position += count }
+        return Data(bytes[position..<(position + count)])
+    }
+
     /// Everything not read yet.
     public mutating func rest() -> Data {
         defer { position = bytes.count }

@@ -22,4 +22,7 @@ public struct ByteWriter: Sendable {
     public mutating func u32(_ value: UInt32) {
         for shift in stride(from: 0, to: 32, by: 8) { data.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
     }
+
+    /// Appends `bytes` as they are.
+    public mutating func bytes(_ bytes: some Sequence<UInt8>) { data.append(contentsOf: bytes) }
 }

@@ -199,14 +199,12 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
     public var runningState: Data {
         state.withLock { state in
             guard let upload = state.upload else { return Data() }
-            var data = Self.runningMagic
-            for value in [upload.length, upload.offset, upload.erasedUpTo] {
-                let word = UInt64(clamping: value)
-                data.append(contentsOf: (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) })
-            }
-            data.append(UInt8(upload.sha?.count ?? 0))
-            data.append(upload.sha ?? Data())
-            return data
+            var writer = ByteWriter(capacity: Self.runningMagic.count + 13 + (upload.sha?.count ?? 0))
+            writer.bytes(Self.runningMagic)
+            for value in [upload.length, upload.offset, upload.erasedUpTo] { writer.u32(UInt32(clamping: value)) }
+            writer.u8(UInt8(upload.sha?.count ?? 0))
+            writer.bytes(upload.sha ?? Data())
+            return writer.data
         }
     }
 
@@ -216,21 +214,15 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
             state.withLock { $0.upload = nil }
             return
         }
-        let bytes = Array(data)
-        let magic = Array(Self.runningMagic)
-        let fixed = magic.count + 3 * 8 + 1
-        guard bytes.count >= fixed, Array(bytes[0..<magic.count]) == magic, bytes.count == fixed + Int(bytes[fixed - 1]) else {
+        var reader = ByteReader(data)
+        guard reader.bytes(Self.runningMagic.count) == Self.runningMagic, let length = reader.u32(), let offset = reader.u32(),
+            let erased = reader.u32(), let shaCount = reader.u8(), let sha = reader.bytes(Int(shaCount)), reader.remaining == 0,
+            [length, offset, erased].allSatisfy({ $0 <= UInt32(Int32.max) }), offset <= length
+        else {
             throw OTAError(.invalidParameter, "not a saved MCUmgr upload")
         }
-        let words = (0..<3).map { index in
-            (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[magic.count + 8 * index + $1]) << (8 * $1) }
-        }
-        guard words.allSatisfy({ $0 <= UInt64(Int32.max) }), words[1] <= words[0] else {
-            throw OTAError(.invalidParameter, "not a saved MCUmgr upload")
-        }
-        let sha = bytes[fixed - 1] == 0 ? nil : Data(bytes[fixed...])
         state.withLock { state in
-            state.upload = Upload(length: Int(words[0]), sha: sha, offset: Int(words[1]), erasedUpTo: Int(words[2]))
+            state.upload = Upload(length: Int(length), sha: sha.isEmpty ? nil : sha, offset: Int(offset), erasedUpTo: Int(erased))
             state.secondaryCache = nil
         }
     }

@@ -329,20 +329,19 @@ public final class NordicBootloaderModel: RunningDeviceModel {
         shared.withLock { shared in
             let run = shared.run
             guard run.commandSize > 0 || run.offset > 0 || run.accepted != nil else { return Data() }
-            var data = Self.runningMagic
-            func word(_ value: Int) { data.append(contentsOf: (0..<4).map { UInt8(truncatingIfNeeded: UInt32(clamping: value) >> (8 * $0)) }) }
-            func word32(_ value: UInt32) { data.append(contentsOf: (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }) }
-            data.append(run.currentObject?.rawValue ?? 0)
-            word(run.commandSize)
-            word(run.offset)
-            word32(run.crc.value)
-            word(run.executedOffset)
-            word32(run.executedCRC)
-            word(run.objectSize.map { $0 + 1 } ?? 0)
-            word(Int(run.prnTarget))
-            word(run.command.count)
-            data.append(contentsOf: run.command)
-            return data
+            var writer = ByteWriter(capacity: Self.runningMagic.count + 33 + run.command.count)
+            writer.bytes(Self.runningMagic)
+            writer.u8(run.currentObject?.rawValue ?? 0)
+            writer.u32(UInt32(clamping: run.commandSize))
+            writer.u32(UInt32(clamping: run.offset))
+            writer.u32(run.crc.value)
+            writer.u32(UInt32(clamping: run.executedOffset))
+            writer.u32(run.executedCRC)
+            writer.u32(UInt32(clamping: run.objectSize.map { $0 + 1 } ?? 0))
+            writer.u32(UInt32(run.prnTarget))
+            writer.u32(UInt32(clamping: run.command.count))
+            writer.bytes(run.command)
+            return writer.data
         }
     }
 
@@ -352,24 +351,18 @@ public final class NordicBootloaderModel: RunningDeviceModel {
             shared.withLock { $0.restored = nil }
             return
         }
-        let bytes = Array(data)
-        let magic = Array(Self.runningMagic)
-        let fixed = magic.count + 1 + 8 * 4
-        guard bytes.count >= fixed, Array(bytes[0..<magic.count]) == magic else {
-            throw OTAError(.invalidParameter, "not a saved Nordic DFU bootloader's progress")
-        }
-        func word(_ index: Int) -> UInt32 {
-            (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[magic.count + 1 + 4 * index + $1]) << (8 * $1) }
-        }
-        let object = bytes[magic.count]
-        let commandCount = Int(word(7))
-        guard object <= 2, bytes.count == fixed + commandCount, commandCount <= Int(word(0)), Int(word(3)) <= Int(word(1)) else {
+        var reader = ByteReader(data)
+        guard reader.bytes(Self.runningMagic.count) == Self.runningMagic, let object = reader.u8(), object <= 2,
+            let commandSize = reader.u32(), let offset = reader.u32(), let crc = reader.u32(), let executedOffset = reader.u32(),
+            let executedCRC = reader.u32(), let objectSize = reader.u32(), let prnTarget = reader.u32(), let commandCount = reader.u32(),
+            commandCount <= commandSize, executedOffset <= offset, let command = reader.bytes(Int(commandCount)), reader.remaining == 0
+        else {
             throw OTAError(.invalidParameter, "not a saved Nordic DFU bootloader's progress")
         }
         let progress = RunningProgress(
-            currentObject: DFUObjectType(rawValue: object), commandSize: Int(word(0)), command: Array(bytes[fixed...]), offset: Int(word(1)),
-            crc: word(2), executedOffset: Int(word(3)), executedCRC: word(4), objectSize: word(5) == 0 ? nil : Int(word(5)) - 1,
-            prnTarget: UInt16(clamping: word(6)))
+            currentObject: DFUObjectType(rawValue: object), commandSize: Int(commandSize), command: Array(command), offset: Int(offset),
+            crc: crc, executedOffset: Int(executedOffset), executedCRC: executedCRC, objectSize: objectSize == 0 ? nil : Int(objectSize) - 1,
+            prnTarget: UInt16(clamping: prnTarget))
         shared.withLock { $0.restored = progress }
     }
 
