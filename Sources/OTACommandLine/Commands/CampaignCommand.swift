@@ -192,11 +192,9 @@ enum CampaignCommand: Command {
         var selected = try await discover(arguments, selection: selection, environment: environment)
         if let list = arguments.value("--target-list") {
             if !selected.unheardListEntries.isEmpty {
-                let shown = selected.unheardListEntries.prefix(5).map(MessageText.name).joined(separator: ", ")
-                let more = selected.unheardListEntries.count > 5 ? " and \(selected.unheardListEntries.count - 5) more" : ""
                 let count = selected.unheardListEntries.count
                 streams.err(
-                    "ota campaign: note: \(count) entr\(count == 1 ? "y" : "ies") of \(MessageText.name(list)) \(count == 1 ? "was" : "were") not discovered: \(shown)\(more)\n"
+                    "ota campaign: note: \(entries(selected.unheardListEntries)) of \(MessageText.name(list)) \(count == 1 ? "was" : "were") not discovered: \(sample(selected.unheardListEntries))\n"
                 )
             }
             selected.unheardListEntries = []
@@ -210,11 +208,8 @@ enum CampaignCommand: Command {
             let grouped = try CampaignPlan.stages(of: selected.devices, groups: groups)
             planned = grouped.stages
             if !grouped.unmatched.isEmpty {
-                let shown = grouped.unmatched.prefix(5).map(MessageText.name).joined(separator: ", ")
-                let more = grouped.unmatched.count > 5 ? " and \(grouped.unmatched.count - 5) more" : ""
-                let count = grouped.unmatched.count
                 streams.err(
-                    "ota campaign: note: \(count) entr\(count == 1 ? "y" : "ies") of the --stage-list files named no device the campaign took: \(shown)\(more)\n"
+                    "ota campaign: note: \(entries(grouped.unmatched)) of the --stage-list files named no device the campaign took: \(sample(grouped.unmatched))\n"
                 )
             }
         }
@@ -248,6 +243,16 @@ enum CampaignCommand: Command {
             )
         }
         return .success
+    }
+
+    /// "1 entry", "3 entries": how many of a list file's entries a note is about.
+    private static func entries(_ entries: [String]) -> String {
+        "\(entries.count) entr\(entries.count == 1 ? "y" : "ies")"
+    }
+
+    /// The first five entries, made safe to print, and how many more there are.
+    private static func sample(_ entries: [String]) -> String {
+        entries.prefix(5).map(MessageText.name).joined(separator: ", ") + (entries.count > 5 ? " and \(entries.count - 5) more" : "")
     }
 
     /// The largest `--target-list` file read, in bytes (ten thousand devices take under 400 kB).
