@@ -66,7 +66,7 @@ struct SimulatedCampaignScanner: DeviceScanner {
     }
 
     /// Nothing waits on it: the stream finishes before any listening window closes.
-    var clock: any Clock<Duration> { ContinuousClock() }
+    var clock: any Clock<Duration> { RealTimeClock() }
 
     func discoveries() -> AsyncThrowingStream<DiscoveredDevice, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveredDevice.self, throwing: (any Error).self)
