@@ -54,3 +54,28 @@ import Testing
         )
     }
 }
+
+/// `ota benchmark`'s table: the variant labels are known before the first row, so a long one
+/// widens the first column instead of pushing its row's figures out of line.
+@Suite struct BenchmarkTableTests {
+    @Test func longVariantLabelsKeepEveryColumnAligned() async throws {
+        let (code, streams) = await runTool(["benchmark", "--protocol", "mcumgr", "--profile", "nrf52840-mtu244-2m", "--size", "5K"])
+        #expect(code == 0, "\(streams.standardError)")
+        let lines = streams.standardOutput.split(separator: "\n").map(String.init)
+        let header = try #require(lines.first { $0.hasPrefix("protocol ") })
+        let rows = lines.filter { $0.hasPrefix("mcumgr ") }
+        #expect(rows.count == 6)
+        #expect(rows.contains { $0.count(where: { $0 == "=" }) >= 5 }, "the longest labels are measured")
+        // Every row's profile, and its last column, start where the header's do.
+        let profileColumn = try #require(header.range(of: "profile")).lowerBound.utf16Offset(in: header)
+        let lastColumn = try #require(header.range(of: "CPU/MB")).lowerBound.utf16Offset(in: header)
+        for row in rows {
+            let profile = try #require(row.range(of: "nrf52840-mtu244-2m")).lowerBound.utf16Offset(in: row)
+            #expect(profile == profileColumn, "\(row)")
+            let lastCell = try #require(row.range(of: " ", options: .backwards)).lowerBound.utf16Offset(in: row)
+            let cpuCellStart = try #require(row[..<row.index(row.startIndex, offsetBy: lastCell)].range(of: " ", options: .backwards)).upperBound
+                .utf16Offset(in: row)
+            #expect(cpuCellStart == lastColumn, "\(row)")
+        }
+    }
+}

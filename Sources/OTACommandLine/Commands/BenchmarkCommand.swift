@@ -106,12 +106,12 @@ enum BenchmarkCommand: Command {
                 scale, adapterLimit: adapterLimit, descriptors: descriptors, profiles: profiles, image: image, seed: seed, json: json, streams: streams
             )
         }
+        let table = columns.fitting(
+            descriptors.flatMap { descriptor in descriptor.parameterVariants.map { label(descriptor.name, $0) } }, inColumn: 0)
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             streams.out("virtual = simulated link and device time; wall, CPU = this host's cost per MB of image\n\n")
-            streams.out(
-                row(["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "headers", "notifs", "wall/MB", "CPU/MB"]) + "\n"
-            )
+            streams.out(table.headerRow + "\n")
         }
         var failed = false
         var measured: [Measurement] = []
@@ -119,13 +119,13 @@ enum BenchmarkCommand: Command {
             for variant in descriptor.parameterVariants {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
-                        if !json { streams.out(row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
+                        if !json { streams.out(table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
                         continue
                     }
                     do {
                         let measurement = try await measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
                         measured.append(measurement)
-                        streams.out((json ? jsonLine(measurement) : textRow(measurement)) + "\n")
+                        streams.out((json ? jsonLine(measurement) : textRow(measurement, table)) + "\n")
                     } catch {
                         failed = true
                         streams.err("ota: error: \(label(descriptor.name, variant)) on \(profile.name): \(error)\n")
@@ -157,7 +157,11 @@ enum BenchmarkCommand: Command {
         _ count: Int, adapterLimit: Int?, descriptors: [ProtocolDescriptor], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool,
         streams: any OutputStreams
     ) async -> ExitCode {
-        let widths = [17, 20, 7, 10, 10, 12, 12, 12] + (adapterLimit == nil ? [] : [6, 7])
+        let adapterColumns = adapterLimit == nil ? [] : ["peak", "ideal"]
+        let table = TextTable(
+            ["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"] + adapterColumns,
+            minimumWidths: [17, 20, 7, 10, 10, 12, 12, 12, 6, 7]
+        ).fitting(descriptors.flatMap { descriptor in descriptor.parameterVariants.map { label(descriptor.name, $0) } }, inColumn: 0)
         if !json {
             streams.out("ota benchmark --scale \(count): \(image.count)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             if let adapterLimit {
@@ -166,11 +170,7 @@ enum BenchmarkCommand: Command {
                 )
             }
             streams.out("per update = this host's wall time, CPU time and peak resident memory of the process divided by \(count)\n\n")
-            let adapterColumns = adapterLimit == nil ? [] : ["peak", "ideal"]
-            streams.out(
-                row(["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"] + adapterColumns, widths: widths)
-                    + "\n"
-            )
+            streams.out(table.headerRow + "\n")
         }
         var failed = false
         for descriptor in descriptors {
@@ -198,13 +198,13 @@ enum BenchmarkCommand: Command {
                             streams.out(JSONValue.object(fields).serialized + "\n")
                         } else {
                             streams.out(
-                                row(
+                                table.row(
                                     [
                                         m.label, m.profile.name, "\(m.count)", "\(m.identical)/\(m.count)", virtualCell(m.longest),
                                         String(oneDecimal: m.host.wall.seconds * 1000 / Double(m.count)) + " ms",
                                         String(oneDecimal: m.host.cpu.seconds * 1000 / Double(m.count)) + " ms",
                                         String(oneDecimal: Double(m.peakResidentBytes) / Double(m.count) / 1000) + " kB",
-                                    ] + (m.adapter.map { ["\($0.peak)/\($0.limit)", String(format: "%.3f×", $0.overIdeal)] } ?? []), widths: widths
+                                    ] + (m.adapter.map { ["\($0.peak)/\($0.limit)", String(format: "%.3f×", $0.overIdeal)] } ?? [])
                                 ) + "\n"
                             )
                         }
@@ -356,9 +356,9 @@ enum BenchmarkCommand: Command {
         )
     }
 
-    private static func textRow(_ m: Measurement) -> String {
+    private static func textRow(_ m: Measurement, _ table: TextTable) -> String {
         let perMB = 1_000_000 / Double(m.report.imageSize)
-        return row([
+        return table.row([
             label(m.protocolName, m.variant), m.profile.name, shortLink(m.profile.link), "\(m.report.link.attMTU)", "\(m.report.chunkSize)",
             virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput), Wording.rate(m.capacity),
             String(oneDecimal: m.ratio * 100) + "%", String(oneDecimal: m.headerOverhead * 100) + "%", "\(m.stats.notificationsDelivered)",
@@ -385,21 +385,17 @@ enum BenchmarkCommand: Command {
         "\(link.phy.rawValue) \(link.connectionInterval.humanReadable) \(link.packetsPerEvent.map { "\($0)/ev" } ?? "full")"
     }
 
-    /// Column widths, each wide enough for its longest cell, so that no row shifts the columns
-    /// after it ("virtual" up to "99999.9 s", host times up to "999999 ms").
-    static let widths = [17, 20, 16, 4, 6, 10, 11, 11, 7, 8, 7, 10, 10]
+    /// The main table's columns, each at least wide enough for its figures ("virtual" up to
+    /// "99999.9 s", host times up to "999999 ms"); `run` widens the first to the longest variant
+    /// label it will print.
+    static let columns = TextTable(
+        ["protocol", "profile", "link", "MTU", "chunk", "virtual", "goodput", "capacity", "ratio", "headers", "notifs", "wall/MB", "CPU/MB"],
+        minimumWidths: [17, 20, 16, 4, 6, 10, 11, 11, 7, 8, 7, 10, 10])
 
     /// Virtual time in seconds with one decimal, at any length of run: "3.5 s", "612.4 s" (not
     /// "10 min 12 s", which would not fit the column).
     static func virtualCell(_ duration: Duration) -> String {
         String(oneDecimal: duration.seconds) + " s"
-    }
-
-    static func row(_ cells: [String], widths: [Int] = widths) -> String {
-        zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
-            .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
-            .joined()
-            .trimmingCharacters(in: .whitespaces)
     }
 
     static func parseSize(_ text: String) throws(UsageError) -> Int {

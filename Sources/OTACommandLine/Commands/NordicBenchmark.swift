@@ -124,7 +124,7 @@ enum NordicBenchmark {
                 + "one round trip (rt) measured on the model: Select written, its answer awaited, the next Select written, least gap between arrivals\n\n"
         )
         streams.out(
-            row(["profile", "capacity", "rt", "baseline", "of bound", "of issue", "pipelined", "of bound", "of issue", "speed-up"], widths: comparison) + "\n")
+            comparison.headerRow + "\n")
         for profile in profiles where image.count <= profile.slotSize {
             do {
                 let base = try await measurement(descriptor, baseline, profile, image, seed, measured)
@@ -135,23 +135,24 @@ enum NordicBenchmark {
                 let rt = try await roundTrip(on: profile, seed: seed)
                 let issue = issueBound(imageSize: image.count, capacity: fast.capacity, profile: profile, roundTrip: rt)
                 streams.out(
-                    row(
+                    comparison.row(
                         [
                             profile.name, Wording.rate(fast.capacity), "\(Int((rt.seconds * 1000).rounded())) ms", Wording.rate(base.report.goodput),
                             percent(strictBound / base.report.protocolDuration), percent(issue / base.report.protocolDuration),
                             Wording.rate(fast.report.goodput), percent(pipelinedBound / fast.report.protocolDuration),
                             percent(issue / fast.report.protocolDuration),
                             String(format: "%.2f×", base.report.protocolDuration / fast.report.protocolDuration),
-                        ], widths: comparison) + "\n")
+                        ]) + "\n")
             } catch {
-                streams.out(row([profile.name, "failed: \(error)"], widths: comparison) + "\n")
+                streams.out(comparison.row([profile.name, "failed: \(error)"]) + "\n")
             }
         }
         streams.out(
             "\nnordic-dfu on a bootloader that drops packets (4 receive buffers, flash programming 40 kB/s: NordicBootloaderModel.Configuration.droppingPackets)\n\n"
         )
-        streams.out(row(["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"], widths: dropping) + "\n")
         let variants: [ProtocolParameters] = [["prn": "0", "pipeline": "on"], baseline, pipelined]
+        let dropping = droppingColumns.fitting(variants.map { BenchmarkCommand.label(protocolName, $0) }, inColumn: 0)
+        streams.out(dropping.headerRow + "\n")
         for variant in variants {
             for profile in profiles where image.count <= profile.slotSize {
                 var model: NordicBootloaderModel?
@@ -165,15 +166,15 @@ enum NordicBenchmark {
                     let m = try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed, model: make)
                     let counters = model?.counters
                     streams.out(
-                        row(
+                        dropping.row(
                             [
                                 label, profile.name, BenchmarkCommand.virtualCell(m.report.protocolDuration), Wording.rate(m.report.goodput),
                                 "\(counters?.packetsDropped ?? 0)", "\(max(0, m.report.bytesSent - m.report.imageSize)) B", "completed",
-                            ], widths: dropping) + "\n")
+                            ]) + "\n")
                 } catch {
                     let message = (error as? OTAError)?.message ?? "\(error)"
                     streams.out(
-                        row([label, profile.name, "-", "-", "\(model?.counters.packetsDropped ?? 0)", "-", "failed: \(message)"], widths: dropping) + "\n")
+                        dropping.row([label, profile.name, "-", "-", "\(model?.counters.packetsDropped ?? 0)", "-", "failed: \(message)"]) + "\n")
                 }
             }
         }
@@ -188,15 +189,11 @@ enum NordicBenchmark {
         return try await BenchmarkCommand.measure(descriptor, variant: variant, profile: profile, image: image, seed: seed)
     }
 
-    private static let comparison = [20, 11, 6, 11, 9, 9, 11, 9, 9, 8]
-    private static let dropping = [32, 20, 9, 11, 8, 9, 9]
-
-    private static func row(_ cells: [String], widths: [Int]) -> String {
-        zip(cells, widths + Array(repeating: 0, count: max(0, cells.count - widths.count)))
-            .map { cell, width in cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count + 1) }
-            .joined()
-            .trimmingCharacters(in: .whitespaces)
-    }
+    private static let comparison = TextTable(
+        ["profile", "capacity", "rt", "baseline", "of bound", "of issue", "pipelined", "of bound", "of issue", "speed-up"],
+        minimumWidths: [20, 11, 6, 11, 9, 9, 11, 9, 9, 8])
+    private static let droppingColumns = TextTable(
+        ["variant", "profile", "virtual", "goodput", "dropped", "resent", "result"], minimumWidths: [32, 20, 9, 11, 8, 9, 9])
 
     private static func percent(_ ratio: Double) -> String { String(oneDecimal: ratio * 100) + "%" }
 }
