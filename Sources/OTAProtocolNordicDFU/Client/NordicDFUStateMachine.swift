@@ -249,6 +249,9 @@ public struct NordicDFUStateMachine: Sendable {
         var surprise: String?
         /// The receipt did not come; Calculate Checksum was asked instead.
         var receiptMissing = false
+        /// Calculate Checksum was queued before the Execute: no receipt falls on the object's end
+        /// at the interval its packets were counted at.
+        var askedChecksum = false
         /// The queued Create failed. Behind a refused Execute that is expected (it rewound to
         /// the object's start, where the next object's size may not fit); otherwise it fails
         /// the update, as in the strict flow.
@@ -695,7 +698,7 @@ public struct NordicDFUStateMachine: Sendable {
         }
         let nextEnd = min(objectEnd + objectSize, image.count)
         requests.append(.create(.data, size: UInt32(nextEnd - objectEnd)))
-        queue = QueueOutcome()
+        queue = QueueOutcome(askedChecksum: !receipt)
         advance(to: segment.upperBound)
         phase = .awaitingQueued(receipt ? [.calculateChecksum] + requests : requests)
         return [.streamThenQueue(segment, requests)]
@@ -750,12 +753,12 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// Whether the queue behind the current object asked Calculate Checksum (no receipt due).
-    private var queueAskedChecksum: Bool {
-        let interval = announcedInterval ?? receiptInterval
-        guard interval > 0 else { return true }
-        let packets = (objectEnd - objectStart + payloadSize - 1) / payloadSize
-        return packets % interval != 0
-    }
+    ///
+    /// Decided when the queue was written, from the interval the object's packets were counted
+    /// at: a Set PRN in the same queue (`prn=auto`) announces the next object's interval, and
+    /// judging by it took a receipt that was due for one that was not (or the reverse), so a
+    /// short object waited the response timeout for an answer never asked (campaign seed 12045).
+    private var queueAskedChecksum: Bool { queue.askedChecksum }
 
     /// Every answer to the queue is in: go on, resend, or leave the pipelined flow.
     private mutating func queueAnswered() -> [Action] {
