@@ -296,7 +296,7 @@ import Testing
         let trace = try perform(&machine, machine.start(), image: image, &bootloader, packetSize: 128)
         #expect(trace.last == .finished)
         #expect(bootloader.data == image.bytes)
-        #expect(machine.receiptIntervals == [32, 16, 31, 15])
+        #expect(machine.receiptIntervals == [32, 16, 31, 8])
         #expect(trace.contains(Self.seed12045Queue))
         #expect(trace.contains(.note("the bootloader refused to execute the object at byte 28672 (0x08): it is short; asking for its offset")))
         #expect(!trace.contains(.listen(purpose: "answers to Calculate Checksum", wait: .response)))
@@ -323,7 +323,7 @@ import Testing
             ])
         // The Create rewound to the object's start: it goes again, at a lower interval.
         let next = drain(&machine, machine.received(Kit.receipt(image, 28_672)))
-        #expect(next.contains(.note("prn=auto: packets were lost; lowering the receipt interval to 15 packets")))
+        #expect(next.contains(.note("prn=auto: packets were lost; lowering the receipt interval to 8 packets")))
         #expect(next.last == .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 28672 again"))
     }
 

@@ -201,6 +201,10 @@ public struct NordicDFUStateMachine: Sendable {
     private var receiptInterval: Int
     /// The interval the bootloader was last told (Set PRN), or `nil` before the data stage's.
     private var announcedInterval: Int?
+    /// The interval the current object's packets were counted at (the one its last segment went
+    /// out under). A pipelined queue's Set PRN changes ``announcedInterval`` for the next object
+    /// before the current one is judged.
+    private var countedInterval: Int?
     private let adaptsReceipts: Bool
     /// Whether Execute and the next Create are queued together; cleared for good at a surprise.
     private var pipelines: Bool
@@ -660,6 +664,7 @@ public struct NordicDFUStateMachine: Sendable {
         let receipt: Bool
         // What the bootloader counts: the interval it was told.
         let interval = announcedInterval ?? receiptInterval
+        countedInterval = interval
         if interval > 0 {
             end = min(position + interval * payloadSize, objectEnd)
             // A receipt follows every n-th packet, the last one short or not.
@@ -847,7 +852,7 @@ public struct NordicDFUStateMachine: Sendable {
         // interval longer than the object (a short last one) counted only its packets: lowering
         // from above them would leave its next attempt as it was (campaign seed 4207).
         let counted = Self.packets(in: max(1, objectEnd - objectStart), payloadSize: payloadSize)
-        let lostAt = min(announcedInterval ?? receiptInterval, counted)
+        let lostAt = min(countedInterval ?? announcedInterval ?? receiptInterval, counted)
         receiptCeiling = max(1, min(receiptCeiling ?? lostAt, lostAt - 1))
         let lowered = max(1, min(receiptInterval, lostAt) / 2)
         guard lowered < receiptInterval || lowered < lostAt else { return [] }
