@@ -1,3 +1,4 @@
+import OTACore
 import Testing
 
 /// The runs on which the campaign found a bug, each on its own: they must complete
@@ -63,7 +64,16 @@ import Testing
             faults: [
                 PlannedFault(kind: .disconnect, point: 3620), PlannedFault(kind: .duplicateWrite, point: 9), PlannedFault(kind: .reorderWrite, point: 12),
             ]),
+        seed12045,
     ]
+
+    /// 12045: a packet lost in the fourth object lowered `prn=auto` to 16, four clean objects
+    /// raised it to 31, and the eighth object's last write was held back past its queue (Execute,
+    /// Set PRN 31, Create). Judged at 31, the client took a Calculate Checksum for queued and
+    /// waited the 10 s response timeout for its answer on a link that was up, then reconnected.
+    static let seed12045 = FaultPlan(
+        seed: 12045, protocolIndex: nordicPipelined, protocolName: CampaignProtocol.nordicPipelined.name, link: .small(.nrf52840, mtu: 131),
+        imageSize: 39921, faults: [PlannedFault(kind: .dropWrite, point: 119), PlannedFault(kind: .reorderWrite, point: 288)])
 
     static let mcumgr = CampaignProtocol.all.firstIndex { $0.name == CampaignProtocol.mcumgr.name }!
     static let mcumgrTest = CampaignProtocol.all.firstIndex { $0.name == CampaignProtocol.mcumgrTest.name }!
@@ -105,6 +115,16 @@ import Testing
         #expect(result.violations.isEmpty, "\(plan): \(result.violations)")
         #expect(result.outcome == .completed, "\(plan)")
         #expect(result.fired.count == plan.faults.count, "\(plan)")
+    }
+
+    /// Seed 12045 on the link that stays up: no reconnection, and the whole run (39 921 bytes,
+    /// two objects sent again) in less virtual time than the one response timeout it waited.
+    @Test func aPipelinedShortObjectBehindARaiseIsAskedAtOnce() async throws {
+        let result = await CampaignRun.run(Self.seed12045, verbose: false)
+        #expect(result.violations.isEmpty, "\(result.violations)")
+        #expect(result.outcome == .completed)
+        #expect(result.reconnections == 0)
+        #expect(result.virtualTime < UpdateConfiguration().responseTimeout, "\(result.virtualTime)")
     }
 
     @Test(arguments: findings.map(\.seed))

@@ -240,6 +240,20 @@ enum CampaignRun {
             result.violations.append("\(result.reconnections) reconnections for \(causes) faults that lose the link or its bytes")
             result.outcome = .violation
         }
+        // Nordic: every answer the client waits for is due on a link that carries requests; only
+        // a stalled device leaves one out. A timeout without a stall waited for an answer never
+        // asked, or for a receipt as for a response (seeds 22, 8702, 12045), even when another
+        // fault's reconnection hid it from the count above.
+        if case .object = entry.resend, !result.fired.contains(where: { $0.kind == .stall }) {
+            let timeouts = events.compactMap { event -> String? in
+                guard case .state(.paused, let detail?, _) = event, detail.hasPrefix("timed out after") else { return nil }
+                return detail
+            }
+            if let first = timeouts.first {
+                result.violations.append("\(timeouts.count) response timeouts with no stall struck: \(first)")
+                result.outcome = .violation
+            }
+        }
         return result
     }
 

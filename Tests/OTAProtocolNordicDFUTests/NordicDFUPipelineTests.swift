@@ -280,6 +280,60 @@ import Testing
         #expect(trace.contains(.send(.setPRN(4))))
     }
 
+    /// Campaign seed 12045 without a transport: 128-byte packets, 32 to an object. A packet lost
+    /// in the fourth object halves `prn=auto` to 16 (a receipt at each object's end); it and the
+    /// next three arrive whole, which raises the interval to 31, and that Set PRN rides in the
+    /// queue behind the eighth object, whose last packet is lost. Its packets were counted at 16,
+    /// so no Calculate Checksum was queued and the receipt never comes: the refused Execute must
+    /// make the machine ask at once. Judged by the 31 it was announcing, the machine took a
+    /// Calculate Checksum for queued and waited the response timeout for its answer on a link
+    /// that was up (here: `perform` records an unexpected listen).
+    @Test func aRaiseInTheQueueDoesNotMakeAShortObjectWaitForAChecksumNeverAsked() throws {
+        let image = try Kit.image(size: 39_921)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = Self.seed12045Drops
+        var machine = try Self.machine(image, payloadSize: 128)
+        let trace = try perform(&machine, machine.start(), image: image, &bootloader, packetSize: 128)
+        #expect(trace.last == .finished)
+        #expect(bootloader.data == image.bytes)
+        #expect(machine.receiptIntervals == [32, 16, 31, 8])
+        #expect(trace.contains(Self.seed12045Queue))
+        #expect(trace.contains(.note("the bootloader refused to execute the object at byte 28672 (0x08): it is short; asking for its offset")))
+        #expect(!trace.contains(.listen(purpose: "answers to Calculate Checksum", wait: .response)))
+        #expect(machine.objectsResent == 2)
+    }
+
+    /// The same, step by step at the eighth object: after Execute (0x08), Set PRN and Create the
+    /// machine asks Calculate Checksum instead of listening for an answer nobody asked.
+    @Test func theQueuesChecksumIsJudgedAtTheIntervalTheObjectWasCountedAt() throws {
+        let image = try Kit.image(size: 39_921)
+        var bootloader = IdealBootloader()
+        bootloader.dropPacketsOnce = Self.seed12045Drops
+        var machine = try Self.machine(image, payloadSize: 128)
+        _ = try perform(&machine, machine.start(), image: image, &bootloader, until: Self.seed12045Queue, packetSize: 128)
+        // The object's last packet is lost: 31 of 32 arrive, counted at 16, so no receipt.
+        let refused = DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted)
+        #expect(
+            machine.received(refused) == .listen(purpose: "answers to Calculate Checksum, Set PRN to 31, Create data object of 4096 bytes", wait: .response))
+        #expect(machine.received(.success(.setPRN)) == .listen(purpose: "answers to Calculate Checksum, Create data object of 4096 bytes", wait: .response))
+        #expect(
+            drain(&machine, machine.received(.success(.create))) == [
+                .note("the bootloader refused to execute the object at byte 28672 (0x08): it is short; asking for its offset"),
+                .send(.calculateChecksum),
+            ])
+        // The Create rewound to the object's start: it goes again, at a lower interval.
+        let next = drain(&machine, machine.received(Kit.receipt(image, 28_672)))
+        #expect(next.contains(.note("prn=auto: packets were lost; lowering the receipt interval to 8 packets")))
+        #expect(next.last == .sleep(.milliseconds(500), purpose: "pausing before sending the object at byte 28672 again"))
+    }
+
+    /// Seed 12045's lost packets as the bootloader counts them: the 24th of the fourth object,
+    /// and, after its 32 sent again and three clean objects, the last of the eighth.
+    static let seed12045Drops: Set<Int> = [3 * 32 + 24, 4 * 32 + 32 + 3 * 32 + 32]
+    /// The queue behind seed 12045's eighth object: the raise to 31 rides in it, with no
+    /// Calculate Checksum (its packets were counted at 16, a receipt at its end).
+    static let seed12045Queue = Action.streamThenQueue(30_720..<32_768, [.execute, .setPRN(31), .create(.data, size: 4096)])
+
     // MARK: - Resume whose bytes differ
 
     /// The link dropped while an executed object's receipt was unread (pipeline=on writes the
@@ -371,10 +425,11 @@ import Testing
     // MARK: - Kit
 
     static func machine(
-        _ image: FirmwareImage, prn: String = "auto", pipeline: Bool = true, resumingFrom checkpoint: NordicDFUCheckpoint? = nil
+        _ image: FirmwareImage, prn: String = "auto", pipeline: Bool = true, payloadSize: Int = 244,
+        resumingFrom checkpoint: NordicDFUCheckpoint? = nil
     ) throws -> NordicDFUStateMachine {
         var configuration = try NordicDFUConfiguration(parameters: ["prn": prn])
         configuration.pipelinesObjects = pipeline
-        return try NordicDFUStateMachine(image: image, payloadSize: 244, configuration: configuration, resumingFrom: checkpoint)
+        return try NordicDFUStateMachine(image: image, payloadSize: payloadSize, configuration: configuration, resumingFrom: checkpoint)
     }
 }

@@ -605,7 +605,8 @@ func perform(
     _ first: NordicDFUStateMachine.Action,
     image: FirmwareImage?,
     _ bootloader: inout IdealBootloader,
-    until stop: NordicDFUStateMachine.Action? = nil
+    until stop: NordicDFUStateMachine.Action? = nil,
+    packetSize: Int = 244
 ) throws -> [NordicDFUStateMachine.Action] {
     var trace: [NordicDFUStateMachine.Action] = []
     var action = first
@@ -622,7 +623,7 @@ func perform(
             // way round.
             let bytes = try #require(image, "streaming in a script without an image")[range]
             bootloader.receipts = []
-            bootloader.write(bytes, packetSize: 244)
+            bootloader.write(bytes, packetSize: packetSize)
             queuedAnswers = bootloader.receipts + requests.map { bootloader.answer($0) }
             if bootloader.answersQueuedRequestsInReverse { queuedAnswers.reverse() }
             guard !queuedAnswers.isEmpty else {
@@ -645,7 +646,7 @@ func perform(
             action = machine.streamed()
         case .stream(let range, let receipt):
             let bytes = try #require(image, "streaming in a script without an image")[range]
-            bootloader.write(bytes, packetSize: 244)
+            bootloader.write(bytes, packetSize: packetSize)
             action = receipt ? machine.received(bootloader.answer(.calculateChecksum)) : machine.streamed()
         case .sleep:
             action = machine.delayElapsed()

@@ -201,6 +201,10 @@ public struct NordicDFUStateMachine: Sendable {
     private var receiptInterval: Int
     /// The interval the bootloader was last told (Set PRN), or `nil` before the data stage's.
     private var announcedInterval: Int?
+    /// The interval the current object's packets were counted at (the one its last segment went
+    /// out under). A pipelined queue's Set PRN changes ``announcedInterval`` for the next object
+    /// before the current one is judged.
+    private var countedInterval: Int?
     private let adaptsReceipts: Bool
     /// Whether Execute and the next Create are queued together; cleared for good at a surprise.
     private var pipelines: Bool
@@ -249,6 +253,9 @@ public struct NordicDFUStateMachine: Sendable {
         var surprise: String?
         /// The receipt did not come; Calculate Checksum was asked instead.
         var receiptMissing = false
+        /// Calculate Checksum was queued before the Execute: no receipt falls on the object's end
+        /// at the interval its packets were counted at.
+        var askedChecksum = false
         /// The queued Create failed. Behind a refused Execute that is expected (it rewound to
         /// the object's start, where the next object's size may not fit); otherwise it fails
         /// the update, as in the strict flow.
@@ -657,6 +664,7 @@ public struct NordicDFUStateMachine: Sendable {
         let receipt: Bool
         // What the bootloader counts: the interval it was told.
         let interval = announcedInterval ?? receiptInterval
+        countedInterval = interval
         if interval > 0 {
             end = min(position + interval * payloadSize, objectEnd)
             // A receipt follows every n-th packet, the last one short or not.
@@ -695,7 +703,7 @@ public struct NordicDFUStateMachine: Sendable {
         }
         let nextEnd = min(objectEnd + objectSize, image.count)
         requests.append(.create(.data, size: UInt32(nextEnd - objectEnd)))
-        queue = QueueOutcome()
+        queue = QueueOutcome(askedChecksum: !receipt)
         advance(to: segment.upperBound)
         phase = .awaitingQueued(receipt ? [.calculateChecksum] + requests : requests)
         return [.streamThenQueue(segment, requests)]
@@ -750,12 +758,12 @@ public struct NordicDFUStateMachine: Sendable {
     }
 
     /// Whether the queue behind the current object asked Calculate Checksum (no receipt due).
-    private var queueAskedChecksum: Bool {
-        let interval = announcedInterval ?? receiptInterval
-        guard interval > 0 else { return true }
-        let packets = (objectEnd - objectStart + payloadSize - 1) / payloadSize
-        return packets % interval != 0
-    }
+    ///
+    /// Decided when the queue was written, from the interval the object's packets were counted
+    /// at: a Set PRN in the same queue (`prn=auto`) announces the next object's interval, and
+    /// judging by it took a receipt that was due for one that was not (or the reverse), so a
+    /// short object waited the response timeout for an answer never asked (campaign seed 12045).
+    private var queueAskedChecksum: Bool { queue.askedChecksum }
 
     /// Every answer to the queue is in: go on, resend, or leave the pipelined flow.
     private mutating func queueAnswered() -> [Action] {
@@ -844,7 +852,7 @@ public struct NordicDFUStateMachine: Sendable {
         // interval longer than the object (a short last one) counted only its packets: lowering
         // from above them would leave its next attempt as it was (campaign seed 4207).
         let counted = Self.packets(in: max(1, objectEnd - objectStart), payloadSize: payloadSize)
-        let lostAt = min(announcedInterval ?? receiptInterval, counted)
+        let lostAt = min(countedInterval ?? announcedInterval ?? receiptInterval, counted)
         receiptCeiling = max(1, min(receiptCeiling ?? lostAt, lostAt - 1))
         let lowered = max(1, min(receiptInterval, lostAt) / 2)
         guard lowered < receiptInterval || lowered < lostAt else { return [] }
