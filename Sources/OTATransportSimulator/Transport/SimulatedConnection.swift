@@ -51,7 +51,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     // Unowned for the same reason as SimulatedDevice.simulation.
     private unowned let simulation: Simulation
     private let profile: LinkProfile
-    private let clock: LinkClock
+    @exclusivity(unchecked) private var clock: LinkClock
     /// The adapter whose radio and connection slot this link uses, with its slot.
     private let adapter: (adapter: SimulatedAdapter, slot: UInt64)?
     /// What to do with a write that ignores back-pressure when the queue is full.
@@ -310,7 +310,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         var earliest = eventNow ?? simulation.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
         if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
-        let time = clock.event(atOrAfter: earliest)
+        let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
         simulation.schedule(at: Duration(attoseconds: time), eventCall!)
     }
@@ -379,7 +379,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 peripheralBytes = min(first.remaining, llPayload)
             }
             guard centralBytes > 0 || peripheralBytes > 0 else { break }
-            let pair = clock.pairFixed + clock.airPerByte * Int128(centralBytes + peripheralBytes)
+            let pair = clock.pairFixed + clock.airPerByte &* Int128(centralBytes + peripheralBytes)
             guard used < share, used + pair <= limit else { break }
             used += pair
             packets += 1
@@ -395,7 +395,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                     let pdu = central[centralHead].take()!
                     centralHead += 1
                     compactCentral()
-                    deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte * Int128(centralBytes))
+                    deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte &* Int128(centralBytes))
                 }
             }
             if peripheralBytes > 0, !peripheral.isEmpty {
@@ -632,6 +632,10 @@ struct LinkClock {
     var pairFixed: Int128
     var backlogLimit: Int128
     var processingLatency: Int128
+    /// Whether `interval` is exact as a `Double` (a condition of `events(until:interval:intervalIsExact:near:)`).
+    var intervalIsExact = false
+    /// The event count (from the anchor) of the last event scheduled: the next is near it.
+    var lastEvents: Int64 = 0
     static let nanosecond: Int128 = 1_000_000_000
 
     init(anchor: Duration, link: LinkProfile, device: DeviceProfile) {
@@ -644,33 +648,77 @@ struct LinkClock {
         pairFixed = 2 * airFixed + 2 * LinkProfile.interFrameSpace.attoseconds
         backlogLimit = device.backlogLimit.attoseconds
         processingLatency = device.processingLatency.attoseconds
+        intervalIsExact = Self.isExactDouble(interval)
     }
 
-    /// The first connection event at or after `earliest`.
-    func event(atOrAfter earliest: Int128) -> Int128 {
-        anchor + interval * Int128(Self.events(until: earliest - anchor, interval: interval))
+    /// The first connection event at or after `earliest`, remembered as the start of the next
+    /// search.
+    mutating func nextEvent(atOrAfter earliest: Int128) -> Int128 {
+        lastEvents = Self.events(until: earliest - anchor, interval: interval, intervalIsExact: intervalIsExact, near: lastEvents)
+        return anchor + interval &* Int128(lastEvents)
     }
 
     /// How many intervals from the anchor to the first event at or after `sinceAnchor`
-    /// (attoseconds, not negative): the ceiling of `sinceAnchor / interval`, as the link
-    /// always computed it, a `Double` quotient rounded up and then corrected upwards.
+    /// (attoseconds): what the link always computed, the `Double` quotient
+    /// `sinceAnchor / interval` rounded up, then corrected upwards once.
     ///
-    /// When both values are below 2^53 they are exact as `Double`s, their quotient is
-    /// correctly rounded and monotonic, so that computation gives exactly the integer ceiling,
-    /// computed here with integers. Beyond that it is done as it always was, `Double`
-    /// included, so that no event can move.
-    static func events(until sinceAnchor: Int128, interval: Int128) -> Int64 {
-        let exact: Int128 = 1 << 53
-        if sinceAnchor >= 0, sinceAnchor < exact, interval > 0, interval < exact {
-            // In 64 bits: a 128-bit division is a call of hundreds of instructions.
-            let since = Int64(truncatingIfNeeded: sinceAnchor)
-            let step = Int64(truncatingIfNeeded: interval)
-            return (since + step - 1) / step
+    /// That is the integer ceiling `k` whenever the `Double`s cannot round across `k`: the
+    /// interval exact as a `Double`, and `sinceAnchor` either exact too (an exact quotient
+    /// rounds monotonically, never past the integer above it) or at least two units in its last
+    /// place below `k × interval` (so that converting it cannot reach that multiple; the
+    /// correction covers a quotient rounded down to `k - 1`). Then `k` is found with integers,
+    /// stepping from `guess` (the last event's count: the next is a step or a few away), without
+    /// a 128-bit division or a `Double`. Otherwise, or far from `guess`, the old computation runs
+    /// as it was, so no event can move.
+    static func events(until sinceAnchor: Int128, interval: Int128, intervalIsExact: Bool, near guess: Int64) -> Int64 {
+        guard intervalIsExact, interval > 0, sinceAnchor >= 0, sinceAnchor < (1 << 120) else {
+            return doubleEvents(until: sinceAnchor, interval: interval)
         }
-        return doubleEvents(until: sinceAnchor, interval: interval)
+        var count = max(0, guess)
+        var time = interval &* Int128(count)
+        var steps = 0
+        while time < sinceAnchor {
+            time &+= interval
+            count += 1
+            steps += 1
+            if steps > 64 { return doubleEvents(until: sinceAnchor, interval: interval) }
+        }
+        while count > 0, time &- interval >= sinceAnchor {
+            time &-= interval
+            count -= 1
+            steps += 1
+            if steps > 64 { return doubleEvents(until: sinceAnchor, interval: interval) }
+        }
+        // `count` is the ceiling; the Double path gives it unless its rounding could cross.
+        if !isExactDouble(sinceAnchor), time &- sinceAnchor < 2 &* unitInLastPlace(sinceAnchor) {
+            return doubleEvents(until: sinceAnchor, interval: interval)
+        }
+        return count
     }
 
-    /// The computation `events(until:interval:)` replaces where it can, kept as it was.
+    /// Significant bits of a non-negative `value`.
+    private static func bitLength(_ value: Int128) -> Int {
+        let high = UInt64(truncatingIfNeeded: value >> 64)
+        let low = UInt64(truncatingIfNeeded: value)
+        return high != 0 ? 128 - high.leadingZeroBitCount : 64 - low.leadingZeroBitCount
+    }
+
+    /// Whether a non-negative `value` converts to a `Double` exactly (53 significant bits).
+    static func isExactDouble(_ value: Int128) -> Bool {
+        guard value != 0 else { return true }
+        let low = UInt64(truncatingIfNeeded: value)
+        let trailing = low != 0 ? low.trailingZeroBitCount : 64 + UInt64(truncatingIfNeeded: value >> 64).trailingZeroBitCount
+        return bitLength(value) - trailing <= 53
+    }
+
+    /// The spacing of `Double`s around a non-negative `value` (1 below 2^53).
+    private static func unitInLastPlace(_ value: Int128) -> Int128 {
+        let length = bitLength(value)
+        return length <= 53 ? 1 : 1 << (length - 53)
+    }
+
+    /// The computation `events(until:interval:intervalIsExact:near:)` replaces where it can, kept
+    /// as it was.
     static func doubleEvents(until sinceAnchor: Int128, interval: Int128) -> Int64 {
         let since = Duration(attoseconds: sinceAnchor)
         let step = Duration(attoseconds: interval)
