@@ -662,8 +662,8 @@ struct LinkClock {
     /// (attoseconds): what the link always computed, the `Double` quotient
     /// `sinceAnchor / interval` rounded up, then corrected upwards once.
     ///
-    /// That is the integer ceiling `k` whenever the `Double`s cannot round across `k`: the
-    /// interval exact as a `Double`, and `sinceAnchor` either exact too (an exact quotient
+    /// That is the integer ceiling `k` whenever the `Double`s cannot round across `k`: `k` below
+    /// 2^52, the interval exact as a `Double`, and `sinceAnchor` either exact too (an exact quotient
     /// rounds monotonically, never past the integer above it) or at least two units in its last
     /// place below `k × interval` (so that converting it cannot reach that multiple; the
     /// correction covers a quotient rounded down to `k - 1`). Then `k` is found with integers,
@@ -689,7 +689,9 @@ struct LinkClock {
             steps += 1
             if steps > 64 { return doubleEvents(until: sinceAnchor, interval: interval) }
         }
-        // `count` is the ceiling; the Double path gives it unless its rounding could cross.
+        // `count` is the ceiling; the Double path gives it unless its rounding could cross (or
+        // the count itself is past what a `Double` holds exactly).
+        if count >= 1 << 52 { return doubleEvents(until: sinceAnchor, interval: interval) }
         if !isExactDouble(sinceAnchor), time &- sinceAnchor < 2 &* unitInLastPlace(sinceAnchor) {
             return doubleEvents(until: sinceAnchor, interval: interval)
         }
