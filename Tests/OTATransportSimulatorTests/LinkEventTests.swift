@@ -51,7 +51,9 @@ import Testing
         let ceiling = (since + interval - 1) / interval
         #expect(!LinkClock.isExactDouble(since))
         #expect(LinkClock.doubleEvents(until: since, interval: interval) != Int64(ceiling))
-        #expect(LinkClock.events(until: since, interval: interval, intervalIsExact: true, near: 1_000_010) == LinkClock.doubleEvents(until: since, interval: interval))
+        #expect(
+            LinkClock.events(until: since, interval: interval, intervalIsExact: true, near: 1_000_010)
+                == LinkClock.doubleEvents(until: since, interval: interval))
     }
 
     /// A settling the link does without the flash's lock, folded in later with `notBefore`,
