@@ -269,17 +269,9 @@ public final class SimulatedDevice: Sendable {
         }
     }
 
-    /// Folds flash work done so far into the device's busy time; returns when it will be idle.
-    func settle(at time: Duration) -> Duration {
-        flash.settle(at: time)
-    }
-
-    /// Whether the device has so much unfinished work that its controller refuses packets, or
-    /// a stall fault holds it.
-    func isBackedUp(at time: Duration) -> Bool {
-        if stalled.load(ordering: .relaxed) { return true }
-        return settle(at: time) - time > profile.backlogLimit
-    }
+    /// Whether a stall fault holds the device: its controller refuses packets whatever its
+    /// backlog.
+    var isStalled: Bool { stalled.load(ordering: .relaxed) }
 
     /// What the link does with one data write after faults.
     struct FaultOutcome {

@@ -11,10 +11,16 @@ import Synchronization
 /// flash does.
 public final class SimulatedFlash: FlashStorage, Sendable {
     private struct State {
-        var pendingCost: Duration = .zero
-        /// When the hosting device finishes the work folded in so far (``settle(at:)``): kept
-        /// with the cost so that settling takes one lock.
-        var busyUntil: Duration = .zero
+        // Times are attoseconds (`Duration.attoseconds`): the same exact values, added and
+        // compared inline rather than through `Duration`'s operators in the standard library.
+        var pendingCost: Int128 = 0
+        /// When the hosting device finishes the work folded in so far (``settle(attoseconds:notBefore:)``):
+        /// kept with the cost so that settling takes one lock.
+        var busyUntil: Int128 = 0
+        /// The last write's length and its programming time: a data stream writes one length,
+        /// so the `Double` computation of ``FlashTiming/writeTime(_:)`` runs once, not per write.
+        var lastWriteCount = -1
+        var lastWriteCost: Int128 = 0
         var failing: String?
         var bytesWritten = 0
         var sectorsErased = 0
@@ -24,8 +30,11 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
         mutating func markChanged(_ range: Range<Int>, sectorSize: Int) {
             guard !range.isEmpty else { return }
-            for sector in (range.lowerBound / sectorSize)...((range.upperBound - 1) / sectorSize) {
+            var sector = range.lowerBound / sectorSize
+            let last = (range.upperBound - 1) / sectorSize
+            while sector <= last {
                 changedSectors[sector >> 6] |= 1 << UInt64(sector & 63)
+                sector += 1
             }
         }
 
@@ -66,7 +75,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             try flash.erase(range)
             let sectors = flash.sectors(covering: range).count / sectorSize
             state.sectorsErased += sectors
-            state.pendingCost += timing.sectorEraseTime * sectors
+            state.pendingCost += timing.sectorEraseTime.attoseconds * Int128(sectors)
             state.markChanged(range, sectorSize: sectorSize)
         }
     }
@@ -77,7 +86,11 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             if let failing = state.failing { throw FlashError(failing) }
             try flash.write(bytes, at: offset)
             state.bytesWritten += bytes.count
-            state.pendingCost += timing.writeTime(bytes.count)
+            if bytes.count != state.lastWriteCount {
+                state.lastWriteCount = bytes.count
+                state.lastWriteCost = timing.writeTime(bytes.count).attoseconds
+            }
+            state.pendingCost += state.lastWriteCost
             state.markChanged(offset..<(offset + bytes.count), sectorSize: sectorSize)
         }
     }
@@ -122,18 +135,36 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     public var bytesWritten: Int { state.withLock { $0.bytesWritten } }
 
     /// Folds the time the operations since the last call took into the hosting device's busy
-    /// time, from `time` on at the earliest; returns when the device will be idle.
-    func settle(at time: Duration) -> Duration {
+    /// time, from `time` on at the earliest; returns when the device will be idle (times in
+    /// attoseconds).
+    ///
+    /// `floor` is a settling the caller did without the lock, from what the last call returned,
+    /// when it knew no operation had come since (so the cost folded in was zero): the busy time
+    /// is first raised to it, as that settling would have done, then settled at `time`. The
+    /// result is the same as two calls, one at `floor` and one at `time`.
+    func settle(attoseconds time: Int128, notBefore floor: Int128? = nil) -> Int128 {
         state.withLock { state in
-            state.busyUntil = max(state.busyUntil, time) + state.pendingCost
-            state.pendingCost = .zero
+            if let floor, floor > state.busyUntil { state.busyUntil = floor }
+            state.busyUntil = (time > state.busyUntil ? time : state.busyUntil) + state.pendingCost
+            state.pendingCost = 0
             return state.busyUntil
         }
+    }
+
+    /// Keeps a settling done without the lock (see ``settle(attoseconds:notBefore:)``): the busy time
+    /// becomes at least `floor`, and work not folded in yet stays so.
+    func raiseBusy(to floor: Int128) {
+        state.withLock { if floor > $0.busyUntil { $0.busyUntil = floor } }
+    }
+
+    /// ``settle(attoseconds:notBefore:)`` in `Duration`s.
+    func settle(at time: Duration) -> Duration {
+        Duration(attoseconds: settle(attoseconds: time.attoseconds))
     }
 
     /// The hosting device restarted at `time`: the work it had queued is gone (the time of
     /// operations not folded in yet still counts).
     func resetBusy(to time: Duration) {
-        state.withLock { $0.busyUntil = time }
+        state.withLock { $0.busyUntil = time.attoseconds }
     }
 }

@@ -22,6 +22,15 @@ public enum PHY: String, Sendable, Hashable, CaseIterable, CustomStringConvertib
         }
     }
 
+    /// ``airTime(payload:)`` as a line, in microseconds: `fixed + perByte × payload`.
+    var airTimeMicroseconds: (fixed: Int, perByte: Int) {
+        switch self {
+        case .le1M: (80, 8)
+        case .le2M: (44, 4)
+        case .coded: (80 + 256 + 16 + 24 + 5 * 64 + 24, 64)
+        }
+    }
+
     public var description: String {
         switch self {
         case .le1M: "LE 1M"

@@ -19,7 +19,7 @@ public final class Simulation: Sendable {
     public let clock: VirtualClock
     /// The seed the random source started from.
     public let seed: UInt64
-    private let random: Mutex<SeededRandom>
+    private let random: Mutex<(source: SeededRandom, lent: Bool)>
     private let devices = Mutex<[SimulatedDevice]>([])
 
     /// Creates a simulation.
@@ -31,7 +31,7 @@ public final class Simulation: Sendable {
         executor = VirtualTimeExecutor(pace: pace)
         clock = VirtualClock(executor: executor)
         self.seed = seed
-        random = Mutex(SeededRandom(seed: seed))
+        random = Mutex((SeededRandom(seed: seed), false))
     }
 
     /// Virtual time since the simulation started.
@@ -47,7 +47,30 @@ public final class Simulation: Sendable {
 
     /// A random number in `0..<1` from the simulation's seeded source.
     public func randomUnit() -> Double {
-        random.withLock { $0.unit() }
+        random.withLock {
+            precondition(!$0.lent, "the random source is lent to a connection event")
+            return $0.source.unit()
+        }
+    }
+
+    /// Lends the random source to a connection event, which draws a value per packet without a
+    /// lock and hands it back with ``returnRandom(_:)`` before anything else can draw: the same
+    /// sequence, in the same order, as calls to ``randomUnit()``.
+    func lendRandom() -> SeededRandom {
+        random.withLock {
+            precondition(!$0.lent, "the random source is already lent")
+            $0.lent = true
+            return $0.source
+        }
+    }
+
+    /// Takes back the source ``lendRandom()`` lent, as it is after the draws made with it.
+    func returnRandom(_ source: SeededRandom) {
+        random.withLock {
+            precondition($0.lent, "the random source was not lent")
+            $0.source = source
+            $0.lent = false
+        }
     }
 
     /// Calls `action` on the simulation thread at virtual time `deadline`.

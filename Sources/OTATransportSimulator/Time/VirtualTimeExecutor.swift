@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import Synchronization
 
 /// A task executor that runs every job on one thread and advances a virtual clock only when
 /// nothing is runnable: the heart of the deterministic simulator.
@@ -24,7 +25,15 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var actions: [UInt64: TimerAction] = [:]
     @exclusivity(unchecked) private var cancelledBeforeArming: Set<UInt64> = []
     @exclusivity(unchecked) private var nextTimerID: UInt64 = 0
-    @exclusivity(unchecked) private var virtualNow: Duration = .zero
+    @exclusivity(unchecked) private var virtualNow: Duration = .zero {
+        didSet { publishNow() }
+    }
+    /// `virtualNow` for readers that take no lock (``now``, read by the engine at every write and
+    /// by the link at every connection event): a sequence count, odd while the run loop writes,
+    /// and the 128 bits of attoseconds in two words.
+    private let nowSequence = Atomic<UInt64>(0)
+    private let nowHigh = Atomic<UInt64>(0)
+    private let nowLow = Atomic<UInt64>(0)
     @exclusivity(unchecked) private var stopRequested = false
     @exclusivity(unchecked) private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
 
@@ -47,9 +56,23 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
 
     /// The current virtual time.
     public var now: Duration {
-        condition.lock()
-        defer { condition.unlock() }
-        return virtualNow
+        while true {
+            let before = nowSequence.load(ordering: .acquiring)
+            guard before & 1 == 0 else { continue }
+            let high = nowHigh.load(ordering: .acquiring)
+            let low = nowLow.load(ordering: .acquiring)
+            guard nowSequence.load(ordering: .acquiring) == before else { continue }
+            return Duration(attoseconds: Int128(Int64(bitPattern: high)) << 64 | Int128(low))
+        }
+    }
+
+    /// Publishes `virtualNow` to ``now``'s readers; called under the lock, so by one writer.
+    private func publishNow() {
+        let attoseconds = virtualNow.attoseconds
+        nowSequence.add(1, ordering: .sequentiallyConsistent)
+        nowHigh.store(UInt64(truncatingIfNeeded: attoseconds >> 64), ordering: .sequentiallyConsistent)
+        nowLow.store(UInt64(truncatingIfNeeded: attoseconds), ordering: .sequentiallyConsistent)
+        nowSequence.add(1, ordering: .sequentiallyConsistent)
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -200,7 +223,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                 } else {
                     continue
                 }
-                virtualNow = max(virtualNow, entry.deadline)
+                if entry.deadline > virtualNow { virtualNow = entry.deadline }
                 return .fire(action)
             }
             // Nothing runnable and no timer: only another thread can make progress now.

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import Synchronization
 
 /// A connected link to a ``SimulatedDevice``: the ``Transport`` the engine uses, and the
 /// ``PeripheralContext`` the device model sees.
@@ -33,7 +34,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private struct PeripheralPDU {
         var kind: PeripheralKind
-        var readyAt: Duration
+        /// Attoseconds, like every time the radio computes (see `LinkClock`).
+        var readyAt: Int128
         var remaining: Int
     }
 
@@ -49,7 +51,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     // Unowned for the same reason as SimulatedDevice.simulation.
     private unowned let simulation: Simulation
     private let profile: LinkProfile
-    private let anchor: Duration
+    @exclusivity(unchecked) private var clock: LinkClock
     /// The adapter whose radio and connection slot this link uses, with its slot.
     private let adapter: (adapter: SimulatedAdapter, slot: UInt64)?
     /// What to do with a write that ignores back-pressure when the queue is full.
@@ -73,13 +75,31 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     @exclusivity(unchecked) private var commandsQueued = 0
     @exclusivity(unchecked) private var peripheral: [PeripheralPDU] = []
     @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
-    @exclusivity(unchecked) private var pendingReplies: [UInt64: UnsafeContinuation<Result<Data, TransportError>, Never>] = [:]
+    /// Requests and reads waiting for their answer, in the order sent: a short list (ATT has
+    /// one request out at a time), searched rather than hashed.
+    @exclusivity(unchecked) private var pendingReplies: [(id: UInt64, continuation: UnsafeContinuation<Result<Data, TransportError>, Never>)] = []
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
-    @exclusivity(unchecked) private var eventScheduled: Duration?
-    @exclusivity(unchecked) private var lastEvent: Duration?
-    @exclusivity(unchecked) private var nextID: UInt64 = 0
+    @exclusivity(unchecked) private var eventScheduled: Int128?
+    @exclusivity(unchecked) private var lastEvent: Int128?
+    private let nextID = Atomic<UInt64>(0)
     @exclusivity(unchecked) private var statistics = LinkStatistics()
-    @exclusivity(unchecked) private var deliveryTime: Duration = .zero
+    @exclusivity(unchecked) private var deliveryTime: Int128 = 0
+    /// Virtual time while a connection event runs (the executor's clock, read once per event).
+    @exclusivity(unchecked) private var eventNow: Int128?
+    /// The device's busy time as the last settling here returned it, while nothing can have
+    /// touched its flash since (no model call): a packet's flow-control check then settles
+    /// without the flash's lock. `nil` when unknown.
+    @exclusivity(unchecked) private var knownBusy: Int128?
+    /// A settling done from `knownBusy` that the flash has not seen yet: the next settling
+    /// through the flash (or the link going down) folds it in first.
+    @exclusivity(unchecked) private var busyFloor: Int128?
+    /// PDUs on their way to the central, in the order their timers fire (a link's deliveries are
+    /// scheduled at times that never go back), so that every timer calls one closure made once.
+    @exclusivity(unchecked) private var toCentral: [PeripheralPDU?] = []
+    @exclusivity(unchecked) private var toCentralHead = 0
+    /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context).
+    @exclusivity(unchecked) private var eventCall: (@Sendable () -> Void)?
+    @exclusivity(unchecked) private var deliveryCall: (@Sendable () -> Void)?
     /// The characteristic the last write without response went to, already checked.
     @exclusivity(unchecked) private var lastUnacknowledgedTarget: CharacteristicID?
 
@@ -91,7 +111,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         self.adapter = adapter
         self.simulation = simulation
         self.profile = device.profile.link
-        self.anchor = simulation.now
+        self.clock = LinkClock(anchor: simulation.now, link: device.profile.link, device: device.profile)
         self.overflow = overflow
         let mtu = max(23, min(centralMTU, profile.deviceMaximumMTU))
         link = LinkParameters(
@@ -105,6 +125,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             table.merge(service.characteristicTable) { $1 }
         }
         characteristics = table
+        eventCall = { [weak self] in self?.connectionEvent() }
+        deliveryCall = { [weak self] in self?.deliverNextToCentral() }
         adapter?.adapter.bind(adapter!.slot, to: self)
     }
 
@@ -121,8 +143,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     public var isConnected: Bool { withLock { disconnectReason == nil } }
 
     private func makeID() -> UInt64 {
-        nextID += 1
-        return nextID
+        nextID.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     // MARK: - Transport
@@ -246,7 +267,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         register: (UInt64, UnsafeContinuation<Result<Value, TransportError>, Never>) -> Void,
         withdraw: @Sendable (UInt64) -> UnsafeContinuation<Result<Value, TransportError>, Never>?
     ) async -> Result<Value, TransportError> {
-        let id: UInt64 = withLock { makeID() }
+        let id = makeID()
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, TransportError>, Never>) in
                 let immediate: Result<Value, TransportError>? = withLock {
@@ -269,12 +290,12 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
 
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
         await suspend { id, continuation in
-            pendingReplies[id] = continuation
+            pendingReplies.append((id, continuation))
             let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
             central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
             scheduleEvent()
         } withdraw: { id in
-            pendingReplies.removeValue(forKey: id)
+            takeReply(id)
         }
     }
 
@@ -286,24 +307,23 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         let hasCentral = centralHead < central.count
         let earliestPeripheral = peripheral.first?.readyAt
         guard hasCentral || earliestPeripheral != nil else { return }
-        var earliest = simulation.now
-        if !hasCentral, let ready = earliestPeripheral { earliest = max(earliest, ready) }
-        if let last = lastEvent { earliest = max(earliest, last + .nanoseconds(1)) }
-        let interval = profile.connectionInterval
-        // First anchor at or after `earliest`.
-        let sinceAnchor = earliest - anchor
-        var events = Int64((sinceAnchor / interval).rounded(.up))
-        if anchor + interval.exactlyTimes(events) < earliest { events += 1 }
-        let time = anchor + interval.exactlyTimes(events)
+        var earliest = eventNow ?? simulation.now.attoseconds
+        if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
+        if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
+        let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        simulation.schedule(at: time) { [weak self] in self?.connectionEvent(at: time) }
+        simulation.schedule(at: Duration(attoseconds: time), eventCall!)
     }
 
-    private func connectionEvent(at start: Duration) {
+    private func connectionEvent() {
         withLock {
+            // The one event scheduled (`scheduleEvent` sets no other while this is).
+            guard let start = eventScheduled else { return }
             eventScheduled = nil
             lastEvent = start
             guard disconnectReason == nil else { return }
+            eventNow = simulation.now.attoseconds
+            defer { eventNow = nil }
             runEvent(at: start)
             wakeBlockedWriters()
             scheduleEvent()
@@ -314,25 +334,41 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     func hasAirWork(at time: Duration) -> Bool {
         withLock {
             guard disconnectReason == nil else { return false }
-            return centralHead < central.count || (peripheral.first.map { $0.readyAt <= time } ?? false)
+            return centralHead < central.count || (peripheral.first.map { $0.readyAt <= time.attoseconds } ?? false)
         }
     }
 
-    private func runEvent(at start: Duration) {
+    /// One connection event, its packets computed in one pass under the link's lock: times in
+    /// attoseconds, the random source borrowed for the event, the device's busy time settled
+    /// through the flash's lock only where flash work can have been added (after a packet
+    /// reached the model, and once at the start of the event).
+    private func runEvent(at start: Int128) {
         let cap = profile.packetsPerEvent ?? .max
-        let budget =
-            adapter?.adapter.eventBudget(for: self, interval: profile.connectionInterval, at: start)
-            ?? (share: profile.connectionInterval, left: profile.connectionInterval)
+        var share = clock.interval
+        var left = clock.interval
+        if let adapter {
+            let budget = adapter.adapter.eventBudget(for: self, interval: profile.connectionInterval, at: Duration(attoseconds: start))
+            share = budget.share.attoseconds
+            left = budget.left.attoseconds
+        }
+        let limit = min(clock.interval, left)
         let llPayload = profile.llPayload
-        var used: Duration = .zero
+        let errorRate = profile.packetErrorRate
+        var used: Int128 = 0
         var packets = 0
         var flowControlled = false
-        defer { adapter?.adapter.charge(used) }
+        // Between events anything may have used the flash (a reboot, the model, a test).
+        knownBusy = nil
+        var random = simulation.lendRandom()
+        defer {
+            simulation.returnRandom(random)
+            adapter?.adapter.charge(Duration(attoseconds: used))
+        }
         while packets < cap, disconnectReason == nil {
             let now = start + used
             var centralBytes = 0
             if centralHead < central.count {
-                if !central[centralHead]!.started && device.isBackedUp(at: now) {
+                if !central[centralHead]!.started && isDeviceBackedUp(at: now) {
                     flowControlled = true
                 } else {
                     centralBytes = min(central[centralHead]!.remaining, llPayload)
@@ -343,12 +379,12 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 peripheralBytes = min(first.remaining, llPayload)
             }
             guard centralBytes > 0 || peripheralBytes > 0 else { break }
-            let pair = profile.pairTime(central: centralBytes, peripheral: peripheralBytes)
-            guard used < budget.share, used + pair <= min(profile.connectionInterval, budget.left) else { break }
+            let pair = clock.pairFixed + clock.airPerByte &* Int128(centralBytes + peripheralBytes)
+            guard used < share, used + pair <= limit else { break }
             used += pair
             packets += 1
             statistics.packetPairs += 1
-            if simulation.randomUnit() < profile.packetErrorRate {
+            if random.unit() < errorRate {
                 statistics.retransmissions += 1
                 continue
             }
@@ -359,7 +395,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                     let pdu = central[centralHead].take()!
                     centralHead += 1
                     compactCentral()
-                    deliverToDevice(pdu, at: now + profile.phy.airTime(payload: centralBytes))
+                    deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte &* Int128(centralBytes))
                 }
             }
             if peripheralBytes > 0, !peripheral.isEmpty {
@@ -372,6 +408,32 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         }
         if packets > 0 { statistics.connectionEvents += 1 }
         if flowControlled { statistics.flowControlStalls += 1 }
+    }
+
+    /// Whether the device has so much unfinished work that its controller refuses packets, or
+    /// a stall fault holds it. Settles the device's busy time at `time` as the flash would, from
+    /// ``knownBusy`` when nothing can have added work since the last settling.
+    private func isDeviceBackedUp(at time: Int128) -> Bool {
+        if device.isStalled { return true }
+        let busy: Int128
+        if let known = knownBusy {
+            // What settling at `time` with no work folded in gives and keeps.
+            busy = time > known ? time : known
+            knownBusy = busy
+            busyFloor = busy
+        } else {
+            busy = settleDevice(at: time)
+        }
+        return busy - time > clock.backlogLimit
+    }
+
+    /// Folds the device's flash work into its busy time at `time` (``SimulatedFlash/settle(attoseconds:notBefore:)``),
+    /// with any settling done without the lock first; returns when the device will be idle.
+    private func settleDevice(at time: Int128) -> Int128 {
+        let busy = device.flash.settle(attoseconds: time, notBefore: busyFloor)
+        busyFloor = nil
+        knownBusy = busy
+        return busy
     }
 
     private func compactCentral() {
@@ -389,9 +451,11 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         }
     }
 
-    private func deliverToDevice(_ pdu: CentralPDU, at time: Duration) {
+    private func deliverToDevice(_ pdu: CentralPDU, at time: Int128) {
         deliveryTime = time
         let model = device.model
+        // The model (and the persistence's callback) may use the flash.
+        knownBusy = nil
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
@@ -399,7 +463,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 statistics.dataBytesDelivered += pdu.value.count
                 arrival.received?(arrival.total)
                 _ = model.write(pdu.value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
-                _ = device.settle(at: time)
+                _ = settleDevice(at: time)
                 return
             }
             let outcome = device.applyFaults(to: pdu.value)
@@ -409,17 +473,18 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 device.receivedData(value.count)
                 _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
             }
-            _ = device.settle(at: time)
+            _ = settleDevice(at: time)
+            let at = Duration(attoseconds: time)
             if outcome.reboot {
                 let device = self.device
-                simulation.schedule(at: time) { device.reboot() }
+                simulation.schedule(at: at) { device.reboot() }
             } else if outcome.disconnect {
-                simulation.schedule(at: time) { [weak self] in
+                simulation.schedule(at: at) { [weak self] in
                     self?.drop(DisconnectReason("injected fault"))
                 }
             }
             if let delay = outcome.dropAfter {
-                simulation.schedule(at: time + delay) { [weak self] in
+                simulation.schedule(at: at + delay) { [weak self] in
                     self?.drop(DisconnectReason("link lost (injected fault: the data path died \(delay.humanReadable) earlier)"))
                 }
             }
@@ -435,7 +500,9 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             // waiting for earlier work), not behind the device's flash backlog.
             let queued = peripheral.count
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
-            let ready = time + device.profile.processingLatency
+            // Its notifications settled the flash; the model may have used it after them.
+            knownBusy = nil
+            let ready = time + clock.processingLatency
             device.willReply()
             let position = peripheral[..<min(queued, peripheral.count)].firstIndex { $0.readyAt > ready } ?? min(queued, peripheral.count)
             peripheral.insert(PeripheralPDU(kind: .writeResponse(id, status), readyAt: ready, remaining: (status == .success ? 1 : 5) + 4), at: position)
@@ -447,38 +514,56 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         }
     }
 
-    private func enqueuePeripheral(_ kind: PeripheralKind, length: Int, after time: Duration) {
-        let ready = device.settle(at: time) + device.profile.processingLatency
+    private func enqueuePeripheral(_ kind: PeripheralKind, length: Int, after time: Int128) {
+        let ready = settleDevice(at: time) + clock.processingLatency
         device.willReply()
         peripheral.append(PeripheralPDU(kind: kind, readyAt: ready, remaining: length + 4))
         scheduleEvent()
     }
 
-    private func deliverToCentral(_ pdu: PeripheralPDU, at time: Duration) {
-        simulation.schedule(at: time) { [weak self] in
-            guard let self else { return }
-            let resume: UnsafeContinuation<Result<Data, TransportError>, Never>?
-            let reply: Result<Data, TransportError>
-            switch pdu.kind {
-            case .notification(let characteristic, let value):
-                withLock {
-                    guard disconnectReason == nil, let subscription = subscriptions[characteristic] else { return }
-                    statistics.notificationsDelivered += 1
-                    subscription.continuation.yield(value)
-                }
-                return
-            case .writeResponse(let id, let status):
-                resume = withLock { pendingReplies.removeValue(forKey: id) }
-                reply =
-                    status == .success
-                    ? .success(Data())
-                    : .failure(TransportError(.attError(status.rawValue), "device answered the write with \(status)"))
-            case .readResponse(let id, let result):
-                resume = withLock { pendingReplies.removeValue(forKey: id) }
-                reply = result.mapError { TransportError(.attError($0.rawValue), "device answered the read with \($0)") }
-            }
-            resume?.resume(returning: reply)
+    private func deliverToCentral(_ pdu: PeripheralPDU, at time: Int128) {
+        toCentral.append(pdu)
+        simulation.schedule(at: Duration(attoseconds: time), deliveryCall!)
+    }
+
+    /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
+    private func deliverNextToCentral() {
+        let resume: UnsafeContinuation<Result<Data, TransportError>, Never>?
+        let reply: Result<Data, TransportError>
+        lock.lock()
+        let pdu = toCentral[toCentralHead].take()!
+        toCentralHead += 1
+        if toCentralHead > 256, toCentralHead * 2 > toCentral.count {
+            toCentral.removeFirst(toCentralHead)
+            toCentralHead = 0
         }
+        switch pdu.kind {
+        case .notification(let characteristic, let value):
+            if disconnectReason == nil, let subscription = subscriptions[characteristic] {
+                statistics.notificationsDelivered += 1
+                subscription.continuation.yield(value)
+            }
+            lock.unlock()
+            return
+        case .writeResponse(let id, let status):
+            resume = takeReply(id)
+            lock.unlock()
+            reply =
+                status == .success
+                ? .success(Data())
+                : .failure(TransportError(.attError(status.rawValue), "device answered the write with \(status)"))
+        case .readResponse(let id, let result):
+            resume = takeReply(id)
+            lock.unlock()
+            reply = result.mapError { TransportError(.attError($0.rawValue), "device answered the read with \($0)") }
+        }
+        resume?.resume(returning: reply)
+    }
+
+    /// Takes the continuation of request `id` out of `pendingReplies`, if it is there.
+    private func takeReply(_ id: UInt64) -> UnsafeContinuation<Result<Data, TransportError>, Never>? {
+        guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
+        return pendingReplies.remove(at: index).continuation
     }
 
     // MARK: - PeripheralContext
@@ -492,7 +577,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     public func notify(_ value: Data, on characteristic: CharacteristicID) {
         withLock {
             guard disconnectReason == nil, subscriptions[characteristic] != nil else { return }
-            enqueuePeripheral(.notification(characteristic, value), length: value.count + 3, after: max(deliveryTime, simulation.now))
+            let now = eventNow ?? simulation.now.attoseconds
+            enqueuePeripheral(.notification(characteristic, value), length: value.count + 3, after: deliveryTime > now ? deliveryTime : now)
         }
     }
 
@@ -511,6 +597,11 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             for writer in blockedWriters { writer.continuation.resume(returning: .failure(error)) }
             blockedWriters.removeAll()
             for (_, continuation) in pendingReplies { continuation.resume(returning: .failure(error)) }
+            if let floor = busyFloor {
+                // A settling done without the flash's lock: the flash keeps it, as it would have.
+                device.flash.raiseBusy(to: floor)
+                busyFloor = nil
+            }
             pendingReplies.removeAll()
             for (_, subscription) in subscriptions { subscription.continuation.finish() }
             subscriptions.removeAll()
@@ -525,5 +616,116 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         if let adapter { adapter.adapter.release(adapter.slot) }
         device.detach(self)
         device.model.disconnected()
+    }
+}
+
+/// The link's times, precomputed in attoseconds (`Duration.attoseconds`): a connection event
+/// adds and compares them inline, the same exact values `Duration`'s operators (calls into
+/// the standard library, a few per packet) gave.
+struct LinkClock {
+    var anchor: Int128
+    var interval: Int128
+    /// ``PHY/airTime(payload:)`` = `airFixed + airPerByte × payload`.
+    var airFixed: Int128
+    var airPerByte: Int128
+    /// ``LinkProfile/pairTime(central:peripheral:)`` = `pairFixed + airPerByte × (both payloads)`.
+    var pairFixed: Int128
+    var backlogLimit: Int128
+    var processingLatency: Int128
+    /// Whether `interval` is exact as a `Double` (a condition of `events(until:interval:intervalIsExact:near:)`).
+    var intervalIsExact = false
+    /// The event count (from the anchor) of the last event scheduled: the next is near it.
+    var lastEvents: Int64 = 0
+    static let nanosecond: Int128 = 1_000_000_000
+
+    init(anchor: Duration, link: LinkProfile, device: DeviceProfile) {
+        let microsecond: Int128 = 1_000_000_000_000
+        let air = link.phy.airTimeMicroseconds
+        self.anchor = anchor.attoseconds
+        interval = link.connectionInterval.attoseconds
+        airFixed = Int128(air.fixed) * microsecond
+        airPerByte = Int128(air.perByte) * microsecond
+        pairFixed = 2 * airFixed + 2 * LinkProfile.interFrameSpace.attoseconds
+        backlogLimit = device.backlogLimit.attoseconds
+        processingLatency = device.processingLatency.attoseconds
+        intervalIsExact = Self.isExactDouble(interval)
+    }
+
+    /// The first connection event at or after `earliest`, remembered as the start of the next
+    /// search.
+    mutating func nextEvent(atOrAfter earliest: Int128) -> Int128 {
+        lastEvents = Self.events(until: earliest - anchor, interval: interval, intervalIsExact: intervalIsExact, near: lastEvents)
+        return anchor + interval &* Int128(lastEvents)
+    }
+
+    /// How many intervals from the anchor to the first event at or after `sinceAnchor`
+    /// (attoseconds): what the link always computed, the `Double` quotient
+    /// `sinceAnchor / interval` rounded up, then corrected upwards once.
+    ///
+    /// That is the integer ceiling `k` whenever the `Double`s cannot round across `k`: `k` below
+    /// 2^52, the interval exact as a `Double`, and `sinceAnchor` either exact too (an exact quotient
+    /// rounds monotonically, never past the integer above it) or at least two units in its last
+    /// place below `k × interval` (so that converting it cannot reach that multiple; the
+    /// correction covers a quotient rounded down to `k - 1`). Then `k` is found with integers,
+    /// stepping from `guess` (the last event's count: the next is a step or a few away), without
+    /// a 128-bit division or a `Double`. Otherwise, or far from `guess`, the old computation runs
+    /// as it was, so no event can move.
+    static func events(until sinceAnchor: Int128, interval: Int128, intervalIsExact: Bool, near guess: Int64) -> Int64 {
+        guard intervalIsExact, interval > 0, sinceAnchor >= 0, sinceAnchor < (1 << 120) else {
+            return doubleEvents(until: sinceAnchor, interval: interval)
+        }
+        var count = max(0, guess)
+        var time = interval &* Int128(count)
+        var steps = 0
+        while time < sinceAnchor {
+            time &+= interval
+            count += 1
+            steps += 1
+            if steps > 64 { return doubleEvents(until: sinceAnchor, interval: interval) }
+        }
+        while count > 0, time &- interval >= sinceAnchor {
+            time &-= interval
+            count -= 1
+            steps += 1
+            if steps > 64 { return doubleEvents(until: sinceAnchor, interval: interval) }
+        }
+        // `count` is the ceiling; the Double path gives it unless its rounding could cross (or
+        // the count itself is past what a `Double` holds exactly).
+        if count >= 1 << 52 { return doubleEvents(until: sinceAnchor, interval: interval) }
+        if !isExactDouble(sinceAnchor), time &- sinceAnchor < 2 &* unitInLastPlace(sinceAnchor) {
+            return doubleEvents(until: sinceAnchor, interval: interval)
+        }
+        return count
+    }
+
+    /// Significant bits of a non-negative `value`.
+    private static func bitLength(_ value: Int128) -> Int {
+        let high = UInt64(truncatingIfNeeded: value >> 64)
+        let low = UInt64(truncatingIfNeeded: value)
+        return high != 0 ? 128 - high.leadingZeroBitCount : 64 - low.leadingZeroBitCount
+    }
+
+    /// Whether a non-negative `value` converts to a `Double` exactly (53 significant bits).
+    static func isExactDouble(_ value: Int128) -> Bool {
+        guard value != 0 else { return true }
+        let low = UInt64(truncatingIfNeeded: value)
+        let trailing = low != 0 ? low.trailingZeroBitCount : 64 + UInt64(truncatingIfNeeded: value >> 64).trailingZeroBitCount
+        return bitLength(value) - trailing <= 53
+    }
+
+    /// The spacing of `Double`s around a non-negative `value` (1 below 2^53).
+    private static func unitInLastPlace(_ value: Int128) -> Int128 {
+        let length = bitLength(value)
+        return length <= 53 ? 1 : 1 << (length - 53)
+    }
+
+    /// The computation `events(until:interval:intervalIsExact:near:)` replaces where it can, kept
+    /// as it was.
+    static func doubleEvents(until sinceAnchor: Int128, interval: Int128) -> Int64 {
+        let since = Duration(attoseconds: sinceAnchor)
+        let step = Duration(attoseconds: interval)
+        var events = Int64((since / step).rounded(.up))
+        if step.exactlyTimes(events) < since { events += 1 }
+        return events
     }
 }
