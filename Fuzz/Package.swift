@@ -27,6 +27,11 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("esp-app-image", ["OTAProtocolEspressif"]),
     ("espressif-wire", ["OTAProtocolEspressif"]),
     ("trusted-key", ["OTACore", "OTATrust"]),
+    ("sim-journal", ["OTACore", "OTATransportSimulator"]),
+    ("sim-device-state", ["OTACore", "OTAProtocolMCUmgr", "OTAProtocolNordicDFU"]),
+    ("campaign-window", ["OTACore"]),
+    ("target-list", ["OTACore"]),
+    ("target-pattern", ["OTACore"]),
 ]
 
 let package = Package(
@@ -48,7 +53,10 @@ let package = Package(
             // Writes the wire seeds of Corpus/ with the real encoders (make-corpus.sh runs it).
             .executableTarget(
                 name: "fuzz-seeds",
-                dependencies: ["OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTAProtocolEspressif"].map {
+                dependencies: [
+                    "OTACore", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTAProtocolEspressif",
+                    "OTATransportSimulator",
+                ].map {
                     .product(name: $0, package: "swift-ble-ota")
                 },
                 path: "Sources/seeds"

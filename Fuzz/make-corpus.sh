@@ -11,6 +11,7 @@ corpus=Corpus
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image,trace,esp-app-image,espressif-wire,trusted-key}
+mkdir -p "$corpus"/{campaign-window,target-list,target-pattern}
 
 # Nordic packages: the zips whole, and what is inside them.
 cp "$nordic"/*.zip "$corpus/dfu-zip/"
@@ -64,7 +65,37 @@ cat > "$corpus/device-catalog/minimal.json" <<'JSON'
   "protocol": "nordic-dfu", "timeouts": { "response": 2.5 }, "resume": { "attempts": 0 } } ] }
 JSON
 
-# Wire messages, from the encoders.
+# Campaign windows (decision 0044): a date (8 bytes, tenths of a second since 1970,
+# little-endian; here 2026-12-02 04:00 UTC), then the --window text.
+seed_date() { printf '\x80\xed\x9b\x2e\x04\x00\x00\x00'; }
+for window in 22:00-05:00 22:00-05:00Z "08:30-17:00 UTC" 22:00-05:00+02:00 23:59-00:00-14:00 00:00-23:59+14:00 "01:00-02:00 -05:30"; do
+    { seed_date; printf '%s' "$window"; } > "$corpus/campaign-window/$(printf '%s' "$window" | tr -c '0-9A-Za-z' '_').txt"
+done
+
+# Target and stage lists (NUL between the target list and each stage list) and name patterns
+# (NUL between the pattern and each name), as the fuzz targets read them.
+printf 'C0:DE:00:00:00:01\nlock-2\n# the second site\n\n  meter-3  \r\nsensor-5\n' > "$corpus/target-list/list.txt"
+printf 'lock-1\nsensor-2\nmeter-3\nC0:DE:00:00:00:07\n\0# canary\nC0:DE:00:00:00:01\nlock-1\n\0lock-7\n' > "$corpus/target-list/list-and-stages.txt"
+printf '\0C0:DE:00:00:00:01\n\0lock-7\nC0:DE:00:00:00:05\n' > "$corpus/target-list/stages-only.txt"
+printf 'lock-*\0lock-1\0sensor-2\0lock-' > "$corpus/target-pattern/name.txt"
+printf 'C0:DE:00:00:*\0C0:DE:00:00:00:01\0C0:DE:00:01:00:01' > "$corpus/target-pattern/address.txt"
+printf '*-?\0lock-1\0meter-10' > "$corpus/target-pattern/question.txt"
+printf 'a*b*c*\0aXbYcZ\0acb' > "$corpus/target-pattern/stars.txt"
+printf 'lock-[12]\0lock-1' > "$corpus/target-pattern/refused.txt"
+
+# Wire messages and simulated devices' files, from the encoders and models.
 bin=$(bash build.sh)
 "$bin/fuzz-seeds" "$corpus"
+
+# What the fuzzers found (decision 0052), kept as seeds; each has a regression test.
+# A '*' against a name holding a '*' (GlobPattern took it literally): CampaignTargetSelectionTests.
+printf '*\0*-?' > "$corpus/target-pattern/found-star-against-star.txt"
+# A group naming a device by address and by name (the name reported as naming none).
+printf '\0C0:DE:00:00:00:02\nsensor-2\n' > "$corpus/target-list/found-address-and-name.txt"
+# A Nordic progress with a PRN past 16 bits (clamped to 65535): NordicBootloaderModelTests.
+{
+    printf '\x02\x36\x00NordicDFU-progress-1\n\x02'
+    printf '\x8d\x00\x00\x00\x00\x28\x00\x00\x78\x56\x34\x12\x00\x20\x00\x00\xf0\xde\xbc\x9a\x01\x10\x00\x00\x0c\x00\x03\x00\x00\x00\x00\x00'
+    printf '\x00\x02\x06\x02'
+} > "$corpus/sim-device-state/found-wide-prn.bin"
 du -sh "$corpus"

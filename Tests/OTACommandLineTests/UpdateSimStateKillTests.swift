@@ -2,6 +2,7 @@ import Foundation
 import OTACore
 import OTAProtocolNordicDFU
 import OTATestSupport
+import OTATransportSimulator
 import Testing
 
 @testable import OTACommandLine
@@ -306,8 +307,8 @@ import Testing
         let journal = state.appendingPathComponent("\(Self.profile).journal")
         let kept = try Data(contentsOf: journal)
         // Cut the last group in half: what a kill in the middle of its append leaves.
-        let groups = try SimulatedDeviceFiles.entries(kept).count
-        #expect(groups > 2)
+        let entries = try SimulatedDeviceJournal.groups(kept).joined().count
+        #expect(entries > 2)
         let magic = Data("SJG1".utf8)
         let lastGroup = try #require(kept.ranges(of: magic).last).lowerBound
         try kept.prefix(lastGroup + (kept.count - lastGroup) / 2).write(to: journal)

@@ -107,6 +107,17 @@ import Testing
         #expect(empty?.message == "empty.txt lists no device (one address or name a line)")
     }
 
+    @Test("a * in a pattern is a wildcard even where the name holds a * (found by fuzzing: '*' did not match '*-?')")
+    func starAgainstAStar() {
+        #expect(GlobPattern("*").matches("*-?"))
+        #expect(GlobPattern("lock*").matches("lock*x"))
+        #expect(GlobPattern("*x").matches("**x"))
+        #expect(GlobPattern("a*b").matches("a*b*b"))
+        #expect(!GlobPattern("a*b").matches("a*c"))
+        #expect(GlobPattern("?*").matches("*"))
+        #expect(!GlobPattern("?*?").matches("*"))
+    }
+
     @Test("a family asked for, with a device two families match, is an error naming both")
     func ambiguousFamily() throws {
         var catalog = Self.catalog
@@ -185,6 +196,14 @@ import Testing
         let whole = try CampaignPlan.stages(
             of: Array(CampaignTargetSelectionTests.fleet.prefix(2)), groups: [CampaignGroup(name: "all", entries: ["lock-0001", "lock-0002"])])
         #expect(whole.stages.map { $0.name } == ["1 (all)"])
+    }
+
+    @Test("a group naming a device by address and by name reports neither entry as naming no device (the target-list fuzz target's oracle)")
+    func groupNamingADeviceTwice() throws {
+        let (stages, unmatched) = try CampaignPlan.stages(
+            of: CampaignTargetSelectionTests.fleet, groups: [CampaignGroup(name: "canary", entries: ["BB:00:03", "meter-0003", "ZZ:99:99"])])
+        #expect(stages.first == CampaignStage(name: "1 (canary)", devices: ["BB:00:03"]))
+        #expect(unmatched == ["ZZ:99:99"])
     }
 
     @Test("rollout groups refuse a device in two groups, a group that names none of the devices, and no group")

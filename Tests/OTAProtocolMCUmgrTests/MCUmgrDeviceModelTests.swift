@@ -186,6 +186,25 @@ struct DeviceUnderTest {
         #expect(try ImageUploadResponse(payload: response.payload).offset == 4)
     }
 
+    /// What `--sim-state` keeps (decisions 0041, 0048), as the sim-device-state fuzz target checks it.
+    @Test("the upload in progress and slot 0 kept are restored by a new model and written back byte for byte")
+    func keptStatesRoundTrip() throws {
+        var device = DeviceUnderTest()
+        let sha = Data(SHA256.hash(Self.image))
+        _ = try device.send(.upload(ImageUploadRequest(length: Self.image.count, offset: 0, sha: sha, data: Self.image[0..<1000])))
+        let running = device.model.runningState
+        let persistent = device.model.persistentState
+        #expect(!running.isEmpty)
+        let later = MCUmgrDeviceModel()
+        try later.restore(runningState: running)
+        try later.restore(persistentState: persistent)
+        #expect(later.runningState == running)
+        #expect(later.persistentState == persistent)
+        var cut = running
+        cut.removeLast()
+        #expect(throws: OTAError.self) { try later.restore(runningState: cut) }
+    }
+
     @Test func errorsComeInTheFormOfTheRequestsVersion() throws {
         var device = DeviceUnderTest()
         #expect(try device.error(.setImageState(hash: Data(repeating: 9, count: 32), confirm: false)) == .group(1, code: 8))

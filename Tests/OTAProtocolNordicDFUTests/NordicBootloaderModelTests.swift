@@ -692,6 +692,35 @@ extension NordicBootloaderModelTests {
     }
 
     /// A model, a connected fake peripheral with a 64 KiB simulated flash, and request helpers.
+    // MARK: - RAM that outlives the central (decision 0048)
+
+    @Test("the progress kept is restored by a new model and written back byte for byte")
+    func runningStateRoundTrip() throws {
+        let bench = Bench()
+        bench.request([0x02, 0x0C, 0x00])  // PRN 12
+        #expect(bench.request([0x01, 0x01] + u32LE(32)) == [[0x60, 0x01, 0x01]])
+        bench.send(Array(repeating: 0x08, count: 16))
+        let kept = bench.model.runningState
+        #expect(!kept.isEmpty)
+        let later = Bench(flash: bench.flash)
+        try later.model.restore(runningState: kept)
+        later.model.connected(later.peripheral)
+        #expect(later.model.runningState == kept)
+    }
+
+    @Test("a kept progress with a PRN past 16 bits is refused, not clamped to 65535 (found by fuzzing)")
+    func runningStateWithAWidePRN() throws {
+        let bench = Bench()
+        bench.request([0x02, 0x0C, 0x00])
+        #expect(bench.request([0x01, 0x01] + u32LE(32)) == [[0x60, 0x01, 0x01]])
+        var kept = [UInt8](bench.model.runningState)
+        // The PRN is the u32 after the magic (21 bytes), the object (1) and six u32s.
+        let prn = 21 + 1 + 6 * 4
+        #expect(kept[prn..<(prn + 4)] == [0x0C, 0x00, 0x00, 0x00])
+        kept[prn + 2] = 0x03
+        #expect(throws: OTAError.self) { try NordicBootloaderModel().restore(runningState: Data(kept)) }
+    }
+
     struct Bench {
         let model: NordicBootloaderModel
         let peripheral: FakePeripheral

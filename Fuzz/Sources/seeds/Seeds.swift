@@ -5,6 +5,8 @@ import OTAProtocolFramed
 import OTAProtocolGeneric
 import OTAProtocolMCUmgr
 import OTAProtocolNordicDFU
+import OTATransportSimulator
+import Synchronization
 
 /// Writes the wire seeds of Corpus/: real messages made by the encoders the clients and device
 /// models use (`Fuzz/make-corpus.sh` runs it; the file seeds come from the test fixtures).
@@ -124,6 +126,9 @@ enum Seeds {
             ("packet", EspressifFirmwarePacket(sector: 0, sequence: 0xFF, payload: Data((0..<32).map { UInt8($0) })).encoded),
         ]
 
+        seeds["sim-journal"] = simulatedDeviceJournals()
+        seeds["sim-device-state"] = simulatedDeviceStates(upload: upload)
+
         for (target, files) in seeds {
             let folder = corpus.appendingPathComponent(target)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -132,4 +137,89 @@ enum Seeds {
             }
         }
     }
+
+    /// Journals as keeps append them (two groups of sectors and states), one torn by a kill, and
+    /// a count of received bytes.
+    static func simulatedDeviceJournals() -> [(String, Data)] {
+        let first = SimulatedDeviceJournal.group([
+            .init(kind: .sector, index: 0, bytes: Data(repeating: 0x11, count: 64)),
+            .init(kind: .state, bytes: Data("MCUmgr-model-1\n".utf8) + Data([1, 0, 0, 0, 0, 2, 0xAA])),
+        ])
+        let second = SimulatedDeviceJournal.group([
+            .init(kind: .sector, index: 3, bytes: Data(repeating: 0x33, count: 64)),
+            .init(kind: .sector, index: 0, bytes: Data(repeating: 0x22, count: 64)),
+            .init(kind: .running, bytes: Data("NordicDFU-progress-1\n".utf8) + Data(repeating: 0, count: 33)),
+        ])
+        return [
+            ("one-group", first), ("two-groups", first + second), ("torn", first + second.prefix(second.count / 2)),
+            ("received", SimulatedDeviceJournal.receivedCount(70_000)),
+        ]
+    }
+
+    /// The sim-device-state target's input: which state, its length, the state, then writes
+    /// (a byte choosing the characteristic, a length byte, the value).
+    static func deviceStateInput(_ kind: UInt8, state: Data, writes: [(UInt8, Data)]) -> Data {
+        var input = ByteWriter()
+        input.u8(kind)
+        input.u16(UInt16(state.count))
+        input.bytes(state)
+        for (choice, value) in writes {
+            for start in stride(from: 0, to: max(value.count, 1), by: 255) {
+                let piece = value.dropFirst(start).prefix(255)
+                input.u8(choice)
+                input.u8(UInt8(piece.count))
+                input.bytes(piece)
+            }
+        }
+        return input.data
+    }
+
+    /// States the models wrote in the middle of real updates, and the requests that go on from them.
+    static func simulatedDeviceStates(upload: CBOR) -> [(String, Data)] {
+        let peripheral = SeedPeripheral()
+        let factory = MCUbootImageWriter.unsigned(body: Data(repeating: 0x5A, count: 200), version: MCUbootVersion(major: 1, minor: 0, revision: 0))
+        let mcumgr = MCUmgrDeviceModel(settings: .init(factoryImage: factory))
+        mcumgr.connected(peripheral)
+        let uploadWrite = SMPMessage(operation: .write, group: 1, command: 1, sequence: 2, payload: upload).encoded
+        _ = mcumgr.write(uploadWrite, to: mcumgr.profile.smp, kind: .withoutResponse, peripheral: peripheral)
+        let next = MCUmgrRequest.upload(ImageUploadRequest(offset: 64, data: Data(repeating: 0x77, count: 100))).message(sequence: 3).encoded
+        let stateRead = MCUmgrRequest.readImageState.message(sequence: 4).encoded
+
+        let nordic = NordicBootloaderModel()
+        nordic.connected(peripheral)
+        let control = DFUGATTProfile.controlPoint
+        for request in [DFURequest.setPRN(0), .create(.command, size: 32)] {
+            _ = nordic.write(request.encoded, to: control, kind: .withResponse, peripheral: peripheral)
+        }
+        _ = nordic.write(Data(repeating: 0x08, count: 16), to: DFUGATTProfile.packet, kind: .withoutResponse, peripheral: peripheral)
+        // A data object half written after two executed ones (made by hand: the command object
+        // would need a signed init packet).
+        var data = ByteWriter()
+        data.bytes(Data("NordicDFU-progress-1\n".utf8))
+        data.u8(DFUObjectType.data.rawValue)
+        for value: UInt32 in [141, 10_240, 0x1234_5678, 8192, 0x9ABC_DEF0, 4097, 12, 0] { data.u32(value) }
+        let nordicRequests: [(UInt8, Data)] = [
+            (0, DFURequest.select(.data).encoded), (1, Data(repeating: 0x44, count: 200)), (0, DFURequest.calculateChecksum.encoded),
+            (0, DFURequest.execute.encoded), (0, DFURequest.create(.data, size: 4096).encoded),
+        ]
+        return [
+            ("mcumgr-state", deviceStateInput(0, state: mcumgr.persistentState, writes: [(0, stateRead)])),
+            ("mcumgr-upload", deviceStateInput(1, state: mcumgr.runningState, writes: [(0, next), (0, stateRead)])),
+            (
+                "nordic-command",
+                deviceStateInput(
+                    2, state: nordic.runningState,
+                    writes: [(1, Data(repeating: 0x08, count: 16)), (0, DFURequest.calculateChecksum.encoded), (0, DFURequest.execute.encoded)])
+            ),
+            ("nordic-data", deviceStateInput(2, state: data.data, writes: nordicRequests)),
+        ]
+    }
+}
+
+/// The host the seeds' models run on: 64 KiB of flash, notifications on.
+final class SeedPeripheral: PeripheralContext {
+    let flash: any FlashStorage = NORFlash(capacity: 64 * 1024)
+    func isSubscribed(to characteristic: CharacteristicID) -> Bool { true }
+    func notify(_ value: Data, on characteristic: CharacteristicID) {}
+    func reboot(after delay: Duration) {}
 }

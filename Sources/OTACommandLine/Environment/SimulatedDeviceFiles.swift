@@ -11,7 +11,8 @@ import Synchronization
 /// written and a count of the data bytes it received.
 /// `--sim-state` keeps one device per profile this way, a campaign one per device.
 ///
-/// The journal (`NAME.journal`, decision 0041) is appended one group at a time, each group the
+/// The journal (`NAME.journal`, decision 0041; its bytes are ``SimulatedDeviceJournal``'s) is
+/// appended one group at a time, each group the
 /// sectors that changed since the previous one and the model's states, framed by a length and a
 /// CRC-32: a process killed in the middle of an append leaves a torn last group, which is
 /// ignored, so the device loads as the previous group left it. Every group holds the newest
@@ -35,11 +36,6 @@ struct SimulatedDeviceFiles {
     /// ``SimulatedDevice/dataBytesReceived``, 8 bytes little-endian.
     var received: URL { flash.deletingPathExtension().appendingPathExtension("received") }
 
-    private static let groupMagic = Data("SJG1".utf8)
-    private static let sectorEntry: UInt8 = 1
-    private static let stateEntry: UInt8 = 2
-    private static let runningEntry: UInt8 = 3
-
     /// Restores from the files what they hold, the journal replayed over them; a missing file
     /// leaves that part as it is. A journal found is folded into the files (``save(_:)``).
     ///
@@ -55,22 +51,12 @@ struct SimulatedDeviceFiles {
             var runningState = FileManager.default.fileExists(atPath: running.path) ? try Data(contentsOf: running) : nil
             file = journal
             if FileManager.default.fileExists(atPath: journal.path) {
-                var contents = image ?? device.flash.snapshot()
-                for entry in try Self.entries(try Data(contentsOf: journal)) {
-                    switch entry.kind {
-                    case Self.sectorEntry:
-                        let start = entry.index * device.flash.sectorSize
-                        guard entry.bytes.count == device.flash.sectorSize, start + entry.bytes.count <= contents.count else {
-                            throw SimulatedDeviceFilesError("a sector that is not one of this device's")
-                        }
-                        contents.replaceSubrange(start..<(start + entry.bytes.count), with: entry.bytes)
-                    case Self.runningEntry:
-                        runningState = entry.bytes
-                    default:
-                        modelState = entry.bytes
-                    }
-                }
-                image = contents
+                let replay = try SimulatedDeviceJournal.replay(
+                    try SimulatedDeviceJournal.groups(try Data(contentsOf: journal)), over: image ?? device.flash.snapshot(),
+                    sectorSize: device.flash.sectorSize, state: modelState, running: runningState)
+                image = replay.image
+                modelState = replay.state
+                runningState = replay.running
                 replayed = true
             }
             file = flash
@@ -85,12 +71,7 @@ struct SimulatedDeviceFiles {
             }
             file = received
             if FileManager.default.fileExists(atPath: received.path) {
-                let count = try Data(contentsOf: received)
-                var reader = ByteReader(count)
-                guard count.count == 8, let low = reader.u32(), let high = reader.u32(), let value = Int(exactly: UInt64(high) << 32 | UInt64(low)) else {
-                    throw SimulatedDeviceFilesError("not an 8-byte count")
-                }
-                device.dataBytesReceived = value
+                device.dataBytesReceived = try SimulatedDeviceJournal.receivedCount(reading: try Data(contentsOf: received))
             }
         } catch {
             throw OTAError(code, "\(file.path): cannot restore the simulated device (\(error)); delete it to start that device afresh")
@@ -107,18 +88,13 @@ struct SimulatedDeviceFiles {
         let persistent = device.model as? any PersistentDeviceModel
         let running = device.model as? any RunningDeviceModel
         guard !sectors.isEmpty || persistent != nil || running != nil else { return }
-        var payload = Data()
         let size = device.flash.sectorSize
-        for sector in sectors {
-            Self.append(entry: Self.sectorEntry, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)), to: &payload)
+        var entries = sectors.map { sector in
+            SimulatedDeviceJournal.Entry(kind: .sector, index: sector, bytes: device.flash.read((sector * size)..<((sector + 1) * size)))
         }
-        if let persistent { Self.append(entry: Self.stateEntry, index: 0, bytes: persistent.persistentState, to: &payload) }
-        if let running { Self.append(entry: Self.runningEntry, index: 0, bytes: running.runningState, to: &payload) }
-        var length = ByteWriter()
-        length.u32(UInt32(payload.count))
-        var check = ByteWriter()
-        check.u32(CRC32.checksum(payload))
-        let group = Self.groupMagic + length.data + payload + check.data
+        if let persistent { entries.append(SimulatedDeviceJournal.Entry(kind: .state, bytes: persistent.persistentState)) }
+        if let running { entries.append(SimulatedDeviceJournal.Entry(kind: .running, bytes: running.runningState)) }
+        let group = SimulatedDeviceJournal.group(entries)
         do {
             if !FileManager.default.fileExists(atPath: journal.path) {
                 // Once per journal, not at every answer the device gives.
@@ -166,10 +142,7 @@ struct SimulatedDeviceFiles {
     ///
     /// - Throws: ``code``, naming the file.
     func keepReceived(_ count: Int, handle: FileHandle) throws(OTAError) {
-        var writer = ByteWriter()
-        writer.u32(UInt32(truncatingIfNeeded: count))
-        writer.u32(UInt32(truncatingIfNeeded: UInt64(count) >> 32))
-        let bytes = writer.data
+        let bytes = SimulatedDeviceJournal.receivedCount(count)
         do {
             try handle.seek(toOffset: 0)
             try handle.write(contentsOf: bytes)
@@ -220,57 +193,6 @@ struct SimulatedDeviceFiles {
             throw OTAError(code, "\(flash.path): cannot save the simulated device (\(error.localizedDescription))")
         }
         _ = device.flash.takeChangedSectors()
-    }
-
-    /// The entries of every whole group of `journal`, in order. Reading stops at a torn last
-    /// group (what a killed append leaves: a prefix of a group) or a damaged last group.
-    ///
-    /// - Throws: ``SimulatedDeviceFilesError`` for anything else: bytes that do not start a
-    ///   group, or a damaged group with more after it. No kill leaves those; the file is
-    ///   damaged or not a journal, and replaying part of it could give a device that never was.
-    static func entries(_ journal: Data) throws(SimulatedDeviceFilesError) -> [(kind: UInt8, index: Int, bytes: Data)] {
-        var reader = ByteReader(journal)
-        var entries: [(kind: UInt8, index: Int, bytes: Data)] = []
-        while reader.remaining > 0 {
-            let position = reader.position
-            let remaining = reader.remaining
-            guard let head = reader.bytes(min(groupMagic.count, remaining)), head == groupMagic.prefix(head.count) else {
-                throw SimulatedDeviceFilesError("byte \(position) does not start a journal group: the journal is damaged or not one")
-            }
-            // A prefix of a group: the append a kill cut short.
-            guard remaining >= 12, let length = reader.u32(), Int(length) <= remaining - 12, let payload = reader.bytes(Int(length)),
-                let check = reader.u32()
-            else { break }
-            guard CRC32.checksum(payload) == check, let group = Self.group(payload) else {
-                // The last group damaged loads as the keep before it; one in the middle is not
-                // what a kill leaves.
-                if reader.remaining == 0 { break }
-                throw SimulatedDeviceFilesError("the journal group at byte \(position) is damaged, with more after it")
-            }
-            entries += group
-        }
-        return entries
-    }
-
-    /// The entries of one group's payload (kind, index, length, bytes), or `nil` when they do not
-    /// fill it exactly.
-    private static func group(_ payload: Data) -> [(kind: UInt8, index: Int, bytes: Data)]? {
-        var reader = ByteReader(payload)
-        var group: [(kind: UInt8, index: Int, bytes: Data)] = []
-        while reader.remaining > 0 {
-            guard let kind = reader.u8(), let index = reader.u32(), let count = reader.u32(), let bytes = reader.bytes(Int(count)) else { return nil }
-            group.append((kind, Int(index), bytes))
-        }
-        return group
-    }
-
-    private static func append(entry kind: UInt8, index: Int, bytes: Data, to payload: inout Data) {
-        var header = ByteWriter(capacity: 9)
-        header.u8(kind)
-        header.u32(UInt32(index))
-        header.u32(UInt32(bytes.count))
-        payload.append(header.data)
-        payload.append(bytes)
     }
 }
 

@@ -191,7 +191,10 @@ extension CampaignPlan {
                 }
                 groupOf[device.address] = index
                 members.append(device.address)
-                named.insert(entries.contains(device.address) ? device.address : byName ?? device.address)
+                // Both, when the group names the device by address and by name: neither entry
+                // is one that named no device.
+                if entries.contains(device.address) { named.insert(device.address) }
+                if let byName { named.insert(byName) }
             }
             guard !members.isEmpty else {
                 throw OTAError(

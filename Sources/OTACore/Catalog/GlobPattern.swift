@@ -19,13 +19,15 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
         var star: Int?
         var resume = 0
         while t < text.count {
-            if p < characters.count, characters[p] == "?" || characters[p] == text[t] {
-                p += 1
-                t += 1
-            } else if p < characters.count, characters[p] == "*" {
+            // A `*` is a wildcard before it is a character: taken as the literal `*` a name
+            // holds, it could not match the rest ('lock*' against 'lock*x'; fuzzing found it).
+            if p < characters.count, characters[p] == "*" {
                 star = p
                 resume = t
                 p += 1
+            } else if p < characters.count, characters[p] == "?" || characters[p] == text[t] {
+                p += 1
+                t += 1
             } else if let star {
                 p = star + 1
                 resume += 1

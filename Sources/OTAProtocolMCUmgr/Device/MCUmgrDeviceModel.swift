@@ -67,8 +67,14 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
     }
 
     /// A small confirmed image of version 1.0.0 that slot 0 runs when the device is made.
-    public static let defaultFactoryImage = MCUbootImageWriter.unsigned(
-        body: Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }), version: MCUbootVersion(major: 1, minor: 0, revision: 0))
+    public static var defaultFactoryImage: Data { Data(factoryImageBytes) }
+
+    /// ``defaultFactoryImage``, made once. (An array, not `Data`: LeakSanitizer cannot follow a
+    /// global `Data`'s storage and reports it as leaked, which failed every fuzz run making a
+    /// model with the default settings; see OTATrust's `LibCrypto`.)
+    private static let factoryImageBytes: [UInt8] = Array(
+        MCUbootImageWriter.unsigned(
+            body: Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }), version: MCUbootVersion(major: 1, minor: 0, revision: 0)))
 
     private struct Upload {
         var length: Int
@@ -155,13 +161,15 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
 
     // MARK: - Non-volatile state
 
-    private static let stateMagic = Data("MCUmgr-model-1\n".utf8)
+    /// (An array, not `Data`: LeakSanitizer cannot follow a global `Data`'s storage and reports
+    /// it as leaked, which failed every fuzz run reaching it; see OTATrust's `LibCrypto`.)
+    private static let stateMagic: [UInt8] = Array("MCUmgr-model-1\n".utf8)
 
     /// Slot 0 and MCUboot's flags (pending test or permanent, test boot, swaps), which a real
     /// device keeps in flash outside slot 1: what `--sim-state` keeps beside slot 1.
     public var persistentState: Data {
         state.withLock { state in
-            var data = Self.stateMagic
+            var data = Data(Self.stateMagic)
             data.append(state.pending == .test ? 1 : state.pending == .permanent ? 2 : 0)
             data.append(state.primaryUnderTest ? 1 : 0)
             let swaps = UInt32(clamping: state.swaps)
@@ -174,7 +182,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
     /// Restores what ``persistentState`` saved.
     public func restore(persistentState data: Data) throws {
         let bytes = Array(data)
-        let magic = Array(Self.stateMagic)
+        let magic = Self.stateMagic
         guard bytes.count > magic.count + 6, Array(bytes[0..<magic.count]) == magic, bytes[magic.count] <= 2, bytes[magic.count + 1] <= 1 else {
             throw OTAError(.invalidParameter, "not a saved MCUmgr device state")
         }
@@ -192,7 +200,9 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
 
     // MARK: - RAM that outlives the central
 
-    private static let runningMagic = Data("MCUmgr-upload-1\n".utf8)
+    /// (An array, not `Data`: LeakSanitizer cannot follow a global `Data`'s storage and reports
+    /// it as leaked, which failed every fuzz run reaching it; see OTATrust's `LibCrypto`.)
+    private static let runningMagic: [UInt8] = Array("MCUmgr-upload-1\n".utf8)
 
     /// The upload in progress (`img_mgmt`'s length, SHA-256, offset and erase point), which
     /// Zephyr keeps in RAM across a central's disconnect: empty when there is none.
@@ -215,7 +225,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
             return
         }
         var reader = ByteReader(data)
-        guard reader.bytes(Self.runningMagic.count) == Self.runningMagic, let length = reader.u32(), let offset = reader.u32(),
+        guard reader.bytes(Self.runningMagic.count).map([UInt8].init) == Self.runningMagic, let length = reader.u32(), let offset = reader.u32(),
             let erased = reader.u32(), let shaCount = reader.u8(), let sha = reader.bytes(Int(shaCount)), reader.remaining == 0,
             [length, offset, erased].allSatisfy({ $0 <= UInt32(Int32.max) }), offset <= length
         else {

@@ -1,0 +1,89 @@
+import Foundation
+import FuzzSupport
+import OTACore
+import OTAProtocolMCUmgr
+import OTAProtocolNordicDFU
+import Synchronization
+
+/// What a simulated device model keeps in the files of `ota update --sim-state DIR` (decisions
+/// 0041, 0048), restored by the model when the next `ota` process starts: MCUmgr's slot 0 and
+/// flags (`PROFILE.state`), its upload in progress (`PROFILE.running`), the Nordic bootloader's
+/// progress (`PROFILE.running`). The files are the user's; the model then runs on what it read.
+///
+/// The input: which state (first byte, modulo 3), its length (u16 little-endian), the state,
+/// then writes as the central sends them, each a byte choosing the characteristic (Nordic:
+/// even the Control Point, odd the Packet), a length byte and the value.
+///
+/// Oracles: a state restored is written back byte for byte (``PersistentDeviceModel`` and
+/// ``RunningDeviceModel`` say they restore what they saved; a state they would not write is
+/// refused); then the model answers the writes without trapping, whatever it restored.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzSimDeviceState(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    var reader = ByteReader(fuzzInput(start, count))
+    guard let kind = reader.u8(), let length = reader.u16() else { return 0 }
+    let state = reader.bytes(min(Int(length), reader.remaining)) ?? Data()
+    var writes: [(odd: Bool, value: Data)] = []
+    while let choice = reader.u8(), let length = reader.u8() {
+        writes.append((choice & 1 == 1, reader.bytes(min(Int(length), reader.remaining)) ?? Data()))
+    }
+    let peripheral = Peripheral()
+    switch kind % 3 {
+    case 0, 1:
+        let model = MCUmgrDeviceModel()
+        if kind % 3 == 0 {
+            guard attempt({ try model.restore(persistentState: state) }) != nil else { return 0 }
+            guard model.persistentState == state else { fatalError("an MCUmgr state restored writes back otherwise: \(Array(state))") }
+        } else {
+            guard attempt({ try model.restore(runningState: state) }) != nil else { return 0 }
+            guard model.runningState == state else { fatalError("an MCUmgr upload restored writes back otherwise: \(Array(state))") }
+        }
+        model.connected(peripheral)
+        for write in writes {
+            consume(model.write(write.value, to: model.profile.smp, kind: .withoutResponse, peripheral: peripheral))
+        }
+        consume(model.imageState)
+        consume(model.runningState)
+        model.rebooted()
+        model.connected(peripheral)
+        consume(model.imageState)
+    default:
+        let model = NordicBootloaderModel()
+        guard attempt({ try model.restore(runningState: state) }) != nil else { return 0 }
+        // Applied over the settings page when the bootloader starts, at the first connection.
+        model.connected(peripheral)
+        let kept = model.runningState
+        guard kept == state || (kept.isEmpty && nordicHoldsNothing(state)) else {
+            fatalError("a Nordic bootloader's progress restored writes back otherwise: \(Array(state)) as \(Array(kept))")
+        }
+        for write in writes {
+            let characteristic = write.odd ? DFUGATTProfile.packet : DFUGATTProfile.controlPoint
+            consume(model.write(write.value, to: characteristic, kind: write.odd ? .withoutResponse : .withResponse, peripheral: peripheral))
+        }
+        consume(model.runningState)
+    }
+    return 0
+}
+
+/// Whether a Nordic progress records nothing received (no command object size, no data offset):
+/// what the model writes as no state at all.
+func nordicHoldsNothing(_ state: Data) -> Bool {
+    var reader = ByteReader(state)
+    _ = reader.bytes(Data("NordicDFU-progress-1\n".utf8).count)
+    _ = reader.u8()
+    return reader.u32() == 0 && reader.u32() == 0
+}
+
+/// The host a model runs on: 64 KiB of NOR flash, notifications on, what it sends dropped.
+final class Peripheral: PeripheralContext {
+    let flash: any FlashStorage = NORFlash(capacity: 64 * 1024)
+    private let notified = Mutex(0)
+
+    func isSubscribed(to characteristic: CharacteristicID) -> Bool { true }
+    func notify(_ value: Data, on characteristic: CharacteristicID) { notified.withLock { $0 += value.count } }
+    func reboot(after delay: Duration) {}
+}
+
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzSimDeviceState) }
+}
