@@ -20,7 +20,7 @@ import Testing
     /// The in-place header read of `Data` (a slice too) gives what the byte-collection one gives,
     /// for every first byte and a header that differs in each field; fewer than 8 bytes is `nil`.
     @Test func headerReadFromDataMatchesTheCollectionRead() {
-        let buffer = Data([0xEE, 0xEE] + (0..<8).map { UInt8($0 * 37 + 1) } + [0x99])
+        let buffer = Data([0xEE, 0xEE] + (0..<8).map { UInt8(truncatingIfNeeded: $0 * 37 + 1) } + [0x99])
         for first in 0...255 {
             var bytes = buffer
             bytes[2] = UInt8(first)
