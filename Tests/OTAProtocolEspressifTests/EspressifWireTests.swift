@@ -85,6 +85,32 @@ import Testing
         #expect(packets.count <= 256)
     }
 
+    /// The encoded writes the client sends are the packets' encodings, byte for byte, with the
+    /// same ranges, also for a sector that is a slice of a larger buffer (not starting at 0); a
+    /// write that differs (a wrong CRC, a byte off) fails here.
+    @Test(arguments: [17, 20, 182, 241], [1, 2, 17, 18, 19, 240, 4095, 4096])
+    func encodedWritesAreThePacketsEncodings(payload: Int, size: Int) {
+        let buffer = Data((0..<(size + 7)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 3) })
+        let data = buffer[7...]
+        let packets = EspressifFirmwarePacket.packets(sector: 0x1234, data: data, payloadSize: payload)
+        let writes = EspressifFirmwarePacket.writes(sector: 0x1234, data: data, payloadSize: payload)
+        #expect(writes.map(\.bytes) == packets.map(\.packet.encoded))
+        #expect(writes.map(\.range) == packets.map(\.range))
+        #expect(writes.last.map { EspressifFirmwarePacket(decoding: $0.bytes)?.isLast } == true)
+    }
+
+    /// The in-place CRC-16 of `Data` and of raw bytes is the byte-sequence one: the catalogue's
+    /// check value, and equal on a slice, on empty input and on 4 KiB of varied bytes.
+    @Test func crc16OverDataIsTheSequenceCRC() {
+        let check = Data("123456789".utf8)
+        #expect(EspressifCRC16.checksum(check) == 0x31C3)
+        #expect(check.withUnsafeBytes { EspressifCRC16.checksum($0) } == 0x31C3)
+        let sector = Data((0..<4103).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ $0 >> 3) })[7...]
+        #expect(EspressifCRC16.checksum(sector) == EspressifCRC16.checksum(Array(sector)))
+        #expect(EspressifCRC16.checksum(Data()) == 0)
+        #expect(EspressifCRC16.checksum(sector) != EspressifCRC16.checksum(sector.dropLast()))
+    }
+
     @Test func aFullSectorAtMTU23Takes242Packets() {
         let packets = EspressifFirmwarePacket.packets(sector: 0, data: Data(count: 4096), payloadSize: 17)
         #expect(packets.count == 242)

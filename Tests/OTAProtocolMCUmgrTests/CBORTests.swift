@@ -18,7 +18,27 @@ import Testing
     ])
     func encodesAndDecodesTheRFCExamples(item: CBOR, hex: String) throws {
         #expect(item.encoded == Data(hexString: hex))
+        #expect(item.encodedLength == Data(hexString: hex).count)
         #expect(try decoder.decode(Data(hexString: hex)) == item)
+    }
+
+    /// Every head length at its boundaries: the encoding is the major type and the value's
+    /// big-endian bytes in the shortest form, and ``CBOR/encodedLength`` matches it.
+    @Test(arguments: [
+        (UInt64(23), "17"), (24, "1818"), (255, "18ff"), (256, "190100"), (65535, "19ffff"), (65536, "1a00010000"),
+        (4_294_967_295, "1affffffff"), (4_294_967_296, "1b0000000100000000"),
+    ])
+    func headsAtEveryLengthBoundary(value: UInt64, hex: String) {
+        #expect(CBOR.unsigned(value).encoded == Data(hexString: hex))
+        #expect(CBOR.unsigned(value).encodedLength == hex.count / 2)
+        // The same head on a byte string's length, then its bytes.
+        if value <= 65536 {
+            let bytes = CBOR.bytes(Data(repeating: 0xA5, count: Int(value)))
+            var expected = Data(hexString: hex)
+            expected[expected.startIndex] |= 0x40
+            #expect(bytes.encoded == expected + Data(repeating: 0xA5, count: Int(value)))
+            #expect(bytes.encodedLength == expected.count + Int(value))
+        }
     }
 
     @Test func acceptsIndefiniteLengthsAsZephyrWritesThem() throws {
@@ -80,6 +100,7 @@ import Testing
         for _ in 0..<500 {
             let item = Self.randomItem(depth: 0, random: &random)
             #expect(try decoder.decode(item.encoded) == item)
+            #expect(item.encodedLength == item.encoded.count)
         }
     }
 

@@ -17,6 +17,34 @@ import Testing
         #expect(SMPHeader.Operation.read.response == .readResponse)
     }
 
+    /// The in-place header read of `Data` (a slice too) gives what the byte-collection one gives,
+    /// for every first byte and a header that differs in each field; fewer than 8 bytes is `nil`.
+    @Test func headerReadFromDataMatchesTheCollectionRead() {
+        let buffer = Data([0xEE, 0xEE] + (0..<8).map { UInt8(truncatingIfNeeded: $0 * 37 + 1) } + [0x99])
+        for first in 0...255 {
+            var bytes = buffer
+            bytes[2] = UInt8(first)
+            let slice = bytes[2...]
+            #expect(SMPHeader(slice) == SMPHeader(Array(slice)))
+            #expect(SMPHeader(slice)?.encoded == SMPHeader(Array(slice))?.encoded)
+        }
+        #expect(SMPHeader(Data([1, 2, 3, 4, 5, 6, 7])) == nil)
+        #expect(SMPHeader(buffer[2...])?.sequence == buffer[8])
+    }
+
+    /// An upload request's frame: the header's length is the payload's, the payload decodes
+    /// back to the request, and the image bytes are the frame's tail.
+    @Test func uploadFrameCarriesItsLengthAndDataLast() throws {
+        let data = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        let request = ImageUploadRequest(length: 90_000, offset: 0, sha: Data(repeating: 0x5A, count: 32), data: data)
+        let frame = MCUmgrRequest.upload(request).encoded(sequence: 9)
+        let header = try #require(SMPHeader(frame))
+        #expect(Int(header.payloadLength) == frame.count - SMPHeader.length)
+        #expect(Int(header.payloadLength) == request.payload.encodedLength)
+        #expect(frame.suffix(data.count) == data)
+        #expect(try SMPMessage(decoding: frame).payload == request.payload)
+    }
+
     @Test func refusesFramesWhoseLengthDisagrees() {
         let bytes = SMPMessage(operation: .read, group: 0, command: 6, sequence: 1, payload: .map([])).encoded
         #expect(throws: SMPFrameError.truncatedHeader(5)) { try SMPMessage(decoding: bytes.prefix(5)) }

@@ -377,7 +377,7 @@ enum BenchmarkCommand: Command {
             "ratio": .number((m.ratio * 10000).rounded() / 10000), "wallSecondsPerMB": .number(m.host.wall.seconds * perMB),
             "cpuSecondsPerMB": .number(m.host.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
             "headerOverhead": .number((m.headerOverhead * 10000).rounded() / 10000), "notifications": .number(Double(m.stats.notificationsDelivered)),
-            "bytesSent": .number(Double(m.report.bytesSent)),
+            "bytesSent": .number(Double(m.report.bytesSent)), "dataWrites": .number(Double(m.report.dataWrites)),
         ]).serialized
     }
 

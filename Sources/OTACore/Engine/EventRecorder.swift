@@ -5,6 +5,7 @@ import Synchronization
 final class EventRecorder: Sendable {
     private struct State {
         var sent = 0
+        var writes = 0
         var position = 0
         var lastEmission: Duration?
         var rates: RateEstimator
@@ -52,18 +53,28 @@ final class EventRecorder: Sendable {
         sink?.yield(.note(text, at: stopwatch.elapsed))
     }
 
-    /// Records that the bytes of `range` were written; emits a progress event when the interval
-    /// has passed.
+    /// Data writes completed in this update, on every connection: the report's
+    /// ``UpdateReport/dataWrites`` (reporting only; the stall watchdog watches the context's own
+    /// count, decision 0003).
+    var dataWrites: Int { state.withLock { $0.writes } }
+
+    /// Records that the bytes of `range` were written in one data write; emits a progress event
+    /// when the interval has passed.
+    ///
+    /// Once per chunk, so it takes one lock: the device's progress is read (a lock of its own)
+    /// only when an event is due, which is once per interval.
     func sent(_ range: Range<Int>) {
         let now = stopwatch.elapsed
-        let acknowledged = device.acknowledged
-        let progress: UpdateProgress? = state.withLock { state in
+        let due: Bool = state.withLock { state in
             state.sent += range.count
+            state.writes += 1
             state.position = range.upperBound
-            guard state.lastEmission.map({ now - $0 >= interval }) ?? true else { return nil }
-            return Self.snapshot(&state, now: now, total: totalBytes, acknowledged: acknowledged)
+            return state.lastEmission.map({ now - $0 >= interval }) ?? true
         }
-        if let progress { sink?.yield(.progress(progress, at: now)) }
+        guard due else { return }
+        let acknowledged = device.acknowledged
+        let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
+        sink?.yield(.progress(progress, at: now))
     }
 
     /// Records that the transfer moved back to `offset` (a rewind or a resume).

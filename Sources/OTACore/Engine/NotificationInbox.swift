@@ -71,6 +71,10 @@ public final class NotificationInbox: Sendable {
     /// - Throws: ``OTAError/Code/timeout`` naming `purpose`, or ``OTAError/Code/disconnected``
     ///   when the link goes down first.
     public func next(timeout: Duration? = nil, awaiting purpose: String) async throws(OTAError) -> Data {
+        // A notification that already arrived is the answer: no time limit to arm (a task group,
+        // two child tasks and a sleep on the clock per call), as a device that answers a burst
+        // of requests at once leaves several here.
+        if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
         let characteristic = self.characteristic
         let value: Data?

@@ -27,9 +27,12 @@ public final class UpdateContext: Sendable {
     /// transport does not see addresses.
     public let deviceAddress: String?
     private let randomness: UpdateRandomness
+    /// Whether a data write was made on this connection: the device's first data offset is
+    /// recorded once, not under its lock at every chunk.
+    private let dataStarted = Atomic<Bool>(false)
     /// Data writes completed on this connection: what the stall watchdog watches (engine state,
-    /// not the recorder's).
-    private let dataWritesCompleted = Mutex(0)
+    /// not the recorder's). An atomic: one relaxed add per chunk, one load per watchdog period.
+    private let dataWritesCompleted = Atomic<Int>(0)
 
     /// The context of `updateProtocol` on `transport`: checks that the device exposes what the
     /// protocol requires, then plans the chunks once for this connection.
@@ -208,7 +211,10 @@ public final class UpdateContext: Sendable {
     /// back-pressure, or with response waiting for the device's acknowledgement, at most the
     /// response timeout.
     public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
-        device.dataStarts(at: range.lowerBound)
+        if !dataStarted.load(ordering: .relaxed) {
+            device.dataStarts(at: range.lowerBound)
+            dataStarted.store(true, ordering: .relaxed)
+        }
         switch chunkPlan.writeKind {
         case .withoutResponse:
             do {
@@ -217,9 +223,22 @@ public final class UpdateContext: Sendable {
                 throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
             }
         case .withResponse:
-            try await write(value, to: characteristic, kind: .withResponse, purpose: "data at byte \(range.lowerBound)")
+            // As ``write(_:to:kind:purpose:)`` with response, its texts made only on failure
+            // (this runs once per chunk).
+            let (transport, limit, offset) = (self.transport, configuration.responseTimeout, range.lowerBound)
+            do {
+                try await withTimeout(
+                    limit,
+                    clock: clock,
+                    timeoutError: OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge data at byte \(offset)")
+                ) {
+                    try await transport.write(value, to: characteristic, kind: .withResponse)
+                }
+            } catch {
+                throw Self.describe(error, doing: "writing data at byte \(offset)")
+            }
         }
-        dataWritesCompleted.withLock { $0 += 1 }
+        dataWritesCompleted.add(1, ordering: .relaxed)
         recorder.sent(range)
     }
 
@@ -242,7 +261,7 @@ public final class UpdateContext: Sendable {
                     var seen = -1
                     while true {
                         try await clock.sleep(for: stallTimeout)
-                        let writes = self.dataWritesCompleted.withLock { $0 }
+                        let writes = self.dataWritesCompleted.load(ordering: .relaxed)
                         if writes == seen {
                             let progress = recorder.progress
                             throw OTAError(

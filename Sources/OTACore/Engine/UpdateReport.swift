@@ -24,6 +24,9 @@ public struct UpdateReport: Sendable, Hashable {
     /// Times the engine reconnected and started over from byte 0, for a protocol that cannot
     /// resume.
     public var restarts: Int = 0
+    /// Image data writes the protocol made (``UpdateContext/writeData(_:to:covering:)``, on
+    /// every connection, re-sent ones included): what a host cost per chunk is divided by.
+    public var dataWrites: Int = 0
 
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }

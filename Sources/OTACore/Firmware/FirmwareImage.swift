@@ -168,6 +168,27 @@ public struct FirmwareImage: Sendable {
         return Data(hash.finalize())
     }
 
+    /// SHA-256 of the image's first `length` bytes and of the whole image, reading the image
+    /// once (an MCUboot image's hash covers its header and body, an upload carries the file's).
+    /// When the whole image's digest is known already (a file's, computed when it was opened, or
+    /// one computed before), only the prefix is read; otherwise one pass gives both, and the whole
+    /// image's is kept for ``sha256``.
+    ///
+    /// - Throws: as the subscript.
+    public func sha256(ofPrefix length: Int) throws(OTAError) -> (prefix: Data, whole: Data) {
+        precondition(length >= 0 && length <= count, "prefix of \(length) bytes outside the \(count)-byte image")
+        switch source {
+        case .memory(let data, let cache) where cache.known == nil:
+            var hash = SHA256()
+            try forEachWindow(in: 0..<length) { hash.update($0) }
+            let prefix = Data(hash.finalize())
+            try forEachWindow(in: length..<count) { hash.update($0) }
+            return (prefix, cache.store(Data(hash.finalize()), for: data))
+        default:
+            return (try sha256(of: 0..<length), sha256)
+        }
+    }
+
     /// The whole image as one buffer, for the few places that need it in memory (a container to
     /// unpack, a test comparing flash); it reads the whole file for an image in a file.
     ///
@@ -182,8 +203,15 @@ final class SHA256Cache: Sendable {
     private let value = Mutex<Data?>(nil)
 
     func digest(of data: Data) -> Data {
-        if let known = value.withLock({ $0 }) { return known }
-        let digest = Data(SHA256.hash(data))
+        if let known { return known }
+        return store(Data(SHA256.hash(data)), for: data)
+    }
+
+    /// The digest, when computed already.
+    var known: Data? { value.withLock { $0 } }
+
+    /// Keeps `digest`, computed by the caller over `data`, and returns it.
+    func store(_ digest: Data, for data: Data) -> Data {
         value.withLock { $0 = digest }
         return digest
     }

@@ -106,11 +106,11 @@ public struct EspressifClient: UpdateProtocol {
         to characteristic: CharacteristicID,
         context: UpdateContext
     ) async throws(OTAError) {
-        let packets = EspressifFirmwarePacket.packets(sector: sector.index, data: try image[sector.range], payloadSize: payloadSize)
+        let writes = EspressifFirmwarePacket.writes(sector: sector.index, data: try image[sector.range], payloadSize: payloadSize)
         let base = sector.range.lowerBound
         try await context.withStallWatchdog {
-            for (packet, range) in packets {
-                try await context.writeData(packet.encoded, to: characteristic, covering: (base + range.lowerBound)..<(base + range.upperBound))
+            for (bytes, range) in writes {
+                try await context.writeData(bytes, to: characteristic, covering: (base + range.lowerBound)..<(base + range.upperBound))
             }
         }
     }

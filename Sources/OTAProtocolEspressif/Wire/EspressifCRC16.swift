@@ -16,4 +16,47 @@ public enum EspressifCRC16 {
         for byte in bytes { crc = (crc << 8) ^ table[Int(UInt8(crc >> 8) ^ byte)] }
         return crc
     }
+
+    /// The CRC of `data`: the same value, over its bytes in place (a sector's CRC is computed
+    /// once per 4 KiB on the client and on the device, so a `Data` is not iterated byte by byte).
+    public static func checksum(_ data: Data) -> UInt16 {
+        data.withUnsafeBytes { checksum($0) }
+    }
+
+    /// `slices[k * 256 + v]`: the CRC of the byte `v` followed by `k` zero bytes, from a zero
+    /// register. The CRC is linear, so four bytes at once are four independent lookups XORed
+    /// (slicing by four), where a byte at a time waits on the previous lookup for every byte.
+    private static let slices: [UInt16] = {
+        var slices = table
+        for k in 1..<4 {
+            for v in 0..<256 {
+                let previous = slices[(k - 1) * 256 + v]
+                slices.append((previous << 8) ^ table[Int(previous >> 8)])
+            }
+        }
+        return slices
+    }()
+
+    /// The CRC of the bytes in `raw`: four bytes per step (a sector is 4096 of them, on the
+    /// client and on the device).
+    public static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt16 {
+        slices.withUnsafeBufferPointer { t in
+            var crc: UInt16 = 0
+            var i = 0
+            let count = raw.count
+            // The register's two bytes fold into the first two message bytes (MSB first, no
+            // reflection), then each byte is advanced by the zeros that follow it in the step.
+            while i + 4 <= count {
+                let m0 = UInt8(truncatingIfNeeded: crc >> 8) ^ raw[i]
+                let m1 = UInt8(truncatingIfNeeded: crc) ^ raw[i + 1]
+                crc = t[768 + Int(m0)] ^ t[512 + Int(m1)] ^ t[256 + Int(raw[i + 2])] ^ t[Int(raw[i + 3])]
+                i += 4
+            }
+            while i < count {
+                crc = (crc << 8) ^ t[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ raw[i])]
+                i += 1
+            }
+            return crc
+        }
+    }
 }

@@ -32,13 +32,20 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
     /// Whether this is the sector's last packet.
     public var isLast: Bool { sequence == Self.lastSequence }
 
-    /// The bytes written.
+    /// The bytes written, built in one allocation (a header writer and an append would make
+    /// two or three per packet, and a sector is 17 to 241 packets).
     public var encoded: Data {
-        var writer = ByteWriter(capacity: Self.headerLength + payload.count)
-        writer.u16(sector)
-        writer.u8(sequence)
-        var data = writer.data
-        data.append(payload)
+        var data = Data(count: Self.headerLength + payload.count)
+        data.withUnsafeMutableBytes { raw in
+            raw[0] = UInt8(truncatingIfNeeded: sector)
+            raw[1] = UInt8(truncatingIfNeeded: sector >> 8)
+            raw[2] = sequence
+            payload.withUnsafeBytes { source in
+                if let base = source.baseAddress, source.count > 0 {
+                    raw.baseAddress!.advanced(by: Self.headerLength).copyMemory(from: base, byteCount: source.count)
+                }
+            }
+        }
         return data
     }
 
@@ -57,24 +64,8 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
     ///
     /// - Precondition: `1...4096` bytes of data and `payloadSize >= 17`.
     public static func packets(sector: UInt16, data: Data, payloadSize: Int) -> [(packet: EspressifFirmwarePacket, range: Range<Int>)] {
-        precondition(!data.isEmpty && data.count <= sectorSize, "a sector holds 1...4096 bytes")
-        precondition(payloadSize >= minimumPayload, "payload below \(minimumPayload) bytes")
+        let (ranges, tail) = layout(count: data.count, payloadSize: payloadSize)
         let base = data.startIndex
-        var ranges: [Range<Int>] = []
-        var offset = 0
-        while offset < data.count {
-            ranges.append(offset..<min(offset + payloadSize, data.count))
-            offset += payloadSize
-        }
-        // The last packet needs room for the CRC: split a last piece that leaves none.
-        let last = ranges.removeLast()
-        let tail: Range<Int>
-        if last.count <= payloadSize - 2 {
-            tail = last
-        } else {
-            ranges.append(last.lowerBound..<(last.upperBound - 1))
-            tail = (last.upperBound - 1)..<last.upperBound
-        }
         var packets = ranges.enumerated().map { index, range in
             (
                 packet: EspressifFirmwarePacket(sector: sector, sequence: UInt8(index), payload: data[(base + range.lowerBound)..<(base + range.upperBound)]),
@@ -86,5 +77,55 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
         lastPayload.append(contentsOf: [UInt8(truncatingIfNeeded: crc), UInt8(crc >> 8)])
         packets.append((packet: EspressifFirmwarePacket(sector: sector, sequence: lastSequence, payload: lastPayload), range: tail))
         return packets
+    }
+
+    /// The same packets as ``packets(sector:data:payloadSize:)``, already encoded: each write's
+    /// bytes (header, payload, and the CRC-16 in the last) built in one allocation straight from
+    /// `data`, with the range of `data` it carries. What the client sends; no packet values, no
+    /// payload slices, no copy of the last piece to append the CRC to.
+    ///
+    /// - Precondition: `1...4096` bytes of data and `payloadSize >= 17`.
+    public static func writes(sector: UInt16, data: Data, payloadSize: Int) -> [(bytes: Data, range: Range<Int>)] {
+        let (ranges, tail) = layout(count: data.count, payloadSize: payloadSize)
+        var writes: [(bytes: Data, range: Range<Int>)] = []
+        writes.reserveCapacity(ranges.count + 1)
+        data.withUnsafeBytes { source in
+            func write(_ sequence: UInt8, _ range: Range<Int>, crc: UInt16?) -> Data {
+                var bytes = Data(count: headerLength + range.count + (crc == nil ? 0 : 2))
+                bytes.withUnsafeMutableBytes { raw in
+                    raw[0] = UInt8(truncatingIfNeeded: sector)
+                    raw[1] = UInt8(truncatingIfNeeded: sector >> 8)
+                    raw[2] = sequence
+                    raw.baseAddress!.advanced(by: headerLength).copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: range.count)
+                    if let crc {
+                        raw[headerLength + range.count] = UInt8(truncatingIfNeeded: crc)
+                        raw[headerLength + range.count + 1] = UInt8(truncatingIfNeeded: crc >> 8)
+                    }
+                }
+                return bytes
+            }
+            for (index, range) in ranges.enumerated() { writes.append((write(UInt8(index), range, crc: nil), range)) }
+            writes.append((write(lastSequence, tail, crc: EspressifCRC16.checksum(source)), tail))
+        }
+        return writes
+    }
+
+    /// How `count` bytes of a sector are cut: the numbered packets' ranges and the last one's
+    /// (at least one byte, with room for the CRC).
+    private static func layout(count: Int, payloadSize: Int) -> (numbered: [Range<Int>], tail: Range<Int>) {
+        precondition(count > 0 && count <= sectorSize, "a sector holds 1...4096 bytes")
+        precondition(payloadSize >= minimumPayload, "payload below \(minimumPayload) bytes")
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(count / payloadSize + 2)
+        var offset = 0
+        while offset < count {
+            ranges.append(offset..<min(offset + payloadSize, count))
+            offset += payloadSize
+        }
+        // The last packet needs room for the CRC: split a last piece that leaves none.
+        let last = ranges.removeLast()
+        if last.count <= payloadSize - 2 { return (ranges, last) }
+        ranges.append(last.lowerBound..<(last.upperBound - 1))
+        return (ranges, (last.upperBound - 1)..<last.upperBound)
     }
 }

@@ -347,7 +347,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
                 : ImageUploadRequest(offset: offset, data: data)
         }
         let length = Self.dataLength(
-            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payload.encoded.count - 1, offset: offset,
+            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payload.encodedLength - 1, offset: offset,
             alignment: settings.alignment, remaining: image.count - offset
         )
         guard length > 0 else {

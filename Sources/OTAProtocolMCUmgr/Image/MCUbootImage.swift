@@ -60,9 +60,6 @@ public struct MCUbootImage: Sendable, Hashable {
         func read(_ range: Range<Int>) throws(MCUbootImageError) -> [UInt8] {
             do { return [UInt8](try image[range]) } catch { throw .unreadable(error.message) }
         }
-        func sha256(_ range: Range<Int>) throws(MCUbootImageError) -> Data {
-            do { return try image.sha256(of: range) } catch { throw .unreadable(error.message) }
-        }
         let fileLength = image.count
         let header = try MCUbootImageHeader(try read(0..<min(fileLength, MCUbootImageHeader.length)))
         let bodyEnd = Int(header.headerSize) + Int(header.imageSize)
@@ -90,14 +87,17 @@ public struct MCUbootImage: Sendable, Hashable {
         guard !hashes.isEmpty else { throw .noHash }
         guard hashes.count == 1 else { throw .multipleHashes(hashes.count) }
         guard hashes[0].value.count == SHA256.digestByteCount else { throw .badHashLength(hashes[0].value.count) }
-        let computed = try sha256(0..<hashedLength)
+        // The hash TLV's digest (header and body) and the file's, in one pass over the image.
+        let digests: (prefix: Data, whole: Data)
+        do { digests = try image.sha256(ofPrefix: hashedLength) } catch { throw .unreadable(error.message) }
+        let computed = digests.prefix
         guard computed == hashes[0].value else { throw .hashMismatch(declared: hashes[0].value, computed: computed) }
 
         self.header = header
         self.protectedTLVs = protectedTLVs
         self.tlvs = tlvs
         self.hash = computed
-        self.fileSHA256 = try sha256(0..<fileLength)
+        self.fileSHA256 = digests.whole
         self.imageLength = offset
         self.fileLength = fileLength
     }

@@ -115,8 +115,24 @@ extension CBOR {
     /// The item in CBOR's preferred serialisation: shortest heads, definite lengths.
     public var encoded: Data {
         var out = Data()
+        out.reserveCapacity(encodedLength)
         encode(into: &out)
         return out
+    }
+
+    /// The length of ``encoded`` in bytes, computed without encoding (an upload request is sized
+    /// to its frame before its data is cut).
+    public var encodedLength: Int {
+        switch self {
+        case .unsigned(let value), .negative(let value): Self.headLength(value)
+        case .bytes(let value): Self.headLength(UInt64(value.count)) + value.count
+        case .text(let value): Self.headLength(UInt64(value.utf8.count)) + value.utf8.count
+        case .array(let items): items.reduce(Self.headLength(UInt64(items.count))) { $0 + $1.encodedLength }
+        case .map(let entries): entries.reduce(Self.headLength(UInt64(entries.count))) { $0 + $1.key.encodedLength + $1.value.encodedLength }
+        case .tagged(let tag, let item): Self.headLength(tag) + item.encodedLength
+        case .bool, .null, .undefined: 1
+        case .float: 9
+        }
     }
 
     /// Appends the item's encoding to `out`.
@@ -128,9 +144,11 @@ extension CBOR {
             Self.head(2, UInt64(value.count), into: &out)
             out.append(value)
         case .text(let value):
-            let utf8 = Data(value.utf8)
-            Self.head(3, UInt64(utf8.count), into: &out)
-            out.append(utf8)
+            var text = value
+            text.withUTF8 { utf8 in
+                Self.head(3, UInt64(utf8.count), into: &out)
+                out.append(utf8)
+            }
         case .array(let items):
             Self.head(4, UInt64(items.count), into: &out)
             for item in items { item.encode(into: &out) }
@@ -165,17 +183,21 @@ extension CBOR {
     }
 
     private static func head(_ major: UInt8, _ value: UInt64, into out: inout Data) {
+        // The head's bytes from one big-endian word, appended at once (no array per head).
+        let length = headLength(value)
         let type = major << 5
-        switch headLength(value) {
-        case 1: out.append(type | UInt8(value))
-        case 2: out.append(contentsOf: [type | 24, UInt8(value)])
-        case 3: out.append(contentsOf: [type | 25, UInt8(value >> 8), UInt8(value & 0xFF)])
-        case 5:
-            out.append(type | 26)
-            for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-        default:
-            out.append(type | 27)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        let first: UInt8 =
+            switch length {
+            case 1: type | UInt8(value)
+            case 2: type | 24
+            case 3: type | 25
+            case 5: type | 26
+            default: type | 27
+            }
+        out.append(first)
+        guard length > 1 else { return }
+        withUnsafeBytes(of: value.bigEndian) { word in
+            out.append(word.baseAddress!.assumingMemoryBound(to: UInt8.self).advanced(by: 9 - length), count: length - 1)
         }
     }
 }

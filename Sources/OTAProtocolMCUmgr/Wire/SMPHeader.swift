@@ -57,6 +57,19 @@ public struct SMPHeader: Sendable, Hashable {
     }
 
     /// Reads a header from the first 8 bytes of `bytes`; `nil` when there are fewer.
+    public init?(_ bytes: Data) {
+        // Read in place: the generic initializer copies the header into an array, and every
+        // notification and answer is looked at by its header.
+        guard bytes.count >= Self.length else { return nil }
+        let b = bytes.withUnsafeBytes { raw in
+            (raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7])
+        }
+        self.init(
+            operation: Operation(rawValue: b.0 & 0x07), version: b.0 >> 3 & 0x03, flags: b.1, payloadLength: UInt16(b.2) << 8 | UInt16(b.3),
+            group: UInt16(b.4) << 8 | UInt16(b.5), sequence: b.6, command: b.7)
+    }
+
+    /// Decodes the first eight of `bytes`; `nil` when there are fewer.
     public init?(_ bytes: some Collection<UInt8>) {
         guard bytes.count >= Self.length else { return nil }
         let b = Array(bytes.prefix(Self.length))
@@ -83,6 +96,15 @@ public struct SMPHeader: Sendable, Hashable {
             UInt8(group >> 8), UInt8(group & 0xFF), sequence, command,
         ])
     }
+
+    /// Appends the header's eight bytes to `out`.
+    func appendEncoded(to out: inout Data) {
+        let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+            version << 3 & 0x18 | operation.rawValue & 0x07, flags, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xFF),
+            UInt8(group >> 8), UInt8(group & 0xFF), sequence, command
+        )
+        withUnsafeBytes(of: bytes) { out.append($0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: Self.length) }
+    }
 }
 
 /// One SMP message: a header and its CBOR payload.
@@ -101,10 +123,16 @@ public struct SMPMessage: Sendable, Hashable {
     /// The message's bytes: header, then payload. A payload longer than 65,535 bytes cannot be
     /// framed; callers size payloads from the device's buffer, which is smaller.
     public var encoded: Data {
-        let body = payload.encoded
+        // Header and payload encoded into one buffer of the right size (an upload request's
+        // frame is most of a kilobyte of image data, and a concatenation copies it again).
+        let length = payload.encodedLength
         var header = header
-        header.payloadLength = UInt16(clamping: body.count)
-        return header.encoded + body
+        header.payloadLength = UInt16(clamping: length)
+        var out = Data()
+        out.reserveCapacity(SMPHeader.length + length)
+        header.appendEncoded(to: &out)
+        payload.encode(into: &out)
+        return out
     }
 
     /// Decodes one whole message (header and exactly its payload).

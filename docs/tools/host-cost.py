@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Attributes a `perf record -g` profile of `ota benchmark` to engine, client, simulator and runtime.
+
+Usage:
+    perf record -F 15000 -g -o P.data -- ota benchmark --protocol P --profile X --size N --json
+    perf script -i P.data -F comm,tid,period,ip,sym,dso | host-cost.py --writes W [--top 25]
+
+W is the number of data writes the run sent (the benchmark's `dataWrites` in its --json
+rows, summed). Each sample's CPU time (its period, in ns of cpu-clock) goes to one share:
+
+- device: the stack holds a frame of the simulated link's connection events or deliveries, or
+  of a device model (the simulated peripheral's work, whatever it calls in OTACore);
+- otherwise the first project frame from the leaf: OTACore -> engine; OTAProtocol* -> client
+  (its module); OTATransportSimulator -> simulated transport API and the virtual-time executor;
+  OTACommandLine -> benchmark harness; none -> async runtime / libc / kernel (no project frame).
+
+A runtime call (retain, release, malloc, swift_task_switch) counts for the project frame that
+made it. "image hashes" splits out the samples under a whole-image hash or CRC (SHA-256, CRC-32 of
+the image, MCUboot image parsing), which happen once per update, not per write.
+"""
+import argparse
+import collections
+import re
+import sys
+
+DEVICE = re.compile(
+    r"connectionEvent|deliverToDevice|deliverToCentral|runEvent|scheduleEvent|DeviceModel|BootloaderModel|"
+    r"ApplicationModel|ReceiveBufferPool|FramedJournal|NORFlash|SimulatedFlash|SimulatedPeripheral"
+)
+IMAGE_HASH = re.compile(r"7OTACore6SHA256V|FirmwareImageV6sha256|FirmwareImageV5crc32|MCUbootImageV7reading|SHA256Cache|CRC32Cache")
+MODULE = re.compile(r"^\$s(\d+)([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def module_of(symbol):
+    m = MODULE.match(symbol)
+    if not m:
+        return None
+    length = int(m.group(1))
+    name = m.group(2)[:length]
+    if name == "OTACore" or name.startswith("OTAProtocol") or name in ("OTATransportSimulator", "OTACommandLine"):
+        return name
+    return None
+
+
+def share(frames):
+    if any(DEVICE.search(f) for f in frames):
+        return "device"
+    # A synchronous call from the benchmark itself: making and wrapping the image, not the update.
+    if any(module_of(f) == "OTACommandLine" for f in frames):
+        return "benchmark harness"
+    # zlib is built without frame pointers, so its stacks end in it: a whole-image CRC-32 (the
+    # benchmark's image, a device's commit check), per update, caller unknown.
+    if frames and frames[0].startswith("crc32") and not any(module_of(f) for f in frames):
+        return "zlib CRC-32, caller unknown"
+    for f in frames:
+        mod = module_of(f)
+        if mod is None:
+            continue
+        if mod == "OTACore":
+            return "engine"
+        if mod.startswith("OTAProtocol"):
+            return "client"
+        if mod == "OTATransportSimulator":
+            return "simulator transport + executor"
+        return "benchmark harness"
+    return "async runtime, libc, kernel"
+
+
+def samples(stream):
+    period, frames = None, []
+    for line in stream:
+        if not line.strip():
+            if period is not None:
+                yield period, frames
+            period, frames = None, []
+            continue
+        if not line[0].isspace():
+            fields = line.split()
+            period = int(fields[-1])
+            frames = []
+        else:
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                frames.append(parts[1].rsplit(" (", 1)[0].split("+0x")[0])
+    if period is not None:
+        yield period, frames
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--writes", type=int, required=True, help="data writes the profiled run sent")
+    parser.add_argument("--top", type=int, default=0, help="also list the leaf-most project functions of engine + client")
+    args = parser.parse_args()
+    totals = collections.Counter()
+    hashes = collections.Counter()
+    top = collections.Counter()
+    for period, frames in samples(sys.stdin):
+        s = share(frames)
+        totals[s] += period
+        if s in ("engine", "client") and any(IMAGE_HASH.search(f) for f in frames):
+            hashes[s] += period
+        if args.top and s in ("engine", "client"):
+            first = next((f for f in frames if module_of(f)), "?")
+            top[first] += period
+    per = lambda ns: ns / 1000 / args.writes
+    print(f"{args.writes} data writes; µs per write (CPU time of the samples / writes)")
+    for name in ("engine", "client", "simulator transport + executor", "benchmark harness", "zlib CRC-32, caller unknown", "async runtime, libc, kernel", "device"):
+        extra = f"  (of which whole-image hashes {per(hashes[name]):.3f})" if hashes[name] else ""
+        print(f"  {name:32s} {per(totals[name]):7.3f}{extra}")
+    ec = totals["engine"] + totals["client"]
+    print(f"  {'engine + client':32s} {per(ec):7.3f}  without whole-image hashes {per(ec - hashes['engine'] - hashes['client']):.3f}")
+    print(f"  {'whole process':32s} {per(sum(totals.values())):7.3f}")
+    for f, ns in top.most_common(args.top):
+        print(f"    {per(ns):7.3f}  {f[:160]}")
+
+
+main()
