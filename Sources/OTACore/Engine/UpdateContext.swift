@@ -208,7 +208,7 @@ public final class UpdateContext: Sendable {
     /// back-pressure, or with response waiting for the device's acknowledgement, at most the
     /// response timeout.
     public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
-        device.dataStarts(at: range.lowerBound)
+        device.dataStarts(at: range.lowerBound, time: recorder.elapsed)
         switch chunkPlan.writeKind {
         case .withoutResponse:
             do {

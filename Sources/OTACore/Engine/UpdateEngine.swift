@@ -361,7 +361,8 @@ public struct UpdateEngine: Sendable {
             bytesSent: progress.bytesSent,
             resumes: resumes + (held > 0 && held < image.count ? 1 : 0),
             bytesHeldAtStart: held,
-            restarts: restarts
+            restarts: restarts,
+            transferStart: device.firstDataTime
         )
     }
 }
