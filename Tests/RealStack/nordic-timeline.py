@@ -171,6 +171,20 @@ def main():
                 current['first'] = t
             current['last'] = t
             current['bytes'] += len(data) // 2
+    # btmon can lose records under load: match each object's Execute request and answer by time
+    # (the first after its last packet, the first after that request), not by counting.
+    requests = [(t, data) for t, kind, handle, data in evs if kind == 'Write Request' and handle == control]
+    answers = [(t, data) for t, kind, handle, data in evs if kind == 'Handle Value Notification' and handle == control]
+    for i, o in enumerate(objects):
+        if o['first'] is None:
+            continue
+        horizon = objects[i + 1]['create'] if i + 1 < len(objects) else float('inf')
+        # Pipelined, the next Create is written right after this Execute: look up to just past it.
+        execute = next((t for t, data in requests if t >= o['last'] and data[:2] == '04'), None)
+        o['execute'] = execute
+        o['execute_answer'] = next((t for t, data in answers if execute is not None and t >= execute and data[:4] == '6004'), None)
+        if execute is not None and execute > horizon + 1.0:
+            o['execute'] = o['execute_answer'] = None
     done = [o for o in objects if o['execute_answer'] is not None and o['first'] is not None]
     if not done:
         print(json.dumps({'error': 'no data object with an Execute answer', 'events': len(evs)}))
