@@ -233,6 +233,13 @@ import Testing
         // The link's modelled capacity on this profile (LE 2M, 244-byte writes) is about 70 kB/s.
         #expect(goodput < 70_000)
         #expect(goodput > 20_000)
+        // The transfer's rate leaves the setup before the first data out, so it is higher, over
+        // a shorter span (issue 18).
+        let transferRate = try #require(result["transferRate"] as? Double)
+        let transferDuration = try #require(result["transferDuration"] as? Double)
+        #expect(transferRate >= goodput)
+        #expect(transferRate < 70_000)
+        #expect(transferDuration < (try #require(result["duration"] as? Double)))
     }
 
     // MARK: - Item 4: output
@@ -258,7 +265,7 @@ import Testing
         #expect(streams.standardError.split(separator: "\n").contains("[3.6s] 100%  200.0 kB / 200.0 kB  now 65.0 kB/s"))
         #expect(
             streams.standardOutput.hasSuffix(
-                "over generic in 3.7 s; sent 200.0 kB, average 63.8 kB/s; ATT MTU 247, 244-byte chunks\n"
+                "over generic in 3.7 s; sent 200.0 kB, average 63.8 kB/s, transfer 64.4 kB/s (first data to the verdict, 3.1 s); ATT MTU 247, 244-byte chunks\n"
             ))
     }
 

@@ -71,6 +71,29 @@ import Testing
         #expect(report.chunkSize == 244)
     }
 
+    /// The report's transfer rate runs from the first data write to the Execute answer of the
+    /// last object: not from the link coming up (Select, the init packet's round trips and the
+    /// 400 ms first-object delay come before it) and not until the bootloader resets and the link
+    /// drops (issue 18: side by side with another client, this is the rate to compare).
+    @Test func theTransferRateRunsFromTheFirstDataToTheVerdict() async throws {
+        let (harness, model) = harness()
+        let image = try rawImage(size: 20_000)
+        let outcome = try await harness.update(image, using: client(prn: 0))
+        let report = try outcome.result.get()
+        #expect(model.installedImage?.sha256 == SHA256.hash(image.bytes))
+        let start = try #require(report.transferStart)
+        let transferring = try #require(
+            outcome.events.first { if case .state(.transferring, _, _) = $0 { true } else { false } }?.time)
+        let completed = try #require(outcome.events.first { if case .state(.completed, _, _) = $0 { true } else { false } }?.time)
+        // The first data object's delay lies between entering the transfer and its first packet.
+        #expect(start >= transferring + NordicDFUConfiguration().dataObjectDelay)
+        #expect(report.duration == completed)
+        #expect(report.transferDuration == completed - start)
+        #expect(report.transferDuration < report.protocolDuration - .milliseconds(400))
+        #expect(abs(report.transferRate - Double(image.count) / report.transferDuration.seconds) < 0.001)
+        #expect(report.transferRate > report.goodput)
+    }
+
     @Test func chunksAreAMultipleOfFourAtOddMTUs() async throws {
         let (harness, model) = harness()
         let image = try rawImage(size: 9_000)

@@ -130,6 +130,35 @@ import Testing
         }
     }
 
+    /// A request the app writes itself (a Nordic Control Point request) travels behind the
+    /// write commands before it, so its answer lets held-back writes go on although the receipt
+    /// read is never answered (issue 18: a protocol that asks something every object needs no
+    /// receipt reads, which queue in front of its requests).
+    @Test func anAnsweredWriteRequestConfirmsTheWritesBeforeIt() async throws {
+        var script = FakeBlueZ.Script()
+        script.receiptDescriptor = .heldUntilReleased
+        try await FakeBlueZ.with(script) { bus, fake in
+            let transport = try await FakeBlueZ.connector(on: bus) { $0.deliveryWindow = 4096 }.connectTransport()
+            let image = Self.image(16 * 510)
+            let returned = Returned()
+            let writer = Self.writeAll(image, chunk: 510, to: transport, counting: returned)
+            // Eight writes fit in the window; the ninth waits for the held receipt.
+            #expect(await eventually { returned.bytes.withLock { $0 } == 8 * 510 && !fake.receiptReads.isEmpty })
+            try await transport.write(Data([0x03]), to: FakeBlueZ.control, kind: .withResponse)
+            // The request's answer confirmed the 4080 bytes: the rest goes while the receipt is
+            // still held. (Without that, only the held read's 5 s timeout would let them go, by
+            // stopping receipts, which the next line catches.)
+            #expect(await eventually { fake.socketBytes == image.count })
+            try await writer.value
+            #expect(transport.statistics.receiptsStopped == nil)
+            #expect(fake.datagrams.flatMap { $0 } == image)
+            #expect(transport.statistics.requestReceipts == 1)
+            #expect(transport.statistics.receipts == 0)
+            fake.releaseReceipts()
+            await transport.disconnect()
+        }
+    }
+
     @Test func writeRequestsNeedNoReceipts() async throws {
         var script = FakeBlueZ.Script()
         script.receiptDescriptor = .answers

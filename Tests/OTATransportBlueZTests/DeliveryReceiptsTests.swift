@@ -83,6 +83,42 @@ import Testing
         }
     }
 
+    /// Nordic's flow: an object of 4096 bytes in 244-byte writes, then requests (Calculate
+    /// Checksum, Execute, Create) answered. Each answer confirms what left the socket before it,
+    /// so no receipt is ever asked for with a 16 KB window, and nothing waits.
+    @Test func answeredRequestsEveryObjectLeaveNoReceiptToAsk() {
+        var receipts = DeliveryReceipts(limit: 16_384, largestWrite: 244)
+        var actions: [DeliveryReceipts.Action] = []
+        for _ in 0..<35 {
+            var object = 0
+            while object < 4096 {
+                let count = min(244, 4096 - object)
+                #expect(receipts.admits(count))
+                actions.append(receipts.wrote(count))
+                object += count
+            }
+            receipts.requestAnswered(upTo: receipts.written, unread: 0)
+        }
+        #expect(actions.allSatisfy { $0 == .none })
+        #expect(receipts.confirmed == 35 * 4096)
+        #expect(receipts.receipts == 0)
+        #expect(receipts.requestsAnswered == 35)
+    }
+
+    @Test func aRequestConfirmsOnlyWhatLeftTheSocketBeforeItAndNeverLowersTheCount() {
+        var receipts = DeliveryReceipts(limit: 4096, largestWrite: 512)
+        for _ in 0..<6 { _ = receipts.wrote(512) }  // 3072
+        let before = receipts.written
+        _ = receipts.wrote(512)  // written while the request was on its way: not covered
+        receipts.requestAnswered(upTo: before, unread: 1000)
+        #expect(receipts.confirmed == 3072 - 1000)
+        receipts.requestAnswered(upTo: 1024, unread: 0)  // an older count confirms nothing new
+        #expect(receipts.confirmed == 3072 - 1000)
+        receipts.failed("Read not permitted")
+        receipts.requestAnswered(upTo: receipts.written, unread: 0)
+        #expect(receipts.confirmed == 3072 - 1000)  // stopped: the books are no longer kept
+    }
+
     @Test func aFailedReceiptStopsReceiptsAndAdmitsEverything() {
         var receipts = DeliveryReceipts(limit: 1024, largestWrite: 512)
         _ = receipts.wrote(512)

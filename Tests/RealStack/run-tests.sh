@@ -22,7 +22,13 @@
 #                              generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link
 #                              bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue
 #                              ota-generic-eatt ota-framed-eatt ota-unpaired-refused ota-paired-passkey
-#                              ota-paired-justworks smpclient-ble ota-mcumgr (default: all)
+#                              ota-paired-justworks smpclient-ble ota-mcumgr (default: all); and, opt-in
+#                              only, bench-nordic-140k bench-nordic-400k bench-nordic-140k-pipelined
+#                              bench-nordic-400k-pipelined bench-nrfdfu-140k bench-nrfdfu-400k
+#   REAL_STACK_NRFDFU=PATH     the nrfdfu binary the bench-nrfdfu-* cases run (a third-party Nordic DFU
+#                              client; build it yourself, outside the repository)
+#   REAL_STACK_BENCH_PACKAGES=DIR  the bench-nordic-*/bench-nrfdfu-* packages: DIR/bench-140k.zip and
+#                              DIR/bench-400k.zip (say, signed by nrfutil); default: made here, unsigned
 #   REAL_STACK_BUILD_ARGS="..." extra `swift build` arguments, such as --scratch-path DIR
 #   REAL_STACK_BIN=DIR         use ota and ota-peripheral from DIR, do not build
 #   REAL_STACK_KERNEL=backports the VM's kernel: backports (bookworm-backports' 6.12, which the
@@ -138,6 +144,48 @@ shutil.copy(f"{work}/image.bin", f"{work}/nordic-image.bin")
 open(f"{work}/nordic-image.dat", "wb").write(delimited(1, field(1, 1) + delimited(2, init)))
 EOF
 
+# The Nordic benchmark packages (bench-nordic-*, bench-nrfdfu-*): 140 KiB and 400 KiB applications
+# as DFU .zip packages (manifest.json, .bin, and the same unsigned init packet as above), or the
+# ones REAL_STACK_BENCH_PACKAGES names; bench-SIZE.expect is the .bin the flash must then hold.
+if grep -qE "bench-(nordic|nrfdfu)-" <<< "$TESTS"; then
+  /usr/bin/python3 - "$WORK" "${REAL_STACK_BENCH_PACKAGES:-}" <<'EOF' || { echo "real-stack: cannot prepare the Nordic benchmark packages"; exit 1; }
+import hashlib, json, random, shutil, sys, zipfile
+work, given = sys.argv[1], sys.argv[2]
+def varint(value):
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+def field(number, value): return varint(number << 3) + varint(value)
+def delimited(number, payload): return varint(number << 3 | 2) + varint(len(payload)) + payload
+for name, size in (("140k", 140 * 1024), ("400k", 400 * 1024)):
+    package = f"{work}/bench-{name}.zip"
+    if given:
+        shutil.copy(f"{given}/bench-{name}.zip", package)
+    else:
+        image = random.Random(size).randbytes(size)
+        init = field(1, 1) + field(2, 52) + delimited(3, varint(0x0100)) + field(4, 0) + field(7, size)
+        init += delimited(8, field(1, 3) + delimited(2, hashlib.sha256(image).digest()[::-1]))
+        dat = delimited(1, field(1, 1) + delimited(2, init))
+        manifest = {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}
+        with zipfile.ZipFile(package, "w") as z:
+            z.writestr("manifest.json", json.dumps(manifest, indent=4))
+            z.writestr("app.bin", image)
+            z.writestr("app.dat", dat)
+    with zipfile.ZipFile(package) as z:
+        app = json.loads(z.read("manifest.json"))["manifest"]["application"]
+        open(f"{work}/bench-{name}.expect", "wb").write(z.read(app["bin_file"]))
+EOF
+fi
+
+# nrfdfu connects with Adapter1.ConnectDevice, which bluetoothd offers only with -E (experimental
+# interfaces); the rest of the stack is the same.
+if grep -q "bench-nrfdfu-" <<< "$TESTS"; then
+  export REAL_STACK_BTD_ARGS="${REAL_STACK_BTD_ARGS:-} -E"
+fi
+
 # 4. One VM for every test. The conditions first, as the bench-* figures depend on them: the
 # accelerator (run-in-vm.sh's rule), the host's CPUs and load, and which build of the tools.
 accel=TCG
@@ -147,7 +195,7 @@ fi
 echo "real-stack: conditions: $accel, host $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), tools from $BIN"
 echo "real-stack: booting the VM (tests: $TESTS)"
 REAL_STACK_RW=$WORK REAL_STACK_TESTS=$TESTS REAL_STACK_TIMEOUT=${REAL_STACK_TIMEOUT:-1800} \
-  "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"
+  "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' REAL_STACK_NRFDFU='${REAL_STACK_NRFDFU:-}' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"
 vm_status=$?
 if [ $vm_status != 0 ] && [ ! -s "$WORK/results" ]; then
   reason=$(grep -m1 'cannot start the VM' "$WORK/vm.err" | sed 's/^run-in-vm: cannot start the VM: //')

@@ -31,6 +31,12 @@
 #   ota-generic-eatt          ota-generic with bluetoothd's defaults (EATT on, Channels = 3): ota must see
 #                             EATT and send its data as write requests, in order
 #   ota-framed-eatt           ota-framed the same way; at most MAX_RESEND_PERCENT (5) % of the image re-sent
+#   bench-nordic-SIZE[-pipelined], bench-nrfdfu-SIZE (SIZE 140k or 400k; opt-in, not in the default
+#                             list): ota update (strict, or pipeline=on prn=auto) and nrfdfu (a
+#                             third-party client, REAL_STACK_NRFDFU=/path/to/nrfdfu) send the same
+#                             package to the bootloader model while btmon records hci0; each line
+#                             gives the transfer rate and per-object round trips nordic-timeline.py
+#                             reads from btmon, so both clients are measured the same way
 # Every other case runs with Channels = 1 (EATT off) unless REAL_STACK_EATT=1; bluetoothd is
 # restarted (/run/realstack-bluetoothd.sh, from vm-init.sh) when a case needs the other mode.
 # A case may send another file than image.bin (INPUT) and expect another flash (EXPECT); see below.
@@ -47,6 +53,7 @@ CENTRAL_ADAPTER=hci0
 CENTRAL_TIMEOUT=${REAL_STACK_CENTRAL_TIMEOUT:-240}
 PY=/usr/bin/python3            # Debian's, with python3-dbus (a python3 earlier in PATH may lack it)
 TP_VENV=${REAL_STACK_THIRD_PARTY_VENV:-$HERE/../../.build/third-party-venv}   # smpclient, bleak (run-tests.sh)
+NRFDFU=${REAL_STACK_NRFDFU:-}  # a third-party Nordic DFU client for the bench-nrfdfu-* cases (never part of the repo)
 ALL_TESTS="ota-generic ota-framed ota-framed-resume peripheral-generic peripheral-framed-resume generic-restart generic-dying-link nordic-app nordic-sd-bl-app nordic-resume nordic-dying-link nordic-app-pipelined nordic-sd-bl-app-pipelined nordic-resume-pipelined nordic-dying-link-pipelined bench-acquirewrite bench-acquirewrite-system bench-acquirewrite-unreceipted bench-writevalue ota-generic-eatt ota-framed-eatt ota-unpaired-refused ota-paired-passkey ota-paired-justworks smpclient-ble ota-mcumgr"
 TESTS=${REAL_STACK_TESTS:-$ALL_TESTS}
 mkdir -p "$WORK/logs"
@@ -183,8 +190,29 @@ run_case() {
     return
   fi
 
+  # BTMON=1: record the central's controller, for nordic-timeline.py.
+  local btmon=""
+  if [ "${BTMON:-0}" = 1 ]; then
+    # Recorded in btsnoop form (cheap while the update runs); nordic-timeline.py reads it.
+    btmon -w "$dir/btmon.snoop" > /dev/null 2>&1 &
+    btmon=$!
+    sleep 0.5
+  fi
   local started=$SECONDS status
   case $central in
+    nrfdfu)
+      if [ -z "$NRFDFU" ]; then
+        kill -KILL $peripheral 2>/dev/null; wait $peripheral 2>/dev/null
+        [ -n "$btmon" ] && { kill -INT $btmon 2>/dev/null; wait $btmon 2>/dev/null; }
+        record FAIL "$name" "needs REAL_STACK_NRFDFU=/path/to/nrfdfu (a third-party client, built outside the repository)"
+        return
+      fi
+      # nrfdfu connects to a device bluetoothd has not discovered with Adapter1.ConnectDevice,
+      # an experimental method: run-tests.sh starts bluetoothd with -E for these cases.
+      local TIMEFORMAT='%R %U %S'
+      { time timeout "$CENTRAL_TIMEOUT" "$NRFDFU" ble -v -a $PERIPHERAL_ADDRESS -i $CENTRAL_ADAPTER "$input" \
+          > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
+      status=$? ;;
     ota|ota-writevalue)
       # The write path to compare: AcquireWrite's socket, or one WriteValue D-Bus call per packet.
       local path=${WRITE_PATH:-auto}
@@ -210,6 +238,10 @@ run_case() {
       status=$? ;;
   esac
   local seconds=$((SECONDS - started))
+  if [ -n "$btmon" ]; then
+    sleep 0.5
+    kill -INT $btmon 2>/dev/null; wait $btmon 2>/dev/null
+  fi
 
   kill -TERM $peripheral 2>/dev/null
   for _ in $(seq 100); do kill -0 $peripheral 2>/dev/null || break; sleep 0.2; done
@@ -265,9 +297,21 @@ run_case() {
     local wall="" user="" system=""
     read -r wall user system < "$dir/time" 2>/dev/null
     detail="ota: ${r_duration:-?} s, ${r_goodput:-?} B/s, 100 % shown ${r_tail:-?} s before the verdict, socket queue ≤ ${r_queue:-?} B, re-sent ${r_resent:-?} %, data as write ${r_writes:-?}, EATT $([ "$mode" = eatt ] && echo on || echo off), resumes ${r_resumes:-?}, restarts ${r_restarts:-?}, host CPU ${user:-?} s user + ${system:-?} s system"
+  elif [ "$central" = nrfdfu ]; then
+    [ $status = 0 ] || why="nrfdfu exit $status: $(grep -v '^\s*$' "$dir/central.out" | tail -n1)"
+    local wall="" user="" system=""
+    read -r wall user system < "$dir/time" 2>/dev/null
+    detail="nrfdfu: ${wall:-?} s wall, host CPU ${user:-?} s user + ${system:-?} s system"
   else
     [ $status = 0 ] || why="$central central exit $status: $(grep -m1 'RESULT .*FAIL\|^FAILED' "$dir/central.out" || tail -n1 "$dir/central.err")"
     detail="$central central$(grep -m1 -o ' resumes=[0-9]*' "$dir/central.out")"
+  fi
+  if [ -n "$btmon" ]; then
+    # The same measure for every client: from btmon's record of hci0.
+    local timeline
+    timeline=$("$PY" "$HERE/nordic-timeline.py" "$dir/btmon.snoop" --bytes "$size" --index $CENTRAL_ADAPTER 2>&1)
+    echo "$timeline" > "$dir/timeline.json"
+    detail="$detail; btmon: $timeline"
   fi
   if [ -z "$why" ] && [ $status != 0 ] && [ $status != 124 ]; then why="central exit status $status"; fi
   [ $status = 124 ] && why="central timed out after ${CENTRAL_TIMEOUT} s${why:+; $why}"
@@ -319,6 +363,17 @@ for test in $TESTS; do
                                 run_case "$test" nordic-dfu ota 1 --drop-link-after 100000 ;;
     nordic-dying-link-pipelined) INPUT=$WORK/nordic-image.bin OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
                                 run_case "$test" nordic-dfu ota 1 --dying-link-after 100000 ;;
+    # Nordic DFU side by side with nrfdfu (issue 18; opt-in): the same package (bench-SIZE.zip,
+    # run-tests.sh) through ota's strict flow, its pipelined flow and nrfdfu, btmon recording hci0.
+    bench-nordic-140k|bench-nordic-400k)
+                              BTMON=1 INPUT=$WORK/bench-${test##*-}.zip EXPECT=$WORK/bench-${test##*-}.expect OTA_ARGS="--max-chunk 244" \
+                                run_case "$test" nordic-dfu ota 0 ;;
+    bench-nordic-140k-pipelined|bench-nordic-400k-pipelined)
+                              bench=${test%-pipelined}; bench=${bench##*-}
+                              BTMON=1 INPUT=$WORK/bench-$bench.zip EXPECT=$WORK/bench-$bench.expect OTA_ARGS="--max-chunk 244 --param pipeline=on --param prn=auto" \
+                                run_case "$test" nordic-dfu ota 0 ;;
+    bench-nrfdfu-140k|bench-nrfdfu-400k)
+                              BTMON=1 INPUT=$WORK/bench-${test##*-}.zip EXPECT=$WORK/bench-${test##*-}.expect run_case "$test" nordic-dfu nrfdfu 0 ;;
     # A third-party SMP client over real BlueZ (issue 12): smpclient's BLE transport (bleak)
     # uploads an imgtool image to the MCUmgr device model, reads and writes the image state.
     smpclient-ble)            INPUT=$WORK/mcuboot-app.bin EXPECT=$WORK/mcuboot-app.bin run_case "$test" mcumgr smpclient-ble 0 ;;

@@ -281,6 +281,7 @@ enum UpdateCommand: Command {
                     "protocol": .string(plan.selection.protocolName), "imageSize": .number(Double(report.imageSize)),
                     "imageCRC32": .string(Hex.number(report.imageCRC32, digits: 8)), "duration": .number(report.duration.seconds),
                     "goodput": .number(report.goodput.rounded()), "attMTU": .number(Double(report.link.attMTU)),
+                    "transferDuration": .number(report.transferDuration.seconds), "transferRate": .number(report.transferRate.rounded()),
                     "bytesSent": .number(Double(report.bytesSent)), "resumes": .number(Double(report.resumes)),
                     "restarts": .number(Double(report.restarts)),
                     "chunkSize": .number(Double(report.chunkSize)),
@@ -291,7 +292,7 @@ enum UpdateCommand: Command {
                     (report.resumes > 0 ? ", \(report.resumes) resume\(report.resumes == 1 ? "" : "s")" : "")
                     + (report.restarts > 0 ? ", \(report.restarts) restart\(report.restarts == 1 ? "" : "s") from byte 0" : "")
                 streams.out(
-                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)), average \(Wording.rate(rate))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
+                    "updated \(device) with \(image.name) (\(report.imageSize) bytes, CRC-32 \(Hex.number(report.imageCRC32, digits: 8))) over \(plan.selection.protocolName) in \(report.duration.humanReadable); sent \(Wording.bytes(report.bytesSent)), average \(Wording.rate(rate)), transfer \(Wording.rate(report.transferRate)) (first data to the verdict, \(report.transferDuration.humanReadable))\(resumed); ATT MTU \(report.link.attMTU), \(report.chunkSize)-byte chunks\n"
                 )
             }
             return .success

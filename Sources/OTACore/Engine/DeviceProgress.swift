@@ -8,6 +8,7 @@ final class DeviceProgress: Sendable {
     private struct State {
         var acknowledged = 0
         var firstDataOffset: Int?
+        var firstDataTime: Duration?
     }
 
     private let state = Mutex(State())
@@ -20,9 +21,18 @@ final class DeviceProgress: Sendable {
     /// no data was written.
     var firstDataOffset: Int? { state.withLock { $0.firstDataOffset } }
 
-    /// Records where the first data write of the update starts; later writes change nothing.
-    func dataStarts(at offset: Int) {
-        state.withLock { if $0.firstDataOffset == nil { $0.firstDataOffset = offset } }
+    /// When, on the engine's clock since the update started, the first data write of the update
+    /// began: where the transfer's timed span starts. `nil` while no data was written.
+    var firstDataTime: Duration? { state.withLock { $0.firstDataTime } }
+
+    /// Records where and when the first data write of the update starts; later writes change
+    /// nothing.
+    func dataStarts(at offset: Int, time: Duration) {
+        state.withLock {
+            guard $0.firstDataOffset == nil else { return }
+            $0.firstDataOffset = offset
+            $0.firstDataTime = time
+        }
     }
 
     /// Records that the device holds the first `total` bytes (not an increment; it can go down

@@ -212,7 +212,7 @@ public final class UpdateContext: Sendable {
     /// response timeout.
     public func writeData(_ value: Data, to characteristic: CharacteristicID, covering range: Range<Int>) async throws(OTAError) {
         if !dataStarted.load(ordering: .relaxed) {
-            device.dataStarts(at: range.lowerBound)
+            device.dataStarts(at: range.lowerBound, time: recorder.elapsed)
             dataStarted.store(true, ordering: .relaxed)
         }
         switch chunkPlan.writeKind {

@@ -362,7 +362,8 @@ public struct UpdateEngine: Sendable {
             resumes: resumes + (held > 0 && held < image.count ? 1 : 0),
             bytesHeldAtStart: held,
             restarts: restarts,
-            dataWrites: recorder.dataWrites
+            dataWrites: recorder.dataWrites,
+            transferStart: device.firstDataTime
         )
     }
 }

@@ -28,8 +28,29 @@ public struct UpdateReport: Sendable, Hashable {
     /// every connection, re-sent ones included): what a host cost per chunk is divided by.
     public var dataWrites: Int = 0
 
+    /// When the first data write of the update began, on the same clock as ``duration``; `nil`
+    /// when no data was written (the device already held the image).
+    public var transferStart: Duration?
+
     /// Time from the link being up to the device's verdict: what the protocol itself took.
     public var protocolDuration: Duration { duration - connectDuration }
+
+    /// Time from the first data write to the device's verdict: the transfer, without the setup
+    /// before it (connection, discovery, the protocol's opening requests such as Nordic's Select,
+    /// init packet and first-object delay) and without the link coming down after it.
+    /// ``protocolDuration`` when no data was written.
+    public var transferDuration: Duration {
+        guard let transferStart, transferStart <= duration else { return protocolDuration }
+        return duration - transferStart
+    }
+
+    /// Image bytes delivered per second over ``transferDuration`` (bytes the device held from an
+    /// earlier run do not count): the rate of the transfer itself, what a side-by-side comparison
+    /// with another client over the same link measures. ``goodput`` is the same bytes over
+    /// ``protocolDuration``.
+    public var transferRate: Double {
+        transferDuration > .zero ? Double(imageSize - bytesHeldAtStart) / transferDuration.seconds : 0
+    }
 
     /// Image bytes delivered per second over ``protocolDuration``: every command round trip,
     /// flash wait and retransmission counts, connection setup does not. Bytes the device held

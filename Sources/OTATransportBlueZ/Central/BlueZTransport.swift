@@ -85,6 +85,8 @@ public final class BlueZTransport: Transport, Sendable {
         public var deliveryWindow: Int?
         /// Delivery receipts answered.
         public var receipts = 0
+        /// The app's own write requests whose answers confirmed writes as receipts do.
+        public var requestReceipts = 0
         /// How many times a write waited for a receipt.
         public var receiptWaits = 0
         /// The most bytes of writes without response unconfirmed right after a write.
@@ -254,6 +256,7 @@ public final class BlueZTransport: Transport, Sendable {
             if let receipts = state.receipts {
                 statistics.deliveryWindow = receipts.limit
                 statistics.receipts = receipts.receipts
+                statistics.requestReceipts = receipts.requestsAnswered
                 statistics.largestUnconfirmed = receipts.largestUnconfirmed
                 statistics.receiptsStopped = receipts.stopped
             }
@@ -302,8 +305,18 @@ public final class BlueZTransport: Transport, Sendable {
                 recordCommand(value.count)
             }
         case .withResponse:
+            // The request travels behind every write command bluetoothd holds: its answer is a
+            // delivery receipt for them (DeliveryReceipts.requestAnswered).
+            let before = receiptPlan == nil ? nil : state.withLock { $0.receipts?.written }
+            let unread = before == nil ? 0 : sockets.values.reduce(0) { $0 + $1.unreadBytes }
             try await writeValue(value, to: characteristic, type: "request")
-            state.withLock { $0.statistics.requestWrites += 1 }
+            let wake = state.withLock { state -> Bool in
+                state.statistics.requestWrites += 1
+                guard let before, state.receipts != nil else { return false }
+                state.receipts?.requestAnswered(upTo: before, unread: unread)
+                return !state.receiptWaiters.isEmpty
+            }
+            if wake { wakeReceiptWaiters() }
         }
     }
 

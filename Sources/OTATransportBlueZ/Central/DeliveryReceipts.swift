@@ -52,6 +52,8 @@ struct DeliveryReceipts: Sendable, Hashable {
     private(set) var covering: Int?
     /// Receipts answered.
     private(set) var receipts = 0
+    /// The app's own requests that confirmed bytes as receipts (``requestAnswered(upTo:unread:)``).
+    private(set) var requestsAnswered = 0
     /// The most bytes unconfirmed after any write.
     private(set) var largestUnconfirmed = 0
     /// Why receipts stopped (a failed read); writes are then admitted without them.
@@ -101,6 +103,19 @@ struct DeliveryReceipts: Sendable, Hashable {
         let advanced = covered > confirmed
         confirmed = max(confirmed, covered)
         return askIfDue(advanced: advanced)
+    }
+
+    /// Records that a request the app wrote itself (a write with response, such as a Nordic
+    /// Control Point request) was answered: it went to bluetoothd when the first `written` bytes
+    /// had been handed over, `unread` of them still in the socket, so it travelled behind the
+    /// others on the bearer exactly as a receipt does, and confirms them as one would
+    /// (issue 18: a protocol that asks something every object then needs no receipt reads of its
+    /// own, which would queue in front of its next request). The outstanding receipt, if any, is
+    /// left as it is.
+    mutating func requestAnswered(upTo written: Int, unread: Int) {
+        guard stopped == nil else { return }
+        confirmed = max(confirmed, min(written, self.written) - max(0, unread))
+        requestsAnswered += 1
     }
 
     /// A receipt when none is outstanding and half the window is unconfirmed.
