@@ -115,7 +115,7 @@ fi
 # flash holds after each: app.bin; after SoftDevice+bootloader (6144 bytes) then the application
 # (3072), each written from byte 0 and each object's pages erased first, the application, the rest
 # of its page erased, then sd_bl.bin from its second page on (NordicDFUEndToEndTests pins this).
-/usr/bin/python3 - "$ROOT/Tests/OTAProtocolNordicDFUTests/Fixtures" "$WORK" <<'EOF' || { echo "real-stack: cannot prepare the Nordic packages"; exit 1; }
+/usr/bin/python3 - "$ROOT/Tests/OTAProtocolNordicDFUTests/Fixtures" "$WORK" "$HERE" <<'EOF' || { echo "real-stack: cannot prepare the Nordic packages"; exit 1; }
 import shutil, sys, zipfile
 fixtures, work = sys.argv[1], sys.argv[2]
 shutil.copy(f"{fixtures}/app-unsigned.zip", f"{work}/nordic-app.zip")
@@ -126,49 +126,30 @@ app, sd_bl = package.read("app.bin"), package.read("sd_bl.bin")
 assert len(app) == 3072 and len(sd_bl) == 6144
 open(f"{work}/nordic-sd-bl-app.expect", "wb").write(app + b"\xff" * 1024 + sd_bl[4096:])
 # image.bin as a Nordic .bin with its .dat beside it: the unsigned init packet the project's own
-# InitPacketBuilder.unsignedApplication makes (fw 1, hw 52, sd_req 0x0100, SHA-256 byte-reversed).
-def varint(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-def field(number, value): return varint(number << 3) + varint(value)
-def delimited(number, payload): return varint(number << 3 | 2) + varint(len(payload)) + payload
-import hashlib
+# InitPacketBuilder.unsignedApplication makes (nordic_init_packet.py).
+sys.path.insert(0, sys.argv[3])
+from nordic_init_packet import unsigned_init_packet
 image = open(f"{work}/image.bin", "rb").read()
-init = field(1, 1) + field(2, 52) + delimited(3, varint(0x0100)) + field(4, 0) + field(7, len(image))
-init += delimited(8, field(1, 3) + delimited(2, hashlib.sha256(image).digest()[::-1]))
 shutil.copy(f"{work}/image.bin", f"{work}/nordic-image.bin")
-open(f"{work}/nordic-image.dat", "wb").write(delimited(1, field(1, 1) + delimited(2, init)))
+open(f"{work}/nordic-image.dat", "wb").write(unsigned_init_packet(image))
 EOF
 
 # The Nordic benchmark packages (bench-nordic-*, bench-nrfdfu-*): 140 KiB and 400 KiB applications
 # as DFU .zip packages (manifest.json, .bin, and the same unsigned init packet as above), or the
 # ones REAL_STACK_BENCH_PACKAGES names; bench-SIZE.expect is the .bin the flash must then hold.
 if grep -qE "bench-(nordic|nrfdfu)-" <<< "$TESTS"; then
-  /usr/bin/python3 - "$WORK" "${REAL_STACK_BENCH_PACKAGES:-}" <<'EOF' || { echo "real-stack: cannot prepare the Nordic benchmark packages"; exit 1; }
-import hashlib, json, random, shutil, sys, zipfile
+  /usr/bin/python3 - "$WORK" "${REAL_STACK_BENCH_PACKAGES:-}" "$HERE" <<'EOF' || { echo "real-stack: cannot prepare the Nordic benchmark packages"; exit 1; }
+import json, random, shutil, sys, zipfile
 work, given = sys.argv[1], sys.argv[2]
-def varint(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-def field(number, value): return varint(number << 3) + varint(value)
-def delimited(number, payload): return varint(number << 3 | 2) + varint(len(payload)) + payload
+sys.path.insert(0, sys.argv[3])
+from nordic_init_packet import unsigned_init_packet
 for name, size in (("140k", 140 * 1024), ("400k", 400 * 1024)):
     package = f"{work}/bench-{name}.zip"
     if given:
         shutil.copy(f"{given}/bench-{name}.zip", package)
     else:
         image = random.Random(size).randbytes(size)
-        init = field(1, 1) + field(2, 52) + delimited(3, varint(0x0100)) + field(4, 0) + field(7, size)
-        init += delimited(8, field(1, 3) + delimited(2, hashlib.sha256(image).digest()[::-1]))
-        dat = delimited(1, field(1, 1) + delimited(2, init))
+        dat = unsigned_init_packet(image)
         manifest = {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}
         with zipfile.ZipFile(package, "w") as z:
             z.writestr("manifest.json", json.dumps(manifest, indent=4))
