@@ -138,6 +138,14 @@ public final class UpdateContext: Sendable {
     ///
     /// - Parameter purpose: what the write is ("START"), for error messages.
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, purpose: String) async throws(OTAError) {
+        try await write(value, to: characteristic, kind: kind, describedAs: purpose)
+    }
+
+    /// ``write(_:to:kind:purpose:)`` with `purpose` made only if the write fails: data writes,
+    /// once per chunk, build no text when they succeed.
+    private func write(
+        _ value: Data, to characteristic: CharacteristicID, kind: WriteKind, describedAs purpose: @autoclosure @escaping @Sendable () -> String
+    ) async throws(OTAError) {
         let transport = self.transport
         do {
             switch kind {
@@ -148,13 +156,13 @@ public final class UpdateContext: Sendable {
                 try await withTimeout(
                     limit,
                     clock: clock,
-                    timeoutError: OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose)")
+                    timeoutError: OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose())")
                 ) {
                     try await transport.write(value, to: characteristic, kind: kind)
                 }
             }
         } catch {
-            throw Self.describe(error, doing: "writing \(purpose)")
+            throw Self.describe(error, doing: "writing \(purpose())")
         }
     }
 
@@ -223,20 +231,8 @@ public final class UpdateContext: Sendable {
                 throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
             }
         case .withResponse:
-            // As ``write(_:to:kind:purpose:)`` with response, its texts made only on failure
-            // (this runs once per chunk).
-            let (transport, limit, offset) = (self.transport, configuration.responseTimeout, range.lowerBound)
-            do {
-                try await withTimeout(
-                    limit,
-                    clock: clock,
-                    timeoutError: OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge data at byte \(offset)")
-                ) {
-                    try await transport.write(value, to: characteristic, kind: .withResponse)
-                }
-            } catch {
-                throw Self.describe(error, doing: "writing data at byte \(offset)")
-            }
+            let offset = range.lowerBound
+            try await write(value, to: characteristic, kind: .withResponse, describedAs: "data at byte \(offset)")
         }
         dataWritesCompleted.add(1, ordering: .relaxed)
         recorder.sent(range)
