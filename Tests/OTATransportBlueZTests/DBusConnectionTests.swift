@@ -94,7 +94,10 @@ import Testing
                                 "Echo",
                                 on: server,
                                 [.int32(Int32(index)), .bytes([UInt8](repeating: 1, count: 512))]
-                            )
+                            ),
+                            // A hang guard: libdbus's 25 s default is too tight when the full
+                            // parallel suite starves this process's threads (seen at load 18).
+                            timeout: .seconds(120)
                         )
                         return (index, reply.arguments[0].int32 ?? -1)
                     }

@@ -153,8 +153,10 @@ struct PrivateBusError: Error, CustomStringConvertible {
 /// Waits until `condition` holds, polling, for at most `timeout`; returns whether it held.
 ///
 /// For effects that cross the real bus and so cannot be awaited directly (a match rule removed
-/// after a stream is dropped).
-func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
+/// after a stream is dropped). The bound is a hang guard, not a speed claim: in the full parallel
+/// suite the cooperative pool can be busy with other suites' hashing for tens of seconds, so it
+/// is generous; a condition that never holds still fails, only later.
+func eventually(within timeout: Duration = .seconds(120), _ condition: () async -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while clock.now < deadline {
