@@ -110,6 +110,26 @@ import Testing
         }
     }
 
+    @Test func callsReuseTheWatchSources() async throws {
+        try await PrivateBus.withServerAndClient { bus, server, client in
+            let before = await (client.createdSourceCounts, server.createdSourceCounts)
+            let count = 200
+            for index in 0..<count {
+                let reply = try await client.call(TestService.call("Echo", on: server, [.int32(Int32(index))]))
+                #expect(reply.arguments == [.int32(Int32(index))])
+            }
+            let after = await (client.createdSourceCounts, server.createdSourceCounts)
+            // libdbus toggles the write watch on and off around every outgoing message; a toggle
+            // suspends or resumes the watch's sources instead of making new ones.
+            #expect(after.0.watches - before.0.watches <= 2)
+            #expect(after.1.watches - before.1.watches <= 2)
+            // Each call's reply timeout is a timeout of its own in libdbus, added and removed once,
+            // so the client makes one timer per call and the server (no calls) none.
+            #expect(after.0.timers - before.0.timers <= count)
+            #expect(after.1.timers == before.1.timers)
+        }
+    }
+
     @Test func largeMessagesCrossTheBus() async throws {
         try await PrivateBus.withServerAndClient { bus, server, client in
             // Far more than a socket buffer, and than libdbus reads at once.

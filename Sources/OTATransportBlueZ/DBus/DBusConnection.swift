@@ -303,5 +303,11 @@ public actor DBusConnection {
 
     /// The number of calls waiting for a reply (for tests).
     var pendingCallCount: Int { pendingReplies.count }
+
+    /// How many watch and timer dispatch sources the connection's event loop has created (for
+    /// tests and measurements); read on the connection's queue, where the loop counts them.
+    var createdSourceCounts: (watches: Int, timers: Int) {
+        (loop.createdWatchSourceCount, loop.createdTimerSourceCount)
+    }
 }
 #endif

@@ -23,7 +23,7 @@ final class DBusEventLoop: @unchecked Sendable {
 
     /// The connection that receives incoming messages.
     private weak var owner: DBusConnection?
-    private var watchSources: [OpaquePointer: [any DispatchSourceProtocol]] = [:]
+    private var watchSources: [OpaquePointer: WatchSources] = [:]
     private var timerSources: [OpaquePointer: any DispatchSourceTimer] = [:]
     private var isInstalled = false
     private var isDispatching = false
@@ -80,7 +80,7 @@ final class DBusEventLoop: @unchecked Sendable {
 
     private func release() {
         if isInstalled { DBusCalls.uninstall(self) }
-        for source in watchSources.values.joined() { source.cancel() }
+        for entry in watchSources.values { cancel(entry) }
         for timer in timerSources.values { timer.cancel() }
         watchSources = [:]
         timerSources = [:]
@@ -115,18 +115,47 @@ final class DBusEventLoop: @unchecked Sendable {
 
     // MARK: - Watches
 
+    /// The dispatch sources of one libdbus watch, kept for the watch's whole life.
+    ///
+    /// libdbus toggles a watch on and off far more often than it adds one (the write watch on
+    /// every outgoing message), so a toggle only suspends or resumes the sources; they are
+    /// cancelled when libdbus removes the watch. Invariant: the sources are suspended exactly
+    /// once when `isSuspended`, never otherwise, because libdispatch traps on a resume without a
+    /// matching suspend and on releasing a suspended source.
+    private struct WatchSources {
+        let readable: Bool
+        let writable: Bool
+        let sources: [any DispatchSourceProtocol]
+        var isSuspended = false
+    }
+
+    /// The number of watch dispatch sources created so far (for tests and measurements).
+    private(set) var createdWatchSourceCount = 0
+    /// The number of timer dispatch sources created so far (for tests and measurements).
+    private(set) var createdTimerSourceCount = 0
+
     func addWatch(_ watch: OpaquePointer) -> Bool {
         updateWatch(watch)
         return watchSources[watch] != nil || !DBusCalls.watchInterest(watch).enabled
     }
 
     func removeWatch(_ watch: OpaquePointer) {
-        for source in watchSources.removeValue(forKey: watch) ?? [] { source.cancel() }
+        guard let entry = watchSources.removeValue(forKey: watch) else { return }
+        cancel(entry)
     }
 
     func updateWatch(_ watch: OpaquePointer) {
-        removeWatch(watch)
         let interest = DBusCalls.watchInterest(watch)
+        if var entry = watchSources[watch], entry.readable == interest.readable, entry.writable == interest.writable {
+            guard entry.isSuspended == interest.enabled else { return }
+            for source in entry.sources {
+                if interest.enabled { source.resume() } else { source.suspend() }
+            }
+            entry.isSuspended = !interest.enabled
+            watchSources[watch] = entry
+            return
+        }
+        removeWatch(watch)
         guard interest.enabled else { return }
         let descriptor = DBusCalls.watchDescriptor(watch)
         var sources: [any DispatchSourceProtocol] = []
@@ -137,7 +166,15 @@ final class DBusEventLoop: @unchecked Sendable {
             }
             sources.append(source)
         }
-        watchSources[watch] = sources
+        watchSources[watch] = WatchSources(readable: interest.readable, writable: interest.writable, sources: sources)
+    }
+
+    /// Cancels a watch's sources, resuming them first if they are suspended.
+    private func cancel(_ entry: WatchSources) {
+        for source in entry.sources {
+            if entry.isSuspended { source.resume() }
+            source.cancel()
+        }
     }
 
     private func makeSource(
@@ -155,12 +192,13 @@ final class DBusEventLoop: @unchecked Sendable {
             ? DispatchSource.makeReadSource(fileDescriptor: duplicate, queue: queue)
             : DispatchSource.makeWriteSource(fileDescriptor: duplicate, queue: queue)
         source.setEventHandler { [weak self] in
-            guard let self, !self.isClosed, self.watchSources[watch] != nil else { return }
+            guard let self, !self.isClosed, self.watchSources[watch]?.isSuspended == false else { return }
             DBusCalls.handleWatch(watch, readable: readable)
             self.dispatchAll()
         }
         source.setCancelHandler { closeDescriptor(duplicate) }
         source.resume()
+        createdWatchSourceCount += 1
         return source
     }
 
@@ -186,6 +224,7 @@ final class DBusEventLoop: @unchecked Sendable {
             self.dispatchAll()
         }
         timer.resume()
+        createdTimerSourceCount += 1
         timerSources[timeout] = timer
     }
 }
