@@ -8,7 +8,7 @@ import Testing
 /// calls between two connections on a private bus (both ends are this process's code).
 ///
 /// ```sh
-/// OTA_DBUS_CALL_BENCH=20000 swift test --skip-build --filter DBusCallCPUBenchmark
+/// OTA_DBUS_CALL_BENCH=20000 [OTA_DBUS_CALL_BENCH_BYTES=20] swift test --skip-build --filter DBusCallCPUBenchmark
 /// ```
 @Suite(.needsLibDBus) struct DBusCallCPUBenchmark {
     static let calls = ProcessInfo.processInfo.environment["OTA_DBUS_CALL_BENCH"].flatMap { Int($0) }
@@ -16,7 +16,8 @@ import Testing
     @Test(.enabled(if: calls != nil)) func sequentialCallsCPU() async throws {
         let count = Self.calls ?? 0
         try await PrivateBus.withServerAndClient { bus, server, client in
-            let payload = DBusValue.bytes([UInt8](repeating: 7, count: 20))
+            let size = ProcessInfo.processInfo.environment["OTA_DBUS_CALL_BENCH_BYTES"].flatMap { Int($0) } ?? 20
+            let payload = DBusValue.bytes([UInt8](repeating: 7, count: size))
             let start = Self.cpu()
             let clock = ContinuousClock()
             let began = clock.now
@@ -27,9 +28,9 @@ import Testing
             let end = Self.cpu()
             let counts = await (client.createdSourceCounts, server.createdSourceCounts)
             print(
-                "DBusCallCPUBenchmark: \(count) calls in \(elapsed): user \(end.user - start.user) s, "
+                "DBusCallCPUBenchmark: \(count) calls of \(size) bytes in \(elapsed): user \(end.user - start.user) s, "
                     + "sys \(end.system - start.system) s; watch sources client \(counts.0.watches) "
-                    + "server \(counts.1.watches), timer sources client \(counts.0.timers)"
+                    + "server \(counts.1.watches), watch updates client \(await client.watchUpdateCount), timer sources client \(counts.0.timers)"
             )
         }
     }

@@ -309,5 +309,8 @@ public actor DBusConnection {
     var createdSourceCounts: (watches: Int, timers: Int) {
         (loop.createdWatchSourceCount, loop.createdTimerSourceCount)
     }
+
+    /// How many times libdbus added or toggled one of the connection's watches (for measurements).
+    var watchUpdateCount: Int { loop.watchUpdateCount }
 }
 #endif

@@ -131,6 +131,8 @@ final class DBusEventLoop: @unchecked Sendable {
 
     /// The number of watch dispatch sources created so far (for tests and measurements).
     private(set) var createdWatchSourceCount = 0
+    /// The number of times libdbus added or toggled a watch (for tests and measurements).
+    private(set) var watchUpdateCount = 0
     /// The number of timer dispatch sources created so far (for tests and measurements).
     private(set) var createdTimerSourceCount = 0
 
@@ -145,6 +147,7 @@ final class DBusEventLoop: @unchecked Sendable {
     }
 
     func updateWatch(_ watch: OpaquePointer) {
+        watchUpdateCount += 1
         let interest = DBusCalls.watchInterest(watch)
         if var entry = watchSources[watch], entry.readable == interest.readable, entry.writable == interest.writable {
             guard entry.isSuspended == interest.enabled else { return }
