@@ -165,6 +165,38 @@ import Testing
         #expect(restored.read(13..<16) == Data([0xFF, 0x12, 0xFF]))
     }
 
+    /// A sector is allocated when first written, not filled with 0xFF first: the bytes before,
+    /// between and after the written ones must read as erased, through a read, through pieces
+    /// (which fill the sector), and when programmed over afterwards.
+    @Test func untouchedBytesOfAKeptSectorReadErased() throws {
+        let flash = NORFlash(capacity: 4096, sectorSize: 1024)
+        var reference = [UInt8](repeating: 0xFF, count: 4096)
+        func write(_ bytes: [UInt8], at offset: Int) throws {
+            try flash.write(Data(bytes), at: offset)
+            for (index, byte) in bytes.enumerated() { reference[offset + index] &= byte }
+        }
+        func check(_ step: String) {
+            #expect(flash.read(0..<4096) == Data(reference), "read after \(step)")
+            #expect(flash.read(450..<560) == Data(reference[450..<560]), "part after \(step)")
+            var joined = Data()
+            flash.forEachPiece(of: 0..<4096) { joined.append(contentsOf: $0) }
+            #expect(joined == Data(reference), "pieces after \(step)")
+        }
+        try write([0x12, 0x34], at: 500)  // the middle of a fresh sector
+        #expect(flash.read(498..<503) == Data([0xFF, 0xFF, 0x12, 0x34, 0xFF]))
+        try write([0x0F, 0xF0], at: 100)  // before the written part
+        try write([0x3C], at: 1000)  // past it, with a gap
+        check("three writes")
+        try write([0xF3, 0x3F], at: 100)  // over programmed bytes, after the pieces filled the sector
+        try write([0x55], at: 1001)  // past the written part, over filled bytes
+        try write([0x00], at: 2047)  // the last byte of a fresh sector
+        check("writes after pieces")
+        try flash.erase(0..<1)
+        for index in 0..<1024 { reference[index] = 0xFF }
+        try write([0x77], at: 1023)
+        check("an erase and a write")
+    }
+
     /// Commits hash the image where it lies: the pieces, erased sectors included, are exactly what
     /// a read returns, clamped the same way, and so are the CRC-32 and SHA-256 taken over them.
     @Test func piecesAreWhatAReadReturns() throws {

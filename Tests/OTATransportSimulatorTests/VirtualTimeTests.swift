@@ -92,6 +92,38 @@ import Testing
         #expect(seen.withLock { $0 } == expected)
     }
 
+    /// The run loop's own thread enqueues without a lock; other threads hand their work over. A
+    /// job, a timer and a cancellation from another thread reach a run loop that is idle and
+    /// waiting, wake it, and take effect as made: the cancelled timer never fires.
+    @Test func workFromAnotherThreadWakesTheIdleRunLoop() async throws {
+        let simulation = Simulation()
+        let seen = Mutex<[String]>([])
+        let times = try await simulation.run {
+            // A job from another thread: the continuation resumed there, while nothing else runs.
+            let resumed = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
+                Thread {
+                    Thread.sleep(forTimeInterval: 0.2)
+                    continuation.resume(returning: simulation.now)
+                }.start()
+            }
+            // A timer and a cancellation from another thread.
+            let fired = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
+                Thread {
+                    Thread.sleep(forTimeInterval: 0.2)
+                    let early = simulation.schedule(at: .milliseconds(5)) { seen.withLock { $0.append("cancelled") } }
+                    simulation.executor.cancelTimer(early)
+                    simulation.schedule(at: .milliseconds(10)) {
+                        seen.withLock { $0.append("timer") }
+                        continuation.resume(returning: simulation.now)
+                    }
+                }.start()
+            }
+            return [resumed, fired]
+        }
+        #expect(seen.withLock { $0 } == ["timer"])
+        #expect(times == [.zero, .milliseconds(10)])
+    }
+
     @Test func waitingForeverIsReportedAsADeadlock() async {
         let simulation = Simulation()
         await #expect(throws: SimulationError.self) {

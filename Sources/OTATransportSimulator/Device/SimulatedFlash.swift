@@ -2,15 +2,19 @@ import Foundation
 import OTACore
 import Synchronization
 
-/// A device's update slot in NOR flash: the one model, ``NORFlash`` (erased bytes read 0xFF,
+/// A device's update slot in NOR flash: the one model, ``NORFlash``'s (erased bytes read 0xFF,
 /// programming ANDs bits in, erases and writes outside the slot throw, reads are clamped to it),
 /// with every operation costing time that the hosting device accounts.
+///
+/// The contents (``NORFlashSectors``) are kept beside the timing and counters behind one lock, so
+/// a write takes one lock.
 ///
 /// Contents survive disconnects and reboots, and processes through ``snapshot()`` and
 /// ``restore(_:)``. Faults can be injected: a write or erase that fails, as worn or protected
 /// flash does.
 public final class SimulatedFlash: FlashStorage, Sendable {
     private struct State {
+        var contents: NORFlashSectors
         // Times are attoseconds (`Duration.attoseconds`): the same exact values, added and
         // compared inline rather than through `Duration`'s operators in the standard library.
         var pendingCost: Int128 = 0
@@ -54,26 +58,30 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
     /// Erase and write timing.
     public let timing: FlashTiming
-    public var capacity: Int { flash.capacity }
-    public var sectorSize: Int { flash.sectorSize }
-    private let flash: NORFlash
+    public let capacity: Int
+    public let sectorSize: Int
     private let state: Mutex<State>
 
     /// Creates an erased slot of `capacity` bytes.
     public init(capacity: Int, timing: FlashTiming) {
         precondition(capacity > 0 && capacity % timing.sectorSize == 0, "capacity must be whole sectors")
         self.timing = timing
-        flash = NORFlash(capacity: capacity, sectorSize: timing.sectorSize)
+        self.capacity = capacity
+        sectorSize = timing.sectorSize
         let sectors = capacity / timing.sectorSize
-        state = Mutex(State(changedSectors: [UInt64](repeating: 0, count: (sectors + 63) / 64)))
+        state = Mutex(
+            State(
+                contents: NORFlashSectors(capacity: capacity, sectorSize: timing.sectorSize),
+                changedSectors: [UInt64](repeating: 0, count: (sectors + 63) / 64)))
     }
 
     public func erase(_ range: Range<Int>) throws(FlashError) {
-        try flash.checkErase(range)
+        try NORFlashSectors.checkErase(range, capacity: capacity)
+        let erased = NORFlashSectors.sectors(covering: range, sectorSize: sectorSize, capacity: capacity)
         try state.withLock { (state: inout State) throws(FlashError) in
             if let failing = state.failing { throw FlashError(failing) }
-            try flash.erase(range)
-            let sectors = flash.sectors(covering: range).count / sectorSize
+            state.contents.erase(sectorsOf: erased)
+            let sectors = erased.count / sectorSize
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime.attoseconds * Int128(sectors)
             state.markChanged(range, sectorSize: sectorSize)
@@ -81,10 +89,10 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     }
 
     public func write(_ bytes: Data, at offset: Int) throws(FlashError) {
-        try flash.checkWrite(count: bytes.count, at: offset)
+        try NORFlashSectors.checkWrite(count: bytes.count, at: offset, capacity: capacity)
         try state.withLock { (state: inout State) throws(FlashError) in
             if let failing = state.failing { throw FlashError(failing) }
-            try flash.write(bytes, at: offset)
+            state.contents.write(bytes, at: offset)
             state.bytesWritten += bytes.count
             if bytes.count != state.lastWriteCount {
                 state.lastWriteCount = bytes.count
@@ -97,13 +105,13 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
     /// Reads `range`, clamped to the slot; reading costs no time.
     public func read(_ range: Range<Int>) -> Data {
-        flash.read(range)
+        state.withLock { $0.contents.read(range) }
     }
 
     /// Visits the bytes of `range`, clamped to the slot, sector by sector without copying them;
-    /// costs no time.
+    /// costs no time. Runs under the flash's lock, so `body` must not use the flash.
     public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {
-        flash.forEachPiece(of: range, body)
+        state.withLock { $0.contents.forEachPiece(of: range, body) }
     }
 
     /// Makes every following erase and write fail with `message` (or succeed again with `nil`).
@@ -113,15 +121,21 @@ public final class SimulatedFlash: FlashStorage, Sendable {
 
     /// The whole slot's contents, to keep a simulated device across processes.
     public func snapshot() -> Data {
-        flash.snapshot()
+        read(0..<capacity)
     }
 
     /// Replaces the slot's contents with a ``snapshot()``.
     ///
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
-        try flash.restore(snapshot)
-        state.withLock { _ = $0.takeChanged() }
+        guard snapshot.count == capacity else {
+            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
+        }
+        let contents = NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
+        state.withLock {
+            $0.contents = contents
+            _ = $0.takeChanged()
+        }
     }
 
     /// The sectors (by index: offset / ``sectorSize``) erased or programmed since the last call

@@ -14,17 +14,36 @@ import Synchronization
 /// Use it through ``Simulation/run(_:)``, which starts the thread and sets the task executor
 /// preference so that the body, its child tasks and default actors all run here.
 public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked: every mutable field below is guarded by `condition`, which is also how the
-    // run loop sleeps while waiting for work from other threads.
-    // The runtime's exclusivity checks are off for them: the lock already rules out overlapping
-    // accesses, and each job and timer would otherwise pay for several checks.
+    // @unchecked: the fields are in two groups.
+    //
+    // Owned by the run loop's thread (`jobs`, `jobsHead`, `timers`, `virtualNow`, `wallAnchor`):
+    // read and written only there, with no lock. A job or timer set from that thread (nearly all
+    // of them: the simulation's tasks, the link's events and replies run there) goes straight in.
+    // Between two run loops they are touched by nobody but `prepareForRun()`, before the next
+    // loop's thread starts.
+    //
+    // Guarded by `condition` (`inbox`, `actions`, `cancelledBeforeArming`): what other threads
+    // hand over, drained by the run loop's thread before its next step, and the sleeps'
+    // continuations (a sleep can be cancelled from any thread). `condition` is also how the run
+    // loop sleeps while waiting for work from other threads.
+    //
+    // The runtime's exclusivity checks are off for them: the thread or the lock already rules out
+    // overlapping accesses, and each job and timer would otherwise pay for several checks.
     private let condition = NSCondition()
     @exclusivity(unchecked) private var jobs: [UnownedJob] = []
     @exclusivity(unchecked) private var jobsHead = 0
     @exclusivity(unchecked) private var timers = TimerQueue()
     @exclusivity(unchecked) private var actions: [UInt64: TimerAction] = [:]
     @exclusivity(unchecked) private var cancelledBeforeArming: Set<UInt64> = []
-    @exclusivity(unchecked) private var nextTimerID: UInt64 = 0
+    /// Work handed over by other threads, in the order it came; guarded by `condition`.
+    @exclusivity(unchecked) private var inbox: [Handover] = []
+    /// Whether `inbox` may hold something: set under the lock with each handover, read by the run
+    /// loop without it, so that a step with nothing handed over takes no lock.
+    private let inboxPending = Atomic<Bool>(false)
+    /// The run loop's thread (`pthread_self`), or 0 while no run loop runs.
+    private let owner = Atomic<UInt>(0)
+    private let lastTimerID = Atomic<UInt64>(0)
+    private let stopRequested = Atomic<Bool>(false)
     @exclusivity(unchecked) private var virtualNow: Duration = .zero {
         didSet { publishNow() }
     }
@@ -34,8 +53,14 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     private let nowSequence = Atomic<UInt64>(0)
     private let nowHigh = Atomic<UInt64>(0)
     private let nowLow = Atomic<UInt64>(0)
-    @exclusivity(unchecked) private var stopRequested = false
     @exclusivity(unchecked) private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
+
+    /// What another thread hands the run loop.
+    private enum Handover {
+        case job(UnownedJob)
+        case timer(TimerQueue.Entry)
+        case cancel(UInt64)
+    }
 
     /// Virtual seconds per wall-clock second, or `nil` to run as fast as possible.
     ///
@@ -77,38 +102,89 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
+        if onRunLoopThread {
+            jobs.append(unowned)
+        } else {
+            hand(.job(unowned))
+        }
+    }
+
+    /// Whether the caller runs on the run loop's thread, where the loop's own fields may be
+    /// touched without a lock.
+    private var onRunLoopThread: Bool {
+        owner.load(ordering: .acquiring) == Self.currentThread
+    }
+
+    private static var currentThread: UInt {
+        #if canImport(Darwin)
+        UInt(bitPattern: pthread_self())
+        #else
+        UInt(pthread_self())
+        #endif
+    }
+
+    /// Hands `item` to the run loop from another thread, waking it if it waits.
+    private func hand(_ item: Handover) {
         condition.lock()
-        jobs.append(unowned)
+        inbox.append(item)
+        inboxPending.store(true, ordering: .releasing)
         condition.signal()
         condition.unlock()
+    }
+
+    /// Moves what other threads handed over into the run loop's own fields, in the order it came;
+    /// on the run loop's thread only.
+    private func drainInbox() {
+        condition.lock()
+        let items = inbox
+        inbox.removeAll(keepingCapacity: true)
+        inboxPending.store(false, ordering: .releasing)
+        condition.unlock()
+        for item in items {
+            switch item {
+            case .job(let job):
+                jobs.append(job)
+            case .timer(var entry):
+                entry.deadline = max(entry.deadline, virtualNow)
+                timers.insert(entry)
+            case .cancel(let id):
+                timers.cancelCall(id)
+            }
+        }
     }
 
     // MARK: - Timers
 
     /// Calls `action` on the executor thread when virtual time reaches `deadline`.
+    ///
+    /// From another thread than the run loop's, the timer is handed over and joins the queue
+    /// before the loop's next step (its identifier, and so its place among timers due at the same
+    /// instant, is taken at once).
     @discardableResult
     public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        nextTimerID += 1
-        let id = nextTimerID
-        timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
-        condition.signal()
+        let id = reserveTimerID()
+        if onRunLoopThread {
+            timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
+        } else {
+            hand(.timer(.init(deadline: deadline, id: id, call: action)))
+        }
         return id
     }
 
     /// Cancels a timer set with ``schedule(at:_:)``; does nothing if it already fired.
+    ///
+    /// From another thread than the run loop's, the cancellation takes effect before the loop's
+    /// next step: a timer the loop is firing at that moment still fires, as before.
     public func cancelTimer(_ id: UInt64) {
-        condition.lock()
-        timers.cancelCall(id)
-        condition.unlock()
+        if onRunLoopThread {
+            timers.cancelCall(id)
+        } else {
+            hand(.cancel(id))
+        }
     }
 
     func reserveTimerID() -> UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        nextTimerID += 1
-        return nextTimerID
+        lastTimerID.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     /// Suspends the current task until `deadline`; throws `CancellationError` when the task is
@@ -124,9 +200,15 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                     return
                 }
                 actions[id] = .resume(continuation)
-                timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
-                condition.signal()
-                condition.unlock()
+                if onRunLoopThread {
+                    condition.unlock()
+                    timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
+                } else {
+                    inbox.append(.timer(.init(deadline: deadline, id: id)))
+                    inboxPending.store(true, ordering: .releasing)
+                    condition.signal()
+                    condition.unlock()
+                }
             }
         } onCancel: {
             condition.lock()
@@ -151,15 +233,15 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// Readies the executor for another run loop after a previous one stopped.
     func prepareForRun() {
         condition.lock()
-        stopRequested = false
+        stopRequested.store(false, ordering: .releasing)
         wallAnchor = nil
         condition.unlock()
     }
 
     /// Asks the run loop to return once the job queue is empty.
     func stop() {
+        stopRequested.store(true, ordering: .releasing)
         condition.lock()
-        stopRequested = true
         condition.signal()
         condition.unlock()
     }
@@ -178,6 +260,8 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     ///   and nothing arrived from another thread for a while; it should cancel the work.
     func runLoop(onDeadlock: () -> Void) {
         let executor = asUnownedTaskExecutor()
+        owner.store(Self.currentThread, ordering: .releasing)
+        defer { owner.store(0, ordering: .releasing) }
         while true {
             switch nextStep() {
             case .run(let job):
@@ -194,9 +278,9 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// The run loop's next step; takes the lock only when another thread handed something over,
+    /// a sleep's timer fires, or there is nothing to do but wait.
     private func nextStep() -> Step {
-        condition.lock()
-        defer { condition.unlock() }
         while true {
             if jobsHead < jobs.count {
                 let job = jobs[jobsHead]
@@ -207,29 +291,47 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                 }
                 return .run(job)
             }
-            if stopRequested { return .stop }
+            // Read before the inbox: what was handed over before a stop is run before stopping.
+            let stopping = stopRequested.load(ordering: .acquiring)
+            if inboxPending.load(ordering: .acquiring) {
+                drainInbox()
+                continue
+            }
+            if stopping { return .stop }
             if let deadline = timers.firstDeadline {
                 if let wait = wallDelay(until: deadline) {
                     // Following the wall clock: sleep, but wake for work from other threads.
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
+                    condition.lock()
+                    if inbox.isEmpty && !stopRequested.load(ordering: .acquiring) {
+                        _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
+                    }
+                    condition.unlock()
                     continue
                 }
                 guard let entry = timers.popFirst() else { continue }
                 let action: TimerAction
                 if let call = entry.call {
                     action = .call(call)
-                } else if let continuation = actions.removeValue(forKey: entry.id) {
-                    action = continuation
                 } else {
-                    continue
+                    condition.lock()
+                    let continuation = actions.removeValue(forKey: entry.id)
+                    condition.unlock()
+                    guard let continuation else { continue }
+                    action = continuation
                 }
                 if entry.deadline > virtualNow { virtualNow = entry.deadline }
                 return .fire(action)
             }
             // Nothing runnable and no timer: only another thread can make progress now.
-            if !condition.wait(until: Date(timeIntervalSinceNow: 2)) && jobsHead == jobs.count && timers.isEmpty && !stopRequested {
-                return .deadlock
+            condition.lock()
+            if inbox.isEmpty && !stopRequested.load(ordering: .acquiring) {
+                let woken = condition.wait(until: Date(timeIntervalSinceNow: 2))
+                if !woken && inbox.isEmpty && !stopRequested.load(ordering: .acquiring) {
+                    condition.unlock()
+                    return .deadlock
+                }
             }
+            condition.unlock()
         }
     }
 
