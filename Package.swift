@@ -36,6 +36,8 @@ let package = Package(
         .library(name: "OTATransportSerial", targets: ["OTATransportSerial"]),
         .library(name: "OTAStoreSQLite", targets: ["OTAStoreSQLite"]),
         .library(name: "OTAStorePostgreSQL", targets: ["OTAStorePostgreSQL"]),
+        // The command line as a library: the fuzz package checks argument vectors through it.
+        .library(name: "OTACommandLine", targets: ["OTACommandLine"]),
         .executable(name: "ota", targets: ["ota"]),
         .executable(name: "ota-peripheral", targets: ["ota-peripheral"]),
     ],

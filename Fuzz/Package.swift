@@ -32,6 +32,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("campaign-window", ["OTACore"]),
     ("target-list", ["OTACore"]),
     ("target-pattern", ["OTACore"]),
+    ("cli-arguments", ["OTACommandLine"]),
 ]
 
 let package = Package(

@@ -11,7 +11,7 @@ corpus=Corpus
 
 rm -rf "$corpus"
 mkdir -p "$corpus"/{dfu-zip,init-packet,dfu-manifest,package-manifest,device-catalog,mcuboot-image,trace,esp-app-image,espressif-wire,trusted-key}
-mkdir -p "$corpus"/{campaign-window,target-list,target-pattern}
+mkdir -p "$corpus"/{campaign-window,target-list,target-pattern,cli-arguments}
 
 # Nordic packages: the zips whole, and what is inside them.
 cp "$nordic"/*.zip "$corpus/dfu-zip/"
@@ -82,6 +82,13 @@ printf 'C0:DE:00:00:*\0C0:DE:00:00:00:01\0C0:DE:00:01:00:01' > "$corpus/target-p
 printf '*-?\0lock-1\0meter-10' > "$corpus/target-pattern/question.txt"
 printf 'a*b*c*\0aXbYcZ\0acb' > "$corpus/target-pattern/stars.txt"
 printf 'lock-[12]\0lock-1' > "$corpus/target-pattern/refused.txt"
+# Command lines (NUL between arguments), as the cli-arguments target reads them.
+printf 'update\0fw.bin\0--protocol\0nordic-dfu\0--device\0sim:nrf52840\0--param\0prn=auto\0--sim-disconnect-at\0300K\0--seed=7' > "$corpus/cli-arguments/update.txt"
+printf 'image\0test\0deadbeef\0--device=sim:zephyr-sensor\0--json' > "$corpus/cli-arguments/image-test.txt"
+printf 'image\0erase\0--slot=1\0--sim-speed\0max' > "$corpus/cli-arguments/image-erase.txt"
+printf 'campaign\0create\0--target-name\0lock-*\0--\0--odd.bin' > "$corpus/cli-arguments/campaign.txt"
+printf 'benchmark\0--size\0200K\0--param=window=4\0-h' > "$corpus/cli-arguments/benchmark.txt"
+printf 'scan\0--timeout\0\0--sim-battery\0none' > "$corpus/cli-arguments/scan.txt"
 
 # Wire messages and simulated devices' files, from the encoders and models.
 bin=$(bash build.sh)
@@ -92,6 +99,10 @@ bin=$(bash build.sh)
 printf '*\0*-?' > "$corpus/target-pattern/found-star-against-star.txt"
 # A group naming a device by address and by name (the name reported as naming none).
 printf '\0C0:DE:00:00:00:02\nsensor-2\n' > "$corpus/target-list/found-address-and-name.txt"
+# Fullwidth digits in an image hash (a crash, UInt8(_:radix:) of what isHexDigit accepted) and a
+# combining mark after '=' (one Character, so the split missed it): HostileArgumentTextTests.
+printf 'image\0test\0\xef\xbc\x91\xef\xbc\x92\xef\xbc\x93\xef\xbc\x94\xef\xbc\x95\xef\xbc\x96\xef\xbc\x97\xef\xbc\x98' > "$corpus/cli-arguments/found-fullwidth-hash.txt"
+printf 'update\0fw.bin\0--protocol=\xcc\x81generic' > "$corpus/cli-arguments/found-combining-equals.txt"
 # A Nordic progress with a PRN past 16 bits (clamped to 65535): NordicBootloaderModelTests.
 {
     printf '\x02\x36\x00NordicDFU-progress-1\n\x02'

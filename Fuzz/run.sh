@@ -18,7 +18,7 @@ shift || true
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: Fuzz/run.sh [SECONDS] [TARGET...]" >&2; exit 64; }
 
 all=(dfu-zip init-packet dfu-manifest package-manifest device-catalog device-information generic-wire framed-wire nordic-wire cbor smp smp-serial mcuboot-image trace esp-app-image espressif-wire trusted-key
-    sim-journal sim-device-state campaign-window target-list target-pattern)
+    sim-journal sim-device-state campaign-window target-list target-pattern cli-arguments)
 targets=("${@:-${all[@]}}")
 for target in "${targets[@]}"; do
     [[ -d Corpus/$target ]] || { echo "run.sh: no target '$target' (targets: ${all[*]})" >&2; exit 64; }
@@ -47,10 +47,12 @@ for target in "${targets[@]}"; do
     # What a device sends in one notification or read is at most 512 bytes (an attribute value's
     # limit); SMP and CBOR reassemble longer messages, and files are longer still (4096, the default).
     # A trace's seeds are longer, but 4096 bytes hold its header and a dozen records. A window
-    # is a date and a dozen characters; a pattern and the names it is matched against are short.
+    # is a date and a dozen characters; a pattern and the names it is matched against are short; a
+    # command line is a few dozen words.
     case $target in
         generic-wire | framed-wire | nordic-wire | espressif-wire | device-information | target-pattern) options+=(-max_len=512) ;;
         campaign-window) options+=(-max_len=64) ;;
+        cli-arguments) options+=(-max_len=1024) ;;
         trace) options+=(-max_len=4096) ;;
     esac
     start=$(date +%s)

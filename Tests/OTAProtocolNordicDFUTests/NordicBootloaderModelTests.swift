@@ -721,6 +721,75 @@ extension NordicBootloaderModelTests {
         #expect(throws: OTAError.self) { try NordicBootloaderModel().restore(runningState: Data(kept)) }
     }
 
+    /// How a test alters the kept progress: the u32 fields of
+    /// ``NordicBootloaderModel/runningState`` after the magic (21 bytes) and the object (1) are the
+    /// command size (0), offset (1), CRC (2), executed offset (3), executed CRC (4), object size + 1
+    /// (5) and PRN (6).
+    enum Tamper: Sendable {
+        case none
+        case set(fields: [Int], UInt32)
+        case flip(field: Int)
+
+        func apply(_ kept: inout [UInt8]) {
+            switch self {
+            case .none: break
+            case .set(let fields, let value):
+                for field in fields {
+                    let start = 21 + 1 + field * 4
+                    kept.replaceSubrange(start..<(start + 4), with: u32LE(value))
+                }
+            case .flip(let field): kept[21 + 1 + field * 4] ^= 0x01
+            }
+        }
+    }
+
+    @Test(
+        "restored progress the flash does not bear out is not trusted: the object starts over, or all data progress goes (decision 0056)",
+        arguments: [
+            ("as kept", Tamper.none, 5096),
+            ("offset past the image", .set(fields: [1], 60_000), 4096),
+            ("offset past its object", .set(fields: [1], 8200), 4096),
+            ("CRC not the flash's", .flip(field: 2), 4096),
+            ("executed CRC not the flash's", .flip(field: 4), 0),
+            ("executed offset (and offset) past the image", .set(fields: [1, 3], 40_000), 0),
+        ] as [(String, Tamper, Int)])
+    func restoredProgressCheckedAgainstTheFlash(what: String, tamper: Tamper, offset: Int) throws {
+        let image = Image(size: 10_000, seed: 5)
+        let bench = Bench()
+        #expect(bench.executeInit(image.initPacket()) == [0x60, 0x04, 0x01])
+        #expect(bench.request([0x01, 0x02] + u32LE(4096)) == [[0x60, 0x01, 0x01]])
+        bench.send(Array(image.bytes[0..<4096]))
+        #expect(bench.request([0x04]) == [[0x60, 0x04, 0x01]])
+        #expect(bench.request([0x01, 0x02] + u32LE(4096)) == [[0x60, 0x01, 0x01]])
+        bench.send(Array(image.bytes[4096..<5096]))
+
+        var kept = [UInt8](bench.model.runningState)
+        tamper.apply(&kept)
+        let later = Bench(flash: bench.flash)
+        try later.model.restore(runningState: Data(kept))
+        later.model.connected(later.peripheral)
+        let crc: UInt32 = CRC32.checksum(Data(image.bytes[0..<offset]))
+        let expected: [UInt8] = [0x60, 0x06, 0x01] + u32LE(4096) + u32LE(UInt32(offset)) + u32LE(crc)
+        #expect(later.request([0x06, 0x02]) == [expected], "\(what)")
+        // The central resumes where Select said, and the image completes byte for byte.
+        var start = offset
+        if offset % 4096 != 0 {
+            // Select said the object is partly there: the rest of it.
+            let end = min(image.bytes.count, offset / 4096 * 4096 + 4096)
+            later.send(Array(image.bytes[offset..<end]))
+            #expect(later.request([0x04]) == [[0x60, 0x04, 0x01]], "\(what)")
+            start = end
+        }
+        while start < image.bytes.count {
+            let end = min(image.bytes.count, start + 4096)
+            #expect(later.request([0x01, 0x02] + u32LE(UInt32(end - start))) == [[0x60, 0x01, 0x01]], "\(what)")
+            later.send(Array(image.bytes[start..<end]))
+            #expect(later.request([0x04]) == [[0x60, 0x04, 0x01]], "\(what)")
+            start = end
+        }
+        #expect(later.flashBytes(0..<image.bytes.count) == image.bytes, "\(what)")
+    }
+
     struct Bench {
         let model: NordicBootloaderModel
         let peripheral: FakePeripheral

@@ -59,7 +59,16 @@ package enum ArgumentParser {
     }
 
     private static func split(_ argument: String) -> (String, String?) {
-        guard let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
-        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+        guard let (name, value) = splitAtEquals(argument) else { return (argument, nil) }
+        return (name, value)
+    }
+
+    /// `text` split at its first `=`, found among Unicode scalars, not `Character`s: a combining
+    /// mark after the `=` (`"=\u{301}"`) makes one `Character` that `firstIndex(of: "=")` misses
+    /// (decision 0056). Nil when there is no `=`.
+    package static func splitAtEquals(_ text: String) -> (String, String)? {
+        let scalars = text.unicodeScalars
+        guard let equals = scalars.firstIndex(of: "=") else { return nil }
+        return (String(scalars[..<equals]), String(scalars[scalars.index(after: equals)...]))
     }
 }

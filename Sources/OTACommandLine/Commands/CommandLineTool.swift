@@ -66,6 +66,51 @@ public enum CommandLineTool {
         }
     }
 
+    /// What `ota` makes of an argument vector before anything runs: the command, its options'
+    /// values, and the usage error the tool would print.
+    public struct CheckedArguments: Sendable {
+        /// The command named, or nil (no arguments, help, version, an unknown command).
+        public var command: String?
+        /// The options' values by name (`"--param": ["window=4"]`), as parsed.
+        public var values: [String: [String]] = [:]
+        /// The usage error's line as `ota` prints it (without the `ota: error: ` prefix), or nil
+        /// when the arguments pass these checks.
+        public var error: String?
+    }
+
+    /// Parses `arguments` (without the program name) as ``run(_:streams:environment:)`` does and
+    /// runs the checks that need no device, file or network: the command's options and
+    /// positionals, `--param KEY=VALUE`, the simulator's options (but `--sim-key`, a file), and
+    /// `ota image`'s action, hash and slot. Nothing connects, nothing is read or written; for the
+    /// `cli-arguments` fuzz target (decision 0056).
+    public static func check(_ arguments: [String]) -> CheckedArguments {
+        var result = CheckedArguments()
+        guard let first = arguments.first, let command = commands.first(where: { $0.spec.name == first }) else { return result }
+        result.command = first
+        do {
+            let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: command.spec)
+            result.values = parsed.values
+            if parsed.wantsHelp { return result }
+            if command.spec.option(named: "--param") != nil {
+                _ = try UpdatePlan.parameters(parsed, command: first)
+            }
+            if command.spec.option(named: "--sim-speed") != nil {
+                var values = parsed.values
+                values["--sim-key"] = nil
+                _ = try SimulatorOptions.parse(values, command: first, interactive: false)
+            }
+            if command == ImageCommand.self {
+                _ = try ImageCommand.check(parsed)
+            }
+            if command == BenchmarkCommand.self, let size = parsed.value("--size") {
+                _ = try BenchmarkCommand.parseSize(size)
+            }
+        } catch {
+            result.error = error.description
+        }
+        return result
+    }
+
     /// The signals that pause an update like Ctrl-C (the device keeps what it received, a
     /// simulated device's state is saved, exit 130): SIGTERM from a service manager or `kill`,
     /// SIGHUP from a closed terminal, as well as SIGINT.

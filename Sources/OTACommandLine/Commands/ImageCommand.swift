@@ -31,24 +31,31 @@ enum ImageCommand: Command {
             """
     )
 
-    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
+    /// The action, hash and slot the arguments give, checked before anything connects.
+    static func check(_ arguments: ParsedArguments) throws(UsageError) -> (action: String, hash: HashArgument?, slot: Int?) {
         let action = arguments.positionals[0]
         let hashText = arguments.positionals.count > 1 ? arguments.positionals[1] : nil
+        guard actions.contains(action) else {
+            throw UsageError("unknown action '\(action)' (expected \(actions.joined(separator: ", ")))", command: "image")
+        }
+        switch (action, hashText) {
+        case ("test", nil): throw UsageError("'ota image test' needs the HASH of the image to test", command: "image")
+        case ("list", _?), ("erase", _?): throw UsageError("'ota image \(action)' takes no HASH", command: "image")
+        default: break
+        }
+        let hash = try hashText.map { text throws(UsageError) in try HashArgument(text) }
+        let slot = try arguments.value("--slot").map { text throws(UsageError) in try UpdatePlan.integer(text, option: "--slot", in: 0...15, command: "image") }
+        if slot != nil, action != "erase" { throw UsageError("--slot applies to 'ota image erase'", command: "image") }
+        return (action, hash, slot)
+    }
+
+    static func run(_ arguments: ParsedArguments, streams: any OutputStreams, environment: ToolEnvironment) async -> ExitCode {
         let json = arguments.flag("--json")
+        let action: String
         let hash: HashArgument?
         let slot: Int?
         do {
-            guard actions.contains(action) else {
-                throw UsageError("unknown action '\(action)' (expected \(actions.joined(separator: ", ")))", command: "image")
-            }
-            switch (action, hashText) {
-            case ("test", nil): throw UsageError("'ota image test' needs the HASH of the image to test", command: "image")
-            case ("list", _?), ("erase", _?): throw UsageError("'ota image \(action)' takes no HASH", command: "image")
-            default: break
-            }
-            hash = try hashText.map { text throws(UsageError) in try HashArgument(text) }
-            slot = try arguments.value("--slot").map { text throws(UsageError) in try UpdatePlan.integer(text, option: "--slot", in: 0...15, command: "image") }
-            if slot != nil, action != "erase" { throw UsageError("--slot applies to 'ota image erase'", command: "image") }
+            (action, hash, slot) = try check(arguments)
         } catch {
             return UpdateCommand.fail(error, streams: streams)
         }
@@ -121,8 +128,11 @@ struct HashArgument: Sendable, Equatable {
     var isPrefix: Bool { bytes.count < 32 }
 
     init(_ text: String) throws(UsageError) {
-        let hex = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
-        guard !hex.isEmpty, hex.count % 2 == 0, hex.count <= 64, hex.allSatisfy(\.isHexDigit) else {
+        // ASCII hex digits counted as UTF-8 bytes: `Character.isHexDigit` also accepts the
+        // fullwidth forms (`１２`), which `UInt8(_:radix:)` does not read (decision 0056).
+        let utf8 = Array(text.utf8)
+        let hex = utf8.count >= 2 && utf8[0] == UInt8(ascii: "0") && (utf8[1] | 0x20) == UInt8(ascii: "x") ? Array(utf8.dropFirst(2)) : utf8
+        guard !hex.isEmpty, hex.count % 2 == 0, hex.count <= 64, let bytes = Self.bytes(hex) else {
             throw UsageError(
                 "'\(text)' is not an image hash: expected 64 hex digits (or an even number of them, a prefix), as 'ota image list' shows",
                 command: "image")
@@ -130,14 +140,27 @@ struct HashArgument: Sendable, Equatable {
         guard hex.count >= 8 else {
             throw UsageError("hash prefix '\(text)' is too short: give at least 8 hex digits", command: "image")
         }
-        var bytes = Data()
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            bytes.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
         self.bytes = bytes
+    }
+
+    /// The bytes that ASCII hex digits (an even number) spell, or nil at any other byte.
+    private static func bytes(_ hex: [UInt8]) -> Data? {
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes = Data(capacity: hex.count / 2)
+        var index = 0
+        while index + 1 < hex.count {
+            guard let high = value(hex[index]), let low = value(hex[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
     }
 
     /// The whole hash: as given, or the one slot whose hash starts with the prefix.

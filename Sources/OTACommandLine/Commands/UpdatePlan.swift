@@ -208,10 +208,10 @@ struct UpdatePlan: Sendable {
     static func parameters(_ arguments: ParsedArguments, command: String) throws(UsageError) -> ProtocolParameters {
         var parameters = ProtocolParameters()
         for pair in arguments.values["--param"] ?? [] {
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+            guard let (key, value) = ArgumentParser.splitAtEquals(pair), !key.isEmpty else {
                 throw UsageError("--param '\(pair)' is not KEY=VALUE", command: command)
             }
-            parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            parameters[key] = value
         }
         return parameters
     }

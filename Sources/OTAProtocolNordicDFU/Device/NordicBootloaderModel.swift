@@ -547,6 +547,39 @@ public final class NordicBootloaderModel: RunningDeviceModel {
             shared.run.objectSize = progress.objectSize
             shared.run.prnTarget = progress.prnTarget
             shared.run.prnCountdown = progress.prnTarget
+            discardUnsoundProgress(&shared.run, flash: flash)
+        }
+    }
+
+    /// Checks restored progress against the device before Select reports it (decision 0056): a
+    /// state file is outside input, and a bootloader that trusted an offset past the image or a
+    /// CRC the flash does not hold would have the central resume onto bytes that are not there.
+    /// A command object larger than the bootloader takes is dropped; executed objects past the
+    /// bank or the accepted init packet's image, or whose CRC the flash does not give, drop all
+    /// data progress; an object in progress past its size, the bank or the image, or whose CRC
+    /// the flash does not give, starts over from the last executed object.
+    private func discardUnsoundProgress(_ run: inout Run, flash: any FlashStorage) {
+        if run.commandSize > limits.command {
+            run.commandSize = 0
+            run.command = []
+            run.commandCRC = CRC32()
+            run.accepted = nil
+        }
+        let end = min(run.bankCapacity, flash.capacity, run.accepted?.firmwareSize ?? 0)
+        guard run.executedOffset <= end, flash.crc32(of: 0..<run.executedOffset) == run.executedCRC else {
+            run.offset = 0
+            run.crc = CRC32()
+            run.executedOffset = 0
+            run.executedCRC = 0
+            run.objectSize = nil
+            return
+        }
+        let objectFits = run.objectSize.map { $0 <= limits.data && run.offset - run.executedOffset <= $0 } ?? (run.offset == run.executedOffset)
+        guard objectFits, run.offset <= end, flash.crc32(of: 0..<run.offset) == run.crc.value else {
+            run.offset = run.executedOffset
+            run.crc = CRC32(continuingFrom: run.executedCRC)
+            run.objectSize = nil
+            return
         }
     }
 
