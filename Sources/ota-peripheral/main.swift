@@ -137,10 +137,11 @@ func parseOptions(_ arguments: [String]) -> Options {
     guard let protocolName = parsed.value("--protocol") else { usageError("--protocol is required") }
     var options = Options(protocolName: protocolName)
     for pair in parsed.values["--param"] ?? [] {
-        guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+        // Split by scalar, as `ota` does (decision 0056): a combining mark after '=' must not hide it.
+        guard let (key, value) = ArgumentParser.splitAtEquals(pair), !key.isEmpty else {
             usageError("--param needs KEY=VALUE, got '\(pair)'")
         }
-        options.parameters[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        options.parameters[key] = value
     }
     options.adapter = parsed.value("--adapter") ?? options.adapter
     options.name = parsed.value("--name") ?? options.name

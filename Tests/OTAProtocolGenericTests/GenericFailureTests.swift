@@ -106,6 +106,8 @@ private struct NaiveConnector: Connector {
         let error = try failure(outcome)
         #expect(error.code == .timeout)
         #expect(error.message.hasPrefix("timed out after 10 min 00 s waiting for the START reply"))
+        // The line says what to do next: this protocol keeps nothing, so the person starts over.
+        #expect(error.message.hasSuffix("; this protocol cannot resume: run the same command again to start over"))
         #expect(outcome.virtualTime >= .seconds(600) && outcome.virtualTime < .seconds(601))
         // Ten minutes of waiting that end long before ten minutes of wall time: virtual time.
         #expect(ContinuousClock.now - wall < .seconds(120))

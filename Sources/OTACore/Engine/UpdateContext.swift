@@ -156,7 +156,9 @@ public final class UpdateContext: Sendable {
                 try await withTimeout(
                     limit,
                     clock: clock,
-                    timeoutError: OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose())")
+                    timeoutError: OTAError(
+                        .timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose()); is it still powered and in range?"
+                    )
                 ) {
                     try await transport.write(value, to: characteristic, kind: kind)
                 }

@@ -214,7 +214,9 @@ public struct UpdateEngine: Sendable {
                 let retried = resumable ? Self.resumableCodes : Self.restartCodes
                 guard retried.contains(error.code), policy.maximumAttempts > 0 else {
                     // Nothing picks up where this run stopped: the person has to start it again.
-                    guard !resumable, error.code == .disconnected else { throw error }
+                    // A device that stopped answering is said so too, or the line would end at
+                    // "timed out" with nothing to do next.
+                    guard !resumable, error.code == .disconnected || error.code == .timeout else { throw error }
                     throw OTAError(
                         error.code, "\(error.message); this protocol cannot resume: run the same command again to start over",
                         underlying: error
