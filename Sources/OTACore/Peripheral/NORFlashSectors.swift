@@ -135,15 +135,26 @@ package struct NORFlashSectors: Sendable {
         guard !data.isEmpty else { return }
         let end = offset + data.count
         data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-            var position = offset
-            while position < end {
-                let index = position / sectorSize
-                let start = position - index * sectorSize
-                let count = min(sectorSize - start, end - position)
+            Self.forEachSpan(of: offset..<end, sectorSize: sectorSize) { index, start, count, position in
                 let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
                 sector(index).program(bytes, at: start)
-                position += count
             }
+        }
+    }
+
+    /// Calls `body` for each piece of `range` that lies in one sector, in order: the sector's
+    /// index, where the piece starts in that sector, its length, and where it starts in the slot.
+    @inline(__always)
+    private static func forEachSpan(
+        of range: Range<Int>, sectorSize: Int, _ body: (_ index: Int, _ start: Int, _ count: Int, _ position: Int) -> Void
+    ) {
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let index = position / sectorSize
+            let start = position - index * sectorSize
+            let count = min(sectorSize - start, range.upperBound - position)
+            body(index, start, count, position)
+            position += count
         }
     }
 
@@ -183,20 +194,14 @@ package struct NORFlashSectors: Sendable {
         var data = Data(repeating: 0xFF, count: clamped.count)
         guard !kept.isEmpty else { return data }
         data.withUnsafeMutableBytes { target in
-            var position = clamped.lowerBound
-            while position < clamped.upperBound {
-                let index = position / sectorSize
-                let start = position - index * sectorSize
-                let count = min(sectorSize - start, clamped.upperBound - position)
-                if let sector = kept[index] {
-                    // Past `initialized` the bytes read as erased, as `data` already holds.
-                    let copied = min(count, sector.initialized - start)
-                    if copied > 0 {
-                        target.baseAddress!.advanced(by: position - clamped.lowerBound)
-                            .copyMemory(from: sector.bytes.baseAddress!.advanced(by: start), byteCount: copied)
-                    }
+            Self.forEachSpan(of: clamped, sectorSize: sectorSize) { index, start, count, position in
+                guard let sector = kept[index] else { return }
+                // Past `initialized` the bytes read as erased, as `data` already holds.
+                let copied = min(count, sector.initialized - start)
+                if copied > 0 {
+                    target.baseAddress!.advanced(by: position - clamped.lowerBound)
+                        .copyMemory(from: sector.bytes.baseAddress!.advanced(by: start), byteCount: copied)
                 }
-                position += count
             }
         }
         return data
@@ -208,11 +213,7 @@ package struct NORFlashSectors: Sendable {
         let clamped = range.clamped(to: 0..<capacity)
         guard !clamped.isEmpty else { return }
         var erased: [UInt8] = []
-        var position = clamped.lowerBound
-        while position < clamped.upperBound {
-            let index = position / sectorSize
-            let start = position - index * sectorSize
-            let count = min(sectorSize - start, clamped.upperBound - position)
+        Self.forEachSpan(of: clamped, sectorSize: sectorSize) { index, start, count, _ in
             if let sector = kept[index] {
                 if start + count > sector.initialized { sector.fillAll() }
                 body(UnsafeRawBufferPointer(rebasing: sector.bytes[start..<(start + count)]))
@@ -220,7 +221,6 @@ package struct NORFlashSectors: Sendable {
                 if erased.isEmpty { erased = [UInt8](repeating: 0xFF, count: sectorSize) }
                 erased.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             }
-            position += count
         }
     }
 
