@@ -59,7 +59,9 @@ text = open("Package.swift").read()
 marker = "        // Tests."
 assert marker in text, "Package.swift lost its '// Tests.' marker"
 text = text.replace(marker, targets + "\n" + marker, 1)
-start = text.index('name: "OTACommandLine"')
+# The target, not the library product of the same name (which the fuzz package imports).
+import re
+start = re.search(r'\.target\(\s*name: "OTACommandLine"', text).start()
 deps = text.index("dependencies: [", start) + len("dependencies: [")
 text = text[:deps] + '"%s", ' % target + text[deps:]
 open("Package.swift", "w").write(text)
