@@ -55,13 +55,31 @@ final class PrivateBus: Sendable {
     }
 
     /// Kills the daemon now, as if the bus crashed.
+    ///
+    /// Returns once the daemon is dead (its sockets closed), without `Process.waitUntilExit`: in
+    /// the full parallel suite, with about a hundred daemons started at once, Foundation once
+    /// never noticed two of them exit, and the two cooperative threads blocked in it stopped every
+    /// other test for good. A dead daemon is a zombie until Foundation reaps it, so the wait reads
+    /// its state from `/proc`, for at most 10 s.
     func stop() {
         if process.isRunning {
+            let pid = process.processIdentifier
             // SIGKILL, because the daemon inherits the test process's blocked signals, SIGTERM included.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            kill(pid, SIGKILL)
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(10)
+            while Self.isAlive(pid), clock.now < deadline { usleep(1000) }
         }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Whether `pid` is a live process: not gone and not a zombie (`/proc/PID/stat`'s state).
+    private static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: end)...].drop(while: { $0 == " " }).first
+        return state != "Z" && state != "X"
     }
 
     /// The number of match rules `name` has on the bus, from the daemon's statistics interface;
