@@ -108,10 +108,7 @@ public final class NORFlash: FlashStorage, Sendable {
     ///
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
-        guard snapshot.count == capacity else {
-            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
-        }
-        let kept = NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
+        let kept = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
         sectors.withLock { $0 = kept }
     }
 }

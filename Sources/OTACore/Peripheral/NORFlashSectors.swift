@@ -227,11 +227,15 @@ package struct NORFlashSectors: Sendable {
     /// How many sectors are kept: the ones programmed since their last erase.
     package var keptSectors: Int { kept.count }
 
-    /// The contents of a snapshot of the whole slot (`capacity` bytes): the sectors that are not
-    /// wholly erased are kept.
-    package init(capacity: Int, sectorSize: Int, snapshot: Data) {
+    /// The contents of a snapshot of the whole slot: the sectors that are not wholly erased are
+    /// kept.
+    ///
+    /// - Throws: ``FlashError`` when the snapshot is not exactly `capacity` bytes.
+    package init(capacity: Int, sectorSize: Int, snapshot: Data) throws(FlashError) {
+        guard snapshot.count == capacity else {
+            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
+        }
         self.init(capacity: capacity, sectorSize: sectorSize)
-        precondition(snapshot.count == capacity, "a snapshot is the whole slot")
         snapshot.withUnsafeBytes { raw in
             for index in 0..<(capacity / sectorSize) {
                 let sector = UnsafeRawBufferPointer(rebasing: raw[(index * sectorSize)..<((index + 1) * sectorSize)])

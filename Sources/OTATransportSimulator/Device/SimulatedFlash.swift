@@ -128,10 +128,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     ///
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
-        guard snapshot.count == capacity else {
-            throw FlashError("a \(snapshot.count)-byte snapshot does not fit a \(capacity)-byte slot")
-        }
-        let contents = NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
+        let contents = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
         state.withLock {
             $0.contents = contents
             _ = $0.takeChanged()
