@@ -126,10 +126,15 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// Hands `item` to the run loop from another thread, waking it if it waits.
     private func hand(_ item: Handover) {
         condition.lock()
+        handLocked(item)
+        condition.unlock()
+    }
+
+    /// ``hand(_:)`` with `condition` already held.
+    private func handLocked(_ item: Handover) {
         inbox.append(item)
         inboxPending.store(true, ordering: .releasing)
         condition.signal()
-        condition.unlock()
     }
 
     /// Moves what other threads handed over into the run loop's own fields, in the order it came;
@@ -204,9 +209,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                     condition.unlock()
                     timers.insert(.init(deadline: max(deadline, virtualNow), id: id))
                 } else {
-                    inbox.append(.timer(.init(deadline: deadline, id: id)))
-                    inboxPending.store(true, ordering: .releasing)
-                    condition.signal()
+                    handLocked(.timer(.init(deadline: deadline, id: id)))
                     condition.unlock()
                 }
             }
