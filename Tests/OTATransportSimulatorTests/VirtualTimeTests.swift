@@ -106,12 +106,21 @@ import Testing
                     continuation.resume(returning: simulation.now)
                 }.start()
             }
-            // A timer and a cancellation from another thread.
+            // A timer and its cancellation from another thread, both handed over while the loop
+            // is busy (this job waits for them): drained in order, the timer never fires. Handed
+            // to an idle loop, the timer could fire before the cancellation arrives, as it could
+            // before the handover existed.
+            let handedOver = Mutex(false)
+            Thread {
+                let early = simulation.schedule(at: .milliseconds(5)) { seen.withLock { $0.append("cancelled") } }
+                simulation.executor.cancelTimer(early)
+                handedOver.withLock { $0 = true }
+            }.start()
+            while !handedOver.withLock({ $0 }) { usleep(1000) }
+            // A timer from another thread wakes the idle loop.
             let fired = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
                 Thread {
                     Thread.sleep(forTimeInterval: 0.2)
-                    let early = simulation.schedule(at: .milliseconds(5)) { seen.withLock { $0.append("cancelled") } }
-                    simulation.executor.cancelTimer(early)
                     simulation.schedule(at: .milliseconds(10)) {
                         seen.withLock { $0.append("timer") }
                         continuation.resume(returning: simulation.now)
