@@ -51,11 +51,15 @@ final class TracingTransport: Transport {
     let inner: any Transport
     let recorder: TraceRecorder
     let executor: (any TaskExecutor)?
+    /// The text of each offered characteristic's service and UUID, made once rather than per record.
+    private let names: [CharacteristicID: (service: String, characteristic: String)]
 
     init(_ inner: any Transport, recorder: TraceRecorder, executor: (any TaskExecutor)?) {
         self.inner = inner
         self.recorder = recorder
         self.executor = executor
+        names = Dictionary(
+            uniqueKeysWithValues: inner.characteristics.keys.map { ($0, ("\($0.service)", "\($0.characteristic)")) })
         let disconnections = inner.disconnections
         Task(executorPreference: executor) { [recorder] in
             for await reason in disconnections {
@@ -73,7 +77,7 @@ final class TracingTransport: Transport {
     func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
         let keepBytes = kind == .withResponse || recorder.keepsData
         let sequence = recorder.begin(.write) { record in
-            record.identify(characteristic)
+            Self.identify(characteristic, names: names, in: &record)
             record.kind = kind == .withResponse ? "request" : "command"
             record.describe(value, keepingBytes: keepBytes)
         }
@@ -81,18 +85,18 @@ final class TracingTransport: Transport {
     }
 
     func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data {
-        let sequence = recorder.begin(.read) { $0.identify(characteristic) }
+        let sequence = recorder.begin(.read) { Self.identify(characteristic, names: names, in: &$0) }
         return try await result(of: sequence, describing: { $0 }) { () async throws(TransportError) in try await inner.read(characteristic) }
     }
 
     func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        let sequence = recorder.begin(.subscribe) { $0.identify(characteristic) }
+        let sequence = recorder.begin(.subscribe) { Self.identify(characteristic, names: names, in: &$0) }
         let values = try await result(of: sequence) { () async throws(TransportError) in try await inner.notifications(from: characteristic) }
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let forwarding = Task(executorPreference: executor) { [recorder] in
+        let forwarding = Task(executorPreference: executor) { [recorder, names] in
             for await value in values {
                 recorder.record(.notify) { record in
-                    record.identify(characteristic)
+                    Self.identify(characteristic, names: names, in: &record)
                     record.describe(value, keepingBytes: true)
                 }
                 continuation.yield(value)
@@ -107,6 +111,17 @@ final class TracingTransport: Transport {
         let sequence = recorder.begin(.disconnect)
         await inner.disconnect()
         recorder.record(.done) { $0.seq = sequence }
+    }
+
+    /// Names the characteristic involved in `record`.
+    private static func identify(
+        _ characteristic: CharacteristicID,
+        names: [CharacteristicID: (service: String, characteristic: String)],
+        in record: inout TraceRecord
+    ) {
+        guard let name = names[characteristic] else { return record.identify(characteristic) }
+        record.service = name.service
+        record.characteristic = name.characteristic
     }
 
     /// Runs an operation and records its result under `sequence`.
