@@ -37,6 +37,7 @@
 #                              *-eatt cases; see vm-init.sh)
 #   REAL_STACK_TIMEOUT=1800    seconds before the VM is killed
 #   REAL_STACK_KEEP=1          keep the work directory (image, received images, logs) even on success
+#   REAL_STACK_PERF=1          profile ota with the host's `perf record -g` (logs/NAME/perf.data)
 # and the knobs of run-in-vm.sh (REAL_STACK_VERBOSE, REAL_STACK_KVM, REAL_STACK_BTD_ARGS, ...).
 set -uo pipefail
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
@@ -176,7 +177,7 @@ fi
 echo "real-stack: conditions: $accel, host $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), tools from $BIN"
 echo "real-stack: booting the VM (tests: $TESTS)"
 REAL_STACK_RW=$WORK REAL_STACK_TESTS=$TESTS REAL_STACK_TIMEOUT=${REAL_STACK_TIMEOUT:-1800} \
-  "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' REAL_STACK_NRFDFU='${REAL_STACK_NRFDFU:-}' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"
+  "$HERE/run-in-vm.sh" "REAL_STACK_TESTS='$TESTS' REAL_STACK_NRFDFU='${REAL_STACK_NRFDFU:-}' REAL_STACK_PERF='${REAL_STACK_PERF:-0}' '$HERE/vm-tests.sh' '$WORK' '$BIN'" 2> "$WORK/vm.err"
 vm_status=$?
 if [ $vm_status != 0 ] && [ ! -s "$WORK/results" ]; then
   reason=$(grep -m1 'cannot start the VM' "$WORK/vm.err" | sed 's/^run-in-vm: cannot start the VM: //')

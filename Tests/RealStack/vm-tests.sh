@@ -218,11 +218,18 @@ run_case() {
       local path=${WRITE_PATH:-auto}
       [ "$central" = ota-writevalue ] && path=writevalue
       local TIMEFORMAT='%R %U %S'
+      # REAL_STACK_PERF=1: ota runs under `perf record -g` (the host's perf, through the 9p root),
+      # its profile kept as logs/NAME/perf.data for `perf report -i` on the host.
+      local wrap=()
+      [ "${REAL_STACK_PERF:-0}" = 1 ] && wrap=(perf record -F 499 -g -o "$dir/perf.data" --)
       # shellcheck disable=SC2086
-      { time timeout "$CENTRAL_TIMEOUT" "$BIN/ota" update "$input" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
-          --adapter $CENTRAL_ADAPTER --write-path $path ${OTA_ARGS:-} --json --trace "$dir/trace.jsonl" \
+      { time timeout "$CENTRAL_TIMEOUT" "${wrap[@]}" "$BIN/ota" update "$input" --protocol "$protocol" --device $PERIPHERAL_ADDRESS \
+          --adapter $CENTRAL_ADAPTER --write-path $path ${OTA_ARGS:-} --json --trace /run/ota-trace.jsonl \
           > "$dir/central.out" 2> "$dir/central.err"; } 2> "$dir/time"
-      status=$? ;;
+      status=$?
+      # The trace is written to the VM's own tmpfs and moved to the logs afterwards: $dir is a 9p
+      # share with the host, where every write is a round trip (nrfdfu writes nothing there).
+      mv /run/ota-trace.jsonl "$dir/trace.jsonl" 2>/dev/null ;;
     python-generic)
       timeout "$CENTRAL_TIMEOUT" "$PY" "$HERE/generic-central.py" "$IMAGE" --adapter $CENTRAL_ADAPTER \
         --address $PERIPHERAL_ADDRESS > "$dir/central.out" 2> "$dir/central.err"
