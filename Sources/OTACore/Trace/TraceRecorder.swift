@@ -140,7 +140,7 @@ public final class TraceRecorder: Sendable {
             if !first { text += "," }
             first = false
             text += "\"" + key + "\":"
-            if quoted { appendQuoted(value, to: &text) } else { text += value }
+            if quoted { JSONString.append(value, to: &text) } else { text += value }
         }
         // Sorted as the encoder sorts them: char, crc32, data, kind, len, op, seq, status, svc, t.
         if let characteristic = record.characteristic { field("char", characteristic) }
@@ -157,26 +157,6 @@ public final class TraceRecorder: Sendable {
         field("t", time, quoted: false)
         text += "}\n"
         return Data(text.utf8)
-    }
-
-    /// Appends `value` as a JSON string, escaped as `JSONEncoder` escapes it (slashes left).
-    private static func appendQuoted(_ value: String, to text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                text += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
     }
 }
 
