@@ -3,63 +3,173 @@ import Synchronization
 
 /// Notifications from one characteristic, buffered in arrival order, read one at a time with a
 /// timeout. Made by ``UpdateContext/withNotifications(from:_:)``.
+///
+/// Every wait's time limit runs on one long-lived timer of the inbox (``runTimer()``, a child
+/// task of the notifications' scope), not a timer of its own: a wait stores its deadline, and the
+/// timer, asleep until an earlier deadline, sleeps on to the current wait's when it wakes, or
+/// ends that wait with a timeout when its deadline has passed. A protocol that awaits an answer
+/// every few writes so arms no task and no clock timer per answer (decision 0058). A wait whose
+/// deadline comes before the timer's next wake (a short limit after a long one) is bounded by
+/// ``withTimeout(_:clock:timeoutError:operation:)`` as before.
 public final class NotificationInbox: Sendable {
+    /// How a wait ended.
+    private enum Arrival: Sendable {
+        case value(Data)
+        /// The link is down (or the task cancelled) and nothing is buffered.
+        case closed
+        /// The wait's deadline passed (on the inbox's timer).
+        case timedOut
+        /// The inbox's timer cannot wake in time for this wait's deadline: bound it apart.
+        case needsOwnTimer
+    }
+
     private struct State {
         var buffered: [Data] = []
-        var waiter: CheckedContinuation<Data?, Never>?
+        var waiter: CheckedContinuation<Arrival, Never>?
+        /// The waiter's deadline on ``NotificationInbox/stopwatch``; `nil` while the waiter is
+        /// bounded by its own timer, or when there is none.
+        var deadline: Duration?
+        /// When the timer is asleep until; `nil` while it is parked or deciding.
+        var timerWake: Duration?
+        /// The parked timer, resumed by the next wait with a deadline.
+        var parkedTimer: CheckedContinuation<Void, Never>?
         var closed = false
+
+        /// Takes the waiter, with its deadline.
+        mutating func takeWaiter() -> CheckedContinuation<Arrival, Never>? {
+            defer {
+                waiter = nil
+                deadline = nil
+            }
+            return waiter
+        }
     }
 
     private let state = Mutex(State())
     private let characteristic: CharacteristicID
     private let clock: any Clock<Duration>
+    private let stopwatch: Stopwatch
     private let defaultTimeout: Duration
 
     init(characteristic: CharacteristicID, clock: any Clock<Duration>, defaultTimeout: Duration) {
         self.characteristic = characteristic
         self.clock = clock
+        self.stopwatch = Stopwatch(clock: clock)
         self.defaultTimeout = defaultTimeout
     }
 
     func deliver(_ value: Data) {
-        let waiter: CheckedContinuation<Data?, Never>? = state.withLock { state in
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
+        let waiter: CheckedContinuation<Arrival, Never>? = state.withLock { state in
+            if let waiter = state.takeWaiter() { return waiter }
             state.buffered.append(value)
             return nil
         }
-        waiter?.resume(returning: value)
+        waiter?.resume(returning: .value(value))
     }
 
     func close() {
-        let waiter = state.withLock { state in
+        let (waiter, timer) = state.withLock { state in
             state.closed = true
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.parkedTimer = nil }
+            return (state.takeWaiter(), state.parkedTimer)
         }
-        waiter?.resume(returning: nil)
+        waiter?.resume(returning: .closed)
+        timer?.resume()
     }
 
-    /// The next notification, or `nil` once the link is down and the buffer is empty.
-    private func receive() async -> Data? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Data?, Never>) in
-                let immediate: Data?? = state.withLock { state in
-                    if !state.buffered.isEmpty { return .some(state.buffered.removeFirst()) }
-                    if state.closed || Task.isCancelled { return .some(nil) }
-                    state.waiter = continuation
-                    return .none
+    // MARK: - The timer
+
+    /// What the timer does next.
+    private enum TimerStep {
+        case park
+        case sleep(until: Duration)
+        case fire(CheckedContinuation<Arrival, Never>)
+        case stop
+    }
+
+    /// The inbox's one timer: ends the current wait with a timeout once its deadline passes.
+    /// Runs until the inbox closes or the task is cancelled.
+    func runTimer() async {
+        while true {
+            let now = stopwatch.elapsed
+            let step: TimerStep = state.withLock { state in
+                if state.closed { return .stop }
+                guard let deadline = state.deadline else {
+                    state.timerWake = nil
+                    return .park
                 }
-                if let immediate { continuation.resume(returning: immediate) }
+                if now >= deadline {
+                    guard let waiter = state.takeWaiter() else {
+                        state.timerWake = nil
+                        return .park
+                    }
+                    return .fire(waiter)
+                }
+                state.timerWake = deadline
+                return .sleep(until: deadline)
+            }
+            switch step {
+            case .stop:
+                return
+            case .fire(let waiter):
+                waiter.resume(returning: .timedOut)
+            case .sleep(let wake):
+                do {
+                    try await clock.sleep(for: wake - now)
+                } catch {
+                    return
+                }
+            case .park:
+                await park()
+                if Task.isCancelled { return }
+            }
+        }
+    }
+
+    /// Waits until a wait with a deadline is stored, the inbox closes, or the task is cancelled.
+    private func park() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if state.closed || state.deadline != nil || Task.isCancelled { return true }
+                    state.parkedTimer = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
-                defer { state.waiter = nil }
-                return state.waiter
+            let timer = state.withLock { state in
+                defer { state.parkedTimer = nil }
+                return state.parkedTimer
             }
-            waiter?.resume(returning: nil)
+            timer?.resume()
+        }
+    }
+
+    // MARK: - Waiting
+
+    /// The next notification; with a `deadline`, at most until then on the inbox's timer.
+    private func receive(deadline: Duration?) async -> Arrival {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Arrival, Never>) in
+                let (immediate, timer): (Arrival?, CheckedContinuation<Void, Never>?) = state.withLock { state in
+                    if !state.buffered.isEmpty { return (.value(state.buffered.removeFirst()), nil) }
+                    if state.closed || Task.isCancelled { return (.closed, nil) }
+                    if let deadline {
+                        // The timer, asleep until `timerWake`, sees this deadline only then.
+                        if let wake = state.timerWake, wake > deadline { return (.needsOwnTimer, nil) }
+                        state.deadline = deadline
+                    }
+                    state.waiter = continuation
+                    defer { state.parkedTimer = nil }
+                    return (nil, deadline == nil ? nil : state.parkedTimer)
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+                timer?.resume()
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.takeWaiter() }
+            waiter?.resume(returning: .closed)
         }
     }
 
@@ -71,31 +181,35 @@ public final class NotificationInbox: Sendable {
     /// - Throws: ``OTAError/Code/timeout`` naming `purpose`, or ``OTAError/Code/disconnected``
     ///   when the link goes down first.
     public func next(timeout: Duration? = nil, awaiting purpose: String) async throws(OTAError) -> Data {
-        // A notification that already arrived is the answer: no time limit to arm (a task group,
-        // two child tasks and a sleep on the clock per call), as a device that answers a burst
-        // of requests at once leaves several here.
+        // A notification that already arrived is the answer, as a device that answers a burst of
+        // requests at once leaves several here.
         if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
         let characteristic = self.characteristic
-        let value: Data?
-        do {
-            value = try await withTimeout(
-                limit,
-                clock: clock,
-                timeoutError: OTAError(
-                    .timeout,
-                    "timed out after \(limit.humanReadable) waiting for the \(purpose) on \(characteristic.characteristic); is the device running the update service, and is it powered and in range?"
-                )
-            ) { [self] in
-                await receive()
-            }
-        } catch {
-            throw OTAError.wrapping(error, context: "waiting for the \(purpose)")
+        let timeoutError: @Sendable () -> OTAError = {
+            OTAError(
+                .timeout,
+                "timed out after \(limit.humanReadable) waiting for the \(purpose) on \(characteristic.characteristic); is the device running the update service, and is it powered and in range?"
+            )
         }
-        guard let value else {
+        var arrival = await receive(deadline: stopwatch.elapsed + limit)
+        if case .needsOwnTimer = arrival {
+            do {
+                arrival = try await withTimeout(limit, clock: clock, timeoutError: timeoutError()) { [self] in
+                    await receive(deadline: nil)
+                }
+            } catch {
+                throw OTAError.wrapping(error, context: "waiting for the \(purpose)")
+            }
+        }
+        switch arrival {
+        case .value(let value):
+            return value
+        case .timedOut:
+            throw OTAError.wrapping(timeoutError(), context: "waiting for the \(purpose)")
+        case .closed, .needsOwnTimer:
             if Task.isCancelled { throw OTAError(.cancelled, "cancelled while waiting for the \(purpose)") }
             throw OTAError(.disconnected, "link lost while waiting for the \(purpose)")
         }
-        return value
     }
 }

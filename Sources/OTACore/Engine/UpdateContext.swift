@@ -153,19 +153,18 @@ public final class UpdateContext: Sendable {
                 try await transport.write(value, to: characteristic, kind: kind)
             case .withResponse:
                 let limit = configuration.responseTimeout
-                try await withTimeout(
-                    limit,
-                    clock: clock,
-                    timeoutError: OTAError(
-                        .timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose()); is it still powered and in range?"
-                    )
-                ) {
+                try await withTimeout(limit, clock: clock, timeoutError: Self.acknowledgementTimedOut(after: limit, for: purpose())) {
                     try await transport.write(value, to: characteristic, kind: kind)
                 }
             }
         } catch {
             throw Self.describe(error, doing: "writing \(purpose())")
         }
+    }
+
+    /// The error of a write with response that the device did not acknowledge in time.
+    static func acknowledgementTimedOut(after limit: Duration, for purpose: String) -> OTAError {
+        OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose); is it still powered and in range?")
     }
 
     /// Reads a characteristic, waiting at most the response timeout.
@@ -203,6 +202,7 @@ public final class UpdateContext: Sendable {
                     for await value in stream { inbox.deliver(value) }
                     inbox.close()
                 }
+                group.addTask { await inbox.runTimer() }
                 defer { group.cancelAll() }
                 return try await body(inbox)
             }
@@ -234,7 +234,19 @@ public final class UpdateContext: Sendable {
             }
         case .withResponse:
             let offset = range.lowerBound
-            try await write(value, to: characteristic, kind: .withResponse, describedAs: "data at byte \(offset)")
+            if let watchdog = StallWatchdog.current, watchdog.context == ObjectIdentifier(self), watchdog.boundsWrites {
+                // The stall watchdog bounds the wait for the acknowledgement.
+                let token = watchdog.writeStarts(at: offset)
+                do {
+                    try await transport.write(value, to: characteristic, kind: .withResponse)
+                } catch {
+                    watchdog.writeEnded(token)
+                    throw Self.describe(error, doing: "writing data at byte \(offset)")
+                }
+                watchdog.writeEnded(token)
+            } else {
+                try await write(value, to: characteristic, kind: .withResponse, describedAs: "data at byte \(offset)")
+            }
         }
         dataWritesCompleted.add(1, ordering: .relaxed)
         recorder.sent(range)
@@ -247,28 +259,26 @@ public final class UpdateContext: Sendable {
 
     /// Runs `body` while a watchdog checks that data keeps flowing: if no data write completes
     /// during a whole ``UpdateConfiguration/stallTimeout``, `body` is cancelled and the call fails
-    /// with ``OTAError/Code/stalled``.
+    /// with ``OTAError/Code/stalled``. A with-response ``writeData(_:to:covering:)`` in `body`
+    /// that waits longer than the response timeout for its acknowledgement fails the call with
+    /// ``OTAError/Code/timeout``, as outside a watchdog.
     public func withStallWatchdog<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws(OTAError) -> R {
         let recorder = self.recorder
         let stallTimeout = configuration.stallTimeout
-        let clock = self.clock
+        let watchdog = StallWatchdog(
+            context: ObjectIdentifier(self), stallTimeout: stallTimeout, responseTimeout: configuration.responseTimeout, clock: clock)
         do {
             return try await withThrowingTaskGroup(of: R?.self) { group in
-                group.addTask { try await body() }
+                group.addTask { try await StallWatchdog.$current.withValue(watchdog) { try await body() } }
                 group.addTask {
-                    var seen = -1
-                    while true {
-                        try await clock.sleep(for: stallTimeout)
-                        let writes = self.dataWritesCompleted.load(ordering: .relaxed)
-                        if writes == seen {
-                            let progress = recorder.progress
-                            throw OTAError(
-                                .stalled,
-                                "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(progress.position) of \(progress.totalBytes); the device stopped taking data"
-                            )
-                        }
-                        seen = writes
+                    try await watchdog.run(writesCompleted: { self.dataWritesCompleted.load(ordering: .relaxed) }) {
+                        let progress = recorder.progress
+                        return OTAError(
+                            .stalled,
+                            "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(progress.position) of \(progress.totalBytes); the device stopped taking data"
+                        )
                     }
+                    return nil
                 }
                 defer { group.cancelAll() }
                 // The body finishing first ends the watchdog; the watchdog throwing ends the body.
