@@ -13,25 +13,13 @@ private final class RecordingTransport: Transport {
     let link: LinkParameters
     let characteristics: [CharacteristicID: CharacteristicProperties] = [dataCharacteristic: [.write, .writeWithoutResponse]]
     let writes = Mutex<[(length: Int, kind: WriteKind)]>([])
-    /// The write (0-based) that is never acknowledged: it waits until cancelled.
-    let hangingWrite: Int?
 
-    init(link: LinkParameters, hangingWrite: Int? = nil) {
-        self.link = link
-        self.hangingWrite = hangingWrite
-    }
+    init(link: LinkParameters) { self.link = link }
 
     func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
         let maximum = link.maximumWriteLength(for: kind)
         guard value.count <= maximum else { throw TransportError(.valueTooLong(length: value.count, maximum: maximum), "too long") }
-        let index = writes.withLock {
-            $0.append((value.count, kind))
-            return $0.count - 1
-        }
-        if index == hangingWrite {
-            try? await Task.sleep(for: .seconds(3600))
-            throw TransportError(.other, "write cancelled")
-        }
+        writes.withLock { $0.append((value.count, kind)) }
     }
 
     func read(_ characteristic: CharacteristicID) async throws(TransportError) -> Data { Data() }
@@ -49,14 +37,9 @@ private final class RecordingTransport: Transport {
 private final class CountingConnector: Connector {
     let link: LinkParameters
     let transports = Mutex<[RecordingTransport]>([])
-    let hangingWrite: Int?
 
-    init(
-        link: LinkParameters = LinkParameters(attMTU: 517, maximumWriteWithoutResponse: 244, maximumWriteWithResponse: 512),
-        hangingWrite: Int? = nil
-    ) {
+    init(link: LinkParameters = LinkParameters(attMTU: 517, maximumWriteWithoutResponse: 244, maximumWriteWithResponse: 512)) {
         self.link = link
-        self.hangingWrite = hangingWrite
     }
 
     var deviceDescription: String { "scripted device" }
@@ -66,7 +49,7 @@ private final class CountingConnector: Connector {
     var allWrites: [(length: Int, kind: WriteKind)] { transports.withLock { $0.flatMap { $0.writes.withLock { $0 } } } }
 
     func connect() async throws(TransportError) -> any Transport {
-        let transport = RecordingTransport(link: link, hangingWrite: hangingWrite)
+        let transport = RecordingTransport(link: link)
         transports.withLock { $0.append(transport) }
         return transport
     }
@@ -196,43 +179,6 @@ private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(trunc
         #expect(linkChunkSizes(events) == [100])
         #expect(connector.allWrites.map(\.length).max() == 100)
         #expect(connector.allWrites.count == 50)
-    }
-}
-
-/// A with-response data write the device never acknowledges ends the update: within the stall
-/// watchdog's scope its deadline is kept by the watchdog's timer when the response timeout is at
-/// least the stall period (decision 0058), by a time limit of its own when it is shorter; a stall
-/// that comes first is reported as the stall. Real time, on short limits: only which error comes
-/// is checked, with a margin of a whole period either side.
-@Suite struct UpdateEngineUnacknowledgedWriteTests {
-    @Test(arguments: [
-        (response: 200, stall: 200, code: OTAError.Code.timeout),
-        (100, 300, .timeout),
-        (2_000, 100, .stalled),
-    ])
-    func aWriteNeverAcknowledgedFailsTheUpdate(response: Int, stall: Int, code: OTAError.Code) async throws {
-        let connector = CountingConnector(hangingWrite: 2)
-        var configuration = UpdateConfiguration()
-        configuration.responseTimeout = .milliseconds(response)
-        configuration.stallTimeout = .milliseconds(stall)
-        configuration.resume.maximumAttempts = 0
-        let shape = DataWriteShape(kind: .withResponse)
-        let error: OTAError
-        do throws(OTAError) {
-            _ = try await UpdateEngine(configuration: configuration, clock: RealTimeClock())
-                .update(image, using: StreamingProtocol(dataWrites: shape, reconnects: 0), connector: connector)
-            Issue.record("the update succeeded")
-            return
-        } catch let failure {
-            error = failure
-        }
-        #expect(error.code == code)
-        if code == .timeout {
-            #expect(error.message.contains("waiting for the device to acknowledge data at byte 1024"))
-        } else {
-            #expect(error.message.contains("no data accepted by the link for"))
-        }
-        #expect(connector.allWrites.count == 3)
     }
 }
 

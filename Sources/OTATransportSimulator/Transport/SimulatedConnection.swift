@@ -102,6 +102,8 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     @exclusivity(unchecked) private var deliveryCall: (@Sendable () -> Void)?
     /// The characteristic the last write without response went to, already checked.
     @exclusivity(unchecked) private var lastUnacknowledgedTarget: CharacteristicID?
+    /// The characteristic the last write with response went to, already checked.
+    @exclusivity(unchecked) private var lastAcknowledgedTarget: CharacteristicID?
 
     init(
         device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow,
@@ -167,7 +169,15 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
             if queued { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
-            try requireWritable(value, to: characteristic, kind: kind)
+            // As above: a stream of writes with response (esp-ble-ota's packets) goes to one
+            // characteristic, checked once rather than hashed per write.
+            try withLock { () throws(TransportError) in
+                if lastAcknowledgedTarget != characteristic {
+                    try check(characteristic, allows: .write)
+                    lastAcknowledgedTarget = characteristic
+                }
+            }
+            try requireFits(value, in: kind)
             _ = try await request(.request, value: value, characteristic: characteristic).get()
         }
     }
