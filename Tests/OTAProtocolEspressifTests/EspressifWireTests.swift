@@ -111,6 +111,19 @@ import Testing
         #expect(EspressifCRC16.checksum(sector) != EspressifCRC16.checksum(sector.dropLast()))
     }
 
+    /// Eight bytes per step and the byte-at-a-time tail agree with the table's byte loop at every
+    /// length around the step (0 to 40 bytes) and at every start offset within a step.
+    @Test func crc16SlicedMatchesTheByteLoopAtEveryLengthAndOffset() {
+        let bytes = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 151 &+ 0x5A) }
+        for start in 0..<8 {
+            for length in 0...40 {
+                let slice = Array(bytes[start..<(start + length)])
+                let sliced = slice.withUnsafeBytes { EspressifCRC16.checksum($0) }
+                #expect(sliced == EspressifCRC16.checksum(slice.lazy.map { $0 }), "start \(start), length \(length)")
+            }
+        }
+    }
+
     @Test func aFullSectorAtMTU23Takes242Packets() {
         let packets = EspressifFirmwarePacket.packets(sector: 0, data: Data(count: 4096), payloadSize: 17)
         #expect(packets.count == 242)

@@ -24,11 +24,11 @@ public enum EspressifCRC16 {
     }
 
     /// `slices[k * 256 + v]`: the CRC of the byte `v` followed by `k` zero bytes, from a zero
-    /// register. The CRC is linear, so four bytes at once are four independent lookups XORed
-    /// (slicing by four), where a byte at a time waits on the previous lookup for every byte.
+    /// register. The CRC is linear, so eight bytes at once are eight independent lookups XORed
+    /// (slicing by eight), where a byte at a time waits on the previous lookup for every byte.
     private static let slices: [UInt16] = {
         var slices = table
-        for k in 1..<4 {
+        for k in 1..<8 {
             for v in 0..<256 {
                 let previous = slices[(k - 1) * 256 + v]
                 slices.append((previous << 8) ^ table[Int(previous >> 8)])
@@ -37,7 +37,7 @@ public enum EspressifCRC16 {
         return slices
     }()
 
-    /// The CRC of the bytes in `raw`: four bytes per step (a sector is 4096 of them, on the
+    /// The CRC of the bytes in `raw`: eight bytes per step (a sector is 4096 of them, on the
     /// client and on the device).
     public static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt16 {
         slices.withUnsafeBufferPointer { t in
@@ -46,11 +46,13 @@ public enum EspressifCRC16 {
             let count = raw.count
             // The register's two bytes fold into the first two message bytes (MSB first, no
             // reflection), then each byte is advanced by the zeros that follow it in the step.
-            while i + 4 <= count {
+            while i + 8 <= count {
                 let m0 = UInt8(truncatingIfNeeded: crc >> 8) ^ raw[i]
                 let m1 = UInt8(truncatingIfNeeded: crc) ^ raw[i + 1]
-                crc = t[768 + Int(m0)] ^ t[512 + Int(m1)] ^ t[256 + Int(raw[i + 2])] ^ t[Int(raw[i + 3])]
-                i += 4
+                crc =
+                    t[1792 + Int(m0)] ^ t[1536 + Int(m1)] ^ t[1280 + Int(raw[i + 2])] ^ t[1024 + Int(raw[i + 3])]
+                    ^ t[768 + Int(raw[i + 4])] ^ t[512 + Int(raw[i + 5])] ^ t[256 + Int(raw[i + 6])] ^ t[Int(raw[i + 7])]
+                i += 8
             }
             while i < count {
                 crc = (crc << 8) ^ t[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ raw[i])]
