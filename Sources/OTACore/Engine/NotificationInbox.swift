@@ -4,7 +4,7 @@ import Synchronization
 /// Notifications from one characteristic, buffered in arrival order, read one at a time with a
 /// timeout. Made by ``UpdateContext/withNotifications(from:_:)``.
 ///
-/// Every wait's time limit runs on one long-lived timer of the inbox (``runTimer()``, a child
+/// Every wait's time limit runs on one long-lived timer of the inbox (`runTimer()`, a child
 /// task of the notifications' scope), not a timer of its own: a wait stores its deadline, and the
 /// timer, asleep until an earlier deadline, sleeps on to the current wait's when it wakes, or
 /// ends that wait with a timeout when its deadline has passed. A protocol that awaits an answer
@@ -173,6 +173,14 @@ public final class NotificationInbox: Sendable {
         }
     }
 
+    /// The error of a wait for `purpose` that ran out after `limit`.
+    private func timedOut(after limit: Duration, awaiting purpose: String) -> OTAError {
+        OTAError(
+            .timeout,
+            "timed out after \(limit.humanReadable) waiting for the \(purpose) on \(characteristic.characteristic); is the device running the update service, and is it powered and in range?"
+        )
+    }
+
     /// Waits for the next notification.
     ///
     /// - Parameters:
@@ -185,17 +193,10 @@ public final class NotificationInbox: Sendable {
         // requests at once leaves several here.
         if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
-        let characteristic = self.characteristic
-        let timeoutError: @Sendable () -> OTAError = {
-            OTAError(
-                .timeout,
-                "timed out after \(limit.humanReadable) waiting for the \(purpose) on \(characteristic.characteristic); is the device running the update service, and is it powered and in range?"
-            )
-        }
         var arrival = await receive(deadline: stopwatch.elapsed + limit)
         if case .needsOwnTimer = arrival {
             do {
-                arrival = try await withTimeout(limit, clock: clock, timeoutError: timeoutError()) { [self] in
+                arrival = try await withTimeout(limit, clock: clock, timeoutError: timedOut(after: limit, awaiting: purpose)) { [self] in
                     await receive(deadline: nil)
                 }
             } catch {
@@ -206,7 +207,7 @@ public final class NotificationInbox: Sendable {
         case .value(let value):
             return value
         case .timedOut:
-            throw OTAError.wrapping(timeoutError(), context: "waiting for the \(purpose)")
+            throw timedOut(after: limit, awaiting: purpose)
         case .closed, .needsOwnTimer:
             if Task.isCancelled { throw OTAError(.cancelled, "cancelled while waiting for the \(purpose)") }
             throw OTAError(.disconnected, "link lost while waiting for the \(purpose)")
