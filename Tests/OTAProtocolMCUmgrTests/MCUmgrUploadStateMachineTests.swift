@@ -49,8 +49,10 @@ import Testing
         #expect(request.sha == Self.sha)
         #expect(request.image == nil)
         #expect(first[0].frame.count <= 512)
-        guard case .awaitResponse(let timeout, _) = machine.sent() else { Issue.record("expected a wait"); return }
+        guard case .awaitResponse(let timeout, let awaited) = machine.sent() else { Issue.record("expected a wait"); return }
         #expect(timeout == .seconds(45))
+        #expect(awaited == .firstAfterErase)
+        #expect(awaited.description == "first image upload response (the device erases its slot first)")
         #expect(machine.isAwaitingErase)
     }
 
@@ -105,7 +107,10 @@ import Testing
         #expect(window[0].range.lowerBound == first.range.upperBound)
         #expect(window[1].range.lowerBound == window[0].range.upperBound)
         #expect(machine.isAwaitingErase == false)
-        guard case .awaitResponse(nil, _) = machine.sent() else { Issue.record("expected a wait with the response timeout"); return }
+        guard case .awaitResponse(nil, let awaited) = machine.sent() else { Issue.record("expected a wait with the response timeout"); return }
+        // Named by the oldest request in flight, for a timeout's message.
+        #expect(awaited == .upload(sequence: 11))
+        #expect(awaited.description == "image upload response (sequence 11)")
         let next = Self.requests(machine.received(Self.response(window[0], off: window[0].range.upperBound)))
         #expect(next.count == 1)
         #expect(next[0].range.lowerBound == window[2].range.upperBound)

@@ -188,29 +188,33 @@ public final class NotificationInbox: Sendable {
     ///   - purpose: what is awaited, for the error message ("START response").
     /// - Throws: ``OTAError/Code/timeout`` naming `purpose`, or ``OTAError/Code/disconnected``
     ///   when the link goes down first.
-    public func next(timeout: Duration? = nil, awaiting purpose: String) async throws(OTAError) -> Data {
+    ///
+    /// `purpose` is evaluated only when an error names it: a driver may describe each wait with
+    /// interpolated text (a sequence number, a sector) at no cost while the answers come.
+    public func next(timeout: Duration? = nil, awaiting purpose: @autoclosure @Sendable () -> String) async throws(OTAError) -> Data {
         // A notification that already arrived is the answer, as a device that answers a burst of
         // requests at once leaves several here.
         if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
         var arrival = await receive(deadline: stopwatch.elapsed + limit)
         if case .needsOwnTimer = arrival {
+            let described = purpose()
             do {
-                arrival = try await withTimeout(limit, clock: clock, timeoutError: timedOut(after: limit, awaiting: purpose)) { [self] in
+                arrival = try await withTimeout(limit, clock: clock, timeoutError: timedOut(after: limit, awaiting: described)) { [self] in
                     await receive(deadline: nil)
                 }
             } catch {
-                throw OTAError.wrapping(error, context: "waiting for the \(purpose)")
+                throw OTAError.wrapping(error, context: "waiting for the \(described)")
             }
         }
         switch arrival {
         case .value(let value):
             return value
         case .timedOut:
-            throw timedOut(after: limit, awaiting: purpose)
+            throw timedOut(after: limit, awaiting: purpose())
         case .closed, .needsOwnTimer:
-            if Task.isCancelled { throw OTAError(.cancelled, "cancelled while waiting for the \(purpose)") }
-            throw OTAError(.disconnected, "link lost while waiting for the \(purpose)")
+            if Task.isCancelled { throw OTAError(.cancelled, "cancelled while waiting for the \(purpose())") }
+            throw OTAError(.disconnected, "link lost while waiting for the \(purpose())")
         }
     }
 }

@@ -290,7 +290,7 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
             }
             return machine.sent()
         case .awaitResponse(let timeout, let awaiting):
-            let frame = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting, sequences: machine.sequencesInFlight)
+            let frame = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting.description, sequences: machine.sequencesInFlight)
             if let sequence = SMPHeader(frame)?.sequence, machine.sequencesInFlight.contains(sequence) { channel.answered(sequence) }
             let next = machine.received(frame)
             context.acknowledged(total: machine.acknowledged)

@@ -100,7 +100,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
         case send([Outbound], rewoundTo: Int?)
         /// Wait for the next whole SMP frame (`timeout` `nil`: the engine's response timeout),
         /// then call ``received(_:)``; ``acknowledged`` may have changed.
-        case awaitResponse(timeout: Duration?, awaiting: String)
+        case awaitResponse(timeout: Duration?, awaiting: Awaited)
         /// Sleep, then call ``delayElapsed()``.
         case wait(Duration, purpose: String)
         /// The device's SHA-256 check of the finished upload failed: report `reason`, move the
@@ -110,6 +110,23 @@ public struct MCUmgrUploadStateMachine: Sendable {
         case finished(match: Bool?)
         /// The upload failed.
         case fail(OTAError)
+    }
+
+    /// The answer an ``Action/awaitResponse(timeout:awaiting:)`` waits for; its description
+    /// names it in a timeout's message, and is made only then.
+    public enum Awaited: Sendable, Hashable, CustomStringConvertible {
+        /// The first request's answer, which comes after the device erased its slot.
+        case firstAfterErase
+        /// The answer to the upload request with this sequence number.
+        case upload(sequence: UInt8)
+
+        /// What is awaited, in words.
+        public var description: String {
+            switch self {
+            case .firstAfterErase: "first image upload response (the device erases its slot first)"
+            case .upload(let sequence): "image upload response (sequence \(sequence))"
+            }
+        }
     }
 
     private struct InFlight: Sendable, Hashable {
@@ -303,11 +320,9 @@ public struct MCUmgrUploadStateMachine: Sendable {
     }
 
     private func awaitResponse() -> Action {
-        .awaitResponse(
-            timeout: isAwaitingErase ? settings.eraseTimeout : nil,
-            awaiting: isAwaitingErase
-                ? "first image upload response (the device erases its slot first)" : "image upload response (sequence \(inFlight.first?.sequence ?? 0))"
-        )
+        isAwaitingErase
+            ? .awaitResponse(timeout: settings.eraseTimeout, awaiting: .firstAfterErase)
+            : .awaitResponse(timeout: nil, awaiting: .upload(sequence: inFlight.first?.sequence ?? 0))
     }
 
     /// Requests in flight allowed now: one while the first is out, the window otherwise.
@@ -347,7 +362,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
                 : ImageUploadRequest(offset: offset, data: data)
         }
         let length = Self.dataLength(
-            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payload.encodedLength - 1, offset: offset,
+            fitting: settings.frameSize, overhead: SMPHeader.length + request(Data()).payloadLength - 1, offset: offset,
             alignment: settings.alignment, remaining: image.count - offset
         )
         guard length > 0 else {

@@ -80,10 +80,11 @@ final class SMPChannel: Sendable {
     }
 
     /// The next whole frame.
-    func nextFrame(timeout: Duration?, awaiting purpose: String) async throws(OTAError) -> Data {
+    /// `purpose` is made only when an error names it.
+    func nextFrame(timeout: Duration?, awaiting purpose: @autoclosure @Sendable () -> String) async throws(OTAError) -> Data {
         while true {
             if let frame = state.withLock({ $0.frames.isEmpty ? nil : $0.frames.removeFirst() }) { return frame }
-            let fragment = try await inbox.next(timeout: timeout, awaiting: purpose)
+            let fragment = try await inbox.next(timeout: timeout, awaiting: purpose())
             let result: Result<Void, SMPFrameError> = state.withLock { state in
                 do throws(SMPFrameError) {
                     state.frames += try state.reassembler.append(fragment)
@@ -107,9 +108,9 @@ final class SMPChannel: Sendable {
     }
 
     /// The next whole frame that is not a repeated answer (see ``isRepeatedAnswer(_:awaiting:)``).
-    func nextAnswer(timeout: Duration?, awaiting purpose: String, sequences: [UInt8]) async throws(OTAError) -> Data {
+    func nextAnswer(timeout: Duration?, awaiting purpose: @autoclosure @Sendable () -> String, sequences: [UInt8]) async throws(OTAError) -> Data {
         while true {
-            let frame = try await nextFrame(timeout: timeout, awaiting: purpose)
+            let frame = try await nextFrame(timeout: timeout, awaiting: purpose())
             guard isRepeatedAnswer(frame, awaiting: sequences) else { return frame }
             context.note("skipped a second answer to SMP request \(SMPHeader(frame)?.sequence ?? 0), which reached the device twice")
         }

@@ -60,7 +60,11 @@ extension CBOR {
     /// The value under a text key of a map (the first, if a hostile peer repeats it), or `nil`.
     public subscript(key: String) -> CBOR? {
         guard case .map(let entries) = self else { return nil }
-        return entries.first { $0.key == .text(key) }?.value
+        for entry in entries {
+            // Compared in place: `.text(key)` would box a new item per entry.
+            if case .text(let text) = entry.key, text == key { return entry.value }
+        }
+        return nil
     }
 
     /// An unsigned integer's value.

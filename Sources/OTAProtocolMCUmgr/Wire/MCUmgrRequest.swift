@@ -83,6 +83,56 @@ public struct ImageUploadRequest: Sendable, Hashable {
         entries.append(.init(.text("data"), .bytes(data)))
         return .map(entries)
     }
+
+    /// ``payload``'s encoded length, from the fields (no map built): what a request is sized by
+    /// before its data is cut.
+    public var payloadLength: Int {
+        var total = 1  // the map's head: at most six entries
+        if let image { total += CBORWriter.textLength(5) + CBORWriter.integerLength(image) }
+        if let length { total += CBORWriter.textLength(3) + CBORWriter.integerLength(length) }
+        total += CBORWriter.textLength(3) + CBORWriter.integerLength(offset)
+        if let sha { total += CBORWriter.textLength(3) + CBOR.headLength(UInt64(sha.count)) + sha.count }
+        if upgrade != nil { total += CBORWriter.textLength(7) + 1 }
+        total += CBORWriter.textLength(4) + CBOR.headLength(UInt64(data.count)) + data.count
+        return total
+    }
+
+    /// The SMP frame of this request with `header` (its payload length set here): the same
+    /// bytes as the ``payload`` map's encoding after the header, written in place into one buffer
+    /// of the frame's size, the image data copied once. Every upload request is encoded so.
+    public func frame(header: SMPHeader) -> Data {
+        let payloadLength = payloadLength
+        var header = header
+        header.payloadLength = UInt16(clamping: payloadLength)
+        var frame = Data(count: SMPHeader.length + payloadLength)
+        frame.withUnsafeMutableBytes { buffer in
+            var writer = CBORWriter(buffer)
+            header.write(into: &writer)
+            writer.head(5, UInt64(2 + (image == nil ? 0 : 1) + (length == nil ? 0 : 1) + (sha == nil ? 0 : 1) + (upgrade == nil ? 0 : 1)))
+            if let image {
+                writer.text("image")
+                writer.integer(image)
+            }
+            if let length {
+                writer.text("len")
+                writer.integer(length)
+            }
+            writer.text("off")
+            writer.integer(offset)
+            if let sha {
+                writer.text("sha")
+                writer.bytes(sha)
+            }
+            if let upgrade {
+                writer.text("upgrade")
+                writer.bool(upgrade)
+            }
+            writer.text("data")
+            writer.bytes(data)
+            precondition(writer.position == buffer.count, "image upload request encoded to \(writer.position) bytes, sized for \(buffer.count)")
+        }
+        return frame
+    }
 }
 
 /// A request the client sends (and the device model decodes).
@@ -144,7 +194,11 @@ public enum MCUmgrRequest: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The request's bytes with `sequence`: header and payload.
-    public func encoded(sequence: UInt8) -> Data { message(sequence: sequence).encoded }
+    public func encoded(sequence: UInt8) -> Data {
+        guard case .upload(let request) = self else { return message(sequence: sequence).encoded }
+        return request.frame(
+            header: SMPHeader(operation: operation, payloadLength: 0, group: command.group, sequence: sequence, command: command.id))
+    }
 
     /// "image upload at byte 4096", "image state read", "test of image 3a5f…".
     public var description: String {

@@ -97,6 +97,15 @@ public struct SMPHeader: Sendable, Hashable {
         ])
     }
 
+    /// Writes the header's eight bytes.
+    func write(into writer: inout CBORWriter) {
+        let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+            version << 3 & 0x18 | operation.rawValue & 0x07, flags, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xFF),
+            UInt8(group >> 8), UInt8(group & 0xFF), sequence, command
+        )
+        withUnsafeBytes(of: bytes) { writer.raw($0) }
+    }
+
     /// Appends the header's eight bytes to `out`.
     func appendEncoded(to out: inout Data) {
         let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
