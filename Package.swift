@@ -70,8 +70,11 @@ let package = Package(
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
 
+        // Checksums folded with the CPU's carry-less multiply (x86-64), beside zlib's (decision 0060).
+        .target(name: "CChecksum"),
+
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.
-        .target(name: "OTACore", dependencies: ["CZlib"], swiftSettings: strictSettings),
+        .target(name: "OTACore", dependencies: ["CChecksum", "CZlib"], swiftSettings: strictSettings),
 
         // Signature checks against keys the user trusts: key files, ECDSA P-256 and Ed25519.
         .target(

