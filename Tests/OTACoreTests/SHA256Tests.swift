@@ -1,6 +1,7 @@
 import Foundation
-import OTACore
 import Testing
+
+@testable import OTACore
 
 @Suite struct SHA256Tests {
     /// FIPS 180-2 / NIST CSHS example vectors.
@@ -99,6 +100,37 @@ import Testing
     @Test func sliceWithNonZeroStartIndex() {
         let whole = Data("xxabcyy".utf8)
         #expect(hex(SHA256.hash(whole[2..<5])) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    /// The compression with the CPU's SHA extensions (where this machine has them) and the
+    /// portable one must leave the same state after any number of blocks from any state, at any
+    /// alignment; the digests above were computed through whichever this machine has.
+    @Test func bothCompressionsAgreeFromAnyStateAtAnyAlignment() {
+        let bytes = pseudoRandomBytes(seed: 0xC0FF_EE11, count: 64 * 40 + 7)
+        var state: [UInt32] = (0..<8).map { 0x0101_0101 &* UInt32($0 + 1) }
+        for blocks in 1...40 {
+            for start in [0, 1, 3, 7] where start + 64 * blocks <= bytes.count {
+                var portable = state
+                var dispatched = state
+                bytes.withUnsafeBytes { raw in
+                    let input = UnsafeRawBufferPointer(rebasing: raw[start..<(start + 64 * blocks)])
+                    SHA256.compressPortably(&portable, blocks: input)
+                    SHA256.compress(&dispatched, blocks: input)
+                }
+                #expect(dispatched == portable, "\(blocks) blocks at \(start)")
+                state = portable
+            }
+        }
+    }
+
+    /// Where this machine's CPU reports the SHA extensions, they are used.
+    @Test func theSHAExtensionsAreUsedWhereTheCPUHasThem() {
+        #if arch(x86_64)
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        if cpu.contains(" sha_ni") && cpu.contains(" ssse3") && cpu.contains(" sse4_1") { #expect(SHA256.roundsAvailable) }
+        #else
+        #expect(!SHA256.roundsAvailable)
+        #endif
     }
 }
 

@@ -1,6 +1,8 @@
 #ifndef CCHECKSUM_H
 #define CCHECKSUM_H
 
+// Checksums and digests with the CPU's own instructions, where it has them (decisions 0060, 0061).
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,5 +15,14 @@ int ota_crc32_folding_available(void);
 /// not zlib's pre- and post-inverted value. `length` must be a multiple of 16 and at least 64, and
 /// ota_crc32_folding_available() must have returned 1.
 uint32_t ota_crc32_fold(uint32_t state, const uint8_t *bytes, size_t length);
+
+/// Whether this CPU has the SHA extensions (x86-64 with SHA, SSSE3 and SSE4.1). Asks the CPU
+/// each call: cache the answer.
+int ota_sha256_rounds_available(void);
+
+/// Compresses `count` 64-byte blocks into the SHA-256 chaining state `state` (H0…H7, as FIPS
+/// 180-4 defines them), with the SHA extensions; ota_sha256_rounds_available() must have
+/// returned 1.
+void ota_sha256_rounds(uint32_t state[8], const uint8_t *blocks, size_t count);
 
 #endif
