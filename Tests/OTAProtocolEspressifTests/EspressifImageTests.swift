@@ -38,6 +38,21 @@ import Testing
         #expect(try EspressifAppImage(parsing: try Self.app(), name: "a").appDescription == nil)
     }
 
+    /// The segment checksum, folded eight bytes a step, against the byte loop: every length
+    /// 0–70 (the word loop and its tail), slices that start inside a buffer, any seed.
+    @Test func theChecksumFoldedByWordsEqualsTheByteLoop() {
+        let bytes = Data((0..<80).map { UInt8(truncatingIfNeeded: $0 &* 73 &+ 11) })
+        for length in 0...70 {
+            for start in [0, 1, 5, 9] {
+                let piece = bytes[start..<(start + length)]
+                let seed = UInt8(truncatingIfNeeded: length &* 29)
+                var expected = seed
+                for byte in piece { expected ^= byte }
+                #expect(EspressifAppImage.xorChecksum(piece, from: seed) == expected, "length \(length) at \(start)")
+            }
+        }
+    }
+
     @Test func theWrongMagicIsRefusedInOneLine() throws {
         var bytes = try Self.app()
         bytes[0] = 0xE8
