@@ -23,14 +23,14 @@ import Testing
         #expect(machine.delayElapsed() == .streamThenQueue(0..<4096, [.execute, .create(.data, size: 4096)]))
         // The Create answers first (the SDK re-queues an Execute until flash is idle), then the
         // Execute, then the receipt: any order will do.
-        #expect(machine.received(.success(.create)) == .listen(purpose: "answers to Calculate Checksum, Execute", wait: .response))
-        #expect(machine.received(.success(.execute)) == .listen(purpose: "packet receipt notification", wait: .receipt))
+        #expect(machine.received(.success(.create)) == .listen(awaiting: .answers(to: [.calculateChecksum, .execute]), wait: .response))
+        #expect(machine.received(.success(.execute)) == .listen(awaiting: .receipt, wait: .receipt))
         #expect(
             drain(&machine, machine.received(Kit.receipt(image, 4096))) == [
                 .acknowledged(4096), .streamThenQueue(4096..<8192, [.execute, .create(.data, size: 1808)]),
             ])
-        #expect(machine.received(Kit.receipt(image, 8192)) == .listen(purpose: "answers to Execute, Create data object of 1808 bytes", wait: .response))
-        #expect(machine.received(.success(.execute)) == .listen(purpose: "answers to Create data object of 1808 bytes", wait: .response))
+        #expect(machine.received(Kit.receipt(image, 8192)) == .listen(awaiting: .answers(to: [.execute, .create(.data, size: 1808)]), wait: .response))
+        #expect(machine.received(.success(.execute)) == .listen(awaiting: .answers(to: [.create(.data, size: 1808)]), wait: .response))
         // The last object is not pipelined: its Execute verifies the image.
         #expect(drain(&machine, machine.received(.success(.create))) == [.acknowledged(8192), .stream(8192..<10_000, receipt: false)])
         #expect(machine.streamed() == .send(.calculateChecksum))
@@ -190,7 +190,7 @@ import Testing
         _ = machine.delayElapsed()
         #expect(
             machine.received(.success(.select, [4096, 0, 0]))
-                == .listen(purpose: "answers to Calculate Checksum, Execute, Create data object of 4096 bytes", wait: .response))
+                == .listen(awaiting: .answers(to: [.calculateChecksum, .execute, .create(.data, size: 4096)]), wait: .response))
         _ = machine.received(Kit.receipt(image, 4096))
         _ = machine.received(.success(.execute))
         #expect(
@@ -299,7 +299,7 @@ import Testing
         #expect(machine.receiptIntervals == [32, 16, 31, 8])
         #expect(trace.contains(Self.seed12045Queue))
         #expect(trace.contains(.note("the bootloader refused to execute the object at byte 28672 (0x08): it is short; asking for its offset")))
-        #expect(!trace.contains(.listen(purpose: "answers to Calculate Checksum", wait: .response)))
+        #expect(!trace.contains(.listen(awaiting: .answers(to: [.calculateChecksum]), wait: .response)))
         #expect(machine.objectsResent == 2)
     }
 
@@ -314,8 +314,8 @@ import Testing
         // The object's last packet is lost: 31 of 32 arrive, counted at 16, so no receipt.
         let refused = DFUResponse(opCode: DFUOpCode.execute.rawValue, result: .operationNotPermitted)
         #expect(
-            machine.received(refused) == .listen(purpose: "answers to Calculate Checksum, Set PRN to 31, Create data object of 4096 bytes", wait: .response))
-        #expect(machine.received(.success(.setPRN)) == .listen(purpose: "answers to Calculate Checksum, Create data object of 4096 bytes", wait: .response))
+            machine.received(refused) == .listen(awaiting: .answers(to: [.calculateChecksum, .setPRN(31), .create(.data, size: 4096)]), wait: .response))
+        #expect(machine.received(.success(.setPRN)) == .listen(awaiting: .answers(to: [.calculateChecksum, .create(.data, size: 4096)]), wait: .response))
         #expect(
             drain(&machine, machine.received(.success(.create))) == [
                 .note("the bootloader refused to execute the object at byte 28672 (0x08): it is short; asking for its offset"),
@@ -431,5 +431,17 @@ import Testing
         var configuration = try NordicDFUConfiguration(parameters: ["prn": prn])
         configuration.pipelinesObjects = pipeline
         return try NordicDFUStateMachine(image: image, payloadSize: payloadSize, configuration: configuration, resumingFrom: checkpoint)
+    }
+}
+
+/// What a listen waits for is named, in a timeout's message, as it was when it was a string.
+@Suite struct NordicDFUAwaitedDescriptionTests {
+    @Test func awaitedAnswersAreNamedAsBefore() {
+        typealias Awaited = NordicDFUStateMachine.Awaited
+        #expect(Awaited.receipt.description == "packet receipt notification")
+        #expect(Awaited.response(to: .calculateChecksum).description == "response to Calculate Checksum")
+        #expect(
+            Awaited.answers(to: [.execute, .setPRN(12), .create(.data, size: 4096)]).description
+                == "answers to Execute, Set PRN to 12, Create data object of 4096 bytes")
     }
 }

@@ -279,7 +279,7 @@ import Testing
         var machine = try Self.machineInDataStage(image)
         #expect(machine.delayElapsed() == .stream(0..<2928, receipt: true))
         let refused = DFUResponse(opCode: DFUOpCode.calculateChecksum.rawValue, result: .invalidParameter)
-        #expect(machine.received(refused) == .listen(purpose: "packet receipt notification", wait: .receipt))
+        #expect(machine.received(refused) == .listen(awaiting: .receipt, wait: .receipt))
         #expect(drain(&machine, machine.receiptMissing()).last == .send(.calculateChecksum))
     }
 
@@ -294,7 +294,7 @@ import Testing
         #expect(machine.delayElapsed() == .stream(0..<3000, receipt: false))
         #expect(machine.streamed() == .send(.calculateChecksum))
         let refused = DFUResponse(opCode: DFUOpCode.calculateChecksum.rawValue, result: result)
-        #expect(machine.received(refused) == .listen(purpose: "response to Calculate Checksum", wait: .response))
+        #expect(machine.received(refused) == .listen(awaiting: .response(to: .calculateChecksum), wait: .response))
         #expect(drain(&machine, machine.received(Self.receipt(image, 3000))) == [.enter(.verifying), .send(.execute, wait: .verification)])
     }
 
@@ -424,7 +424,7 @@ import Testing
         _ = machine.start()
         _ = machine.received(.success(.select, [512, 0, 0]))
         #expect(
-            machine.received(.success(.calculateChecksum, [10, 10])) == .listen(purpose: "response to Create command object of 100 bytes", wait: .response))
+            machine.received(.success(.calculateChecksum, [10, 10])) == .listen(awaiting: .response(to: .create(.command, size: 100)), wait: .response))
         #expect(machine.received(.success(.create)) == .send(.setPRN(0)))
     }
 

@@ -136,15 +136,11 @@ public final class UpdateContext: Sendable {
     /// counted. A write with response waits at most the response timeout for the device's ATT
     /// response.
     ///
-    /// - Parameter purpose: what the write is ("START"), for error messages.
-    public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, purpose: String) async throws(OTAError) {
-        try await write(value, to: characteristic, kind: kind, describedAs: purpose)
-    }
-
-    /// ``write(_:to:kind:purpose:)`` with `purpose` made only if the write fails: data writes,
-    /// once per chunk, build no text when they succeed.
-    private func write(
-        _ value: Data, to characteristic: CharacteristicID, kind: WriteKind, describedAs purpose: @autoclosure @escaping @Sendable () -> String
+    /// - Parameter purpose: what the write is ("START"), for error messages: made only if the
+    ///   write fails, so a description built per request (`request.description`) costs nothing
+    ///   while the device answers.
+    public func write(
+        _ value: Data, to characteristic: CharacteristicID, kind: WriteKind, purpose: @autoclosure @escaping @Sendable () -> String
     ) async throws(OTAError) {
         let transport = self.transport
         do {
@@ -245,7 +241,7 @@ public final class UpdateContext: Sendable {
                 }
                 watchdog.writeEnded(token)
             } else {
-                try await write(value, to: characteristic, kind: .withResponse, describedAs: "data at byte \(offset)")
+                try await write(value, to: characteristic, kind: .withResponse, purpose: "data at byte \(offset)")
             }
         }
         dataWritesCompleted.add(1, ordering: .relaxed)

@@ -155,11 +155,12 @@ public struct NordicDFUClient: ResumableUpdateProtocol {
                 for request in requests {
                     try await context.write(request.encoded, to: DFUGATTProfile.controlPoint, kind: .withResponse, purpose: request.description)
                 }
-                let awaited = requests.map { $0.description }.joined(separator: ", ")
-                action = machine.received(try await inbox.next(timeout: timeout(.response, context), awaiting: "answers to \(awaited)"))
-            case .listen(let purpose, let wait):
+                action = machine.received(
+                    try await inbox.next(
+                        timeout: timeout(.response, context), awaiting: "answers to \(requests.map { $0.description }.joined(separator: ", "))"))
+            case .listen(let awaited, let wait):
                 guard wait == .receipt else {
-                    action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: purpose))
+                    action = machine.received(try await inbox.next(timeout: timeout(wait, context), awaiting: awaited.description))
                     continue
                 }
                 switch try await awaitReceipt(inbox, wait: machine.receiptWait) {

@@ -75,11 +75,11 @@ public struct NordicDFUStateMachine: Sendable {
         /// between them (the bootloader queues packets and requests FIFO); then wait for a
         /// notification and pass it to ``received(_:)-(Data)``. The answers (and the packet
         /// receipt that ends the object, when one is due) are matched by op code, in whichever
-        /// order they come; the machine asks (``listen(purpose:wait:)``) for each further one.
+        /// order they come; the machine asks (``listen(awaiting:wait:)``) for each further one.
         case streamThenQueue(Range<Int>, [DFURequest])
         /// The last notification was a stray packet receipt: wait (as `wait` says) for the next
-        /// one and pass it to ``received(_:)-(Data)``. `purpose` names what is awaited.
-        case listen(purpose: String, wait: Wait)
+        /// one and pass it to ``received(_:)-(Data)``. `awaiting` names what is awaited.
+        case listen(awaiting: Awaited, wait: Wait)
         /// Write these bytes of the init packet to DFU Packet without response (not image
         /// data: no progress), then call ``streamed()``.
         case writeInitPacket(Range<Int>)
@@ -116,6 +116,27 @@ public struct NordicDFUStateMachine: Sendable {
             case (.finished, .finished): true
             case (.fail(let a), .fail(let b)): a.code == b.code && a.message == b.message
             default: false
+            }
+        }
+    }
+
+    /// What a ``Action/listen(awaiting:wait:)`` waits for; its description names it in a
+    /// timeout's message, and is made only then.
+    public enum Awaited: Sendable, Hashable, CustomStringConvertible {
+        /// The answer to this request.
+        case response(to: DFURequest)
+        /// The packet receipt notification that ends a run of packets.
+        case receipt
+        /// The answers to these queued requests, in any order.
+        case answers(to: [DFURequest])
+
+        /// "response to Calculate Checksum", "packet receipt notification", "answers to
+        /// Execute, Create data object of 4096 bytes".
+        public var description: String {
+            switch self {
+            case .response(let request): "response to \(request)"
+            case .receipt: "packet receipt notification"
+            case .answers(let requests): "answers to \(NordicDFUStateMachine.list(requests))"
             }
         }
     }
@@ -376,7 +397,7 @@ public struct NordicDFUStateMachine: Sendable {
         case .awaiting(let step, let request, let wait):
             switch DFUAnswer(notification, to: request) {
             case .malformed(let error): return fail(error)
-            case .lateReceipt: return .listen(purpose: "response to \(request)", wait: wait)
+            case .lateReceipt: return .listen(awaiting: .response(to: request), wait: wait)
             case .response(let response): return emit(answer(response, to: step, request: request))
             }
         case .awaitingQueued(let remaining):
@@ -394,7 +415,7 @@ public struct NordicDFUStateMachine: Sendable {
             guard response.opCode == DFUOpCode.calculateChecksum.rawValue, response.result == .success else {
                 // A receipt for a packet the bootloader refused carries no offset, and restarts
                 // its count: the next one may never come, so it is waited for as a receipt.
-                return .listen(purpose: "packet receipt notification", wait: .receipt)
+                return .listen(awaiting: .receipt, wait: .receipt)
             }
             return emit(receipt(offset: Int(response.values[0]), crc: response.values[1], after: segment))
         default:
@@ -754,7 +775,7 @@ public struct NordicDFUStateMachine: Sendable {
     private mutating func awaitQueue(_ remaining: [DFURequest]) -> [Action] {
         phase = .awaitingQueued(remaining)
         let receiptOnly = remaining == [.calculateChecksum] && !queueAskedChecksum
-        return [.listen(purpose: receiptOnly ? "packet receipt notification" : "answers to \(Self.list(remaining))", wait: receiptOnly ? .receipt : .response)]
+        return [receiptOnly ? .listen(awaiting: .receipt, wait: .receipt) : .listen(awaiting: .answers(to: remaining), wait: .response)]
     }
 
     /// Whether the queue behind the current object asked Calculate Checksum (no receipt due).
@@ -875,7 +896,7 @@ public struct NordicDFUStateMachine: Sendable {
         max(1, (objectSize + payloadSize - 1) / payloadSize)
     }
 
-    private static func list(_ requests: [DFURequest]) -> String {
+    static func list(_ requests: [DFURequest]) -> String {
         requests.map(\.description).joined(separator: ", ")
     }
 
