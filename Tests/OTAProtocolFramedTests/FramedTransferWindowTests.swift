@@ -154,4 +154,86 @@ import Testing
         #expect(try tail.nextChunk() == 9_998..<10_000)
         #expect(try tail.nextChunk() == nil)
     }
+
+    // MARK: - Chunks encoded a batch at a time
+
+    /// The window encodes a batch's chunks into one buffer; whatever the ACKs, NAKs and silences
+    /// (seeded), every write it hands out must be the chunk encoded alone, at the place the split
+    /// gives it: version 1 at any offset, version 2 under its sequence number with its batch check.
+    @Test(arguments: [UInt8(1), UInt8(2)])
+    func everyWriteIsItsChunkEncodedAloneThroughRewinds(version: UInt8) throws {
+        var generator = SeededRandom(seed: UInt64(version) &* 7919)
+        for round in 0..<60 {
+            let payloadSize = [5, 9, 18, 100, 244][round % 5]
+            let batch = [1, 2, 4, 7, 9, 16][round % 6]  // 9 and 16: a batch longer than one encoded run
+            let start = [0, 1, 500, 9_000][round % 4]
+            var window = try FramedTransferWindow(
+                image: image, payloadSize: payloadSize, batch: batch, windowBatches: 2 + round % 3, startingAt: start, version: version)
+            let split = Self.compactSplit(size: image.count, from: start, payloadSize: payloadSize, batch: batch)
+            var steps = 0
+            while !window.isComplete, steps < 400 {
+                steps += 1
+                var boundaries: [Int] = []
+                let pulls = Int(generator.next() % 6)
+                for _ in 0..<pulls {
+                    let expectedStart = window.sent
+                    guard let write = try window.nextWrite() else { break }
+                    #expect(write.range.lowerBound == expectedStart, "round \(round)")
+                    boundaries.append(write.range.upperBound)
+                    if version == 1 {
+                        #expect(write.range == write.range.lowerBound..<min(write.range.lowerBound + payloadSize, image.count))
+                        #expect(write.bytes == FramedChunk.encode(offset: write.range.lowerBound, payload: try image[write.range]))
+                    } else {
+                        let place = try #require(split[write.range.lowerBound], "no chunk starts at \(write.range.lowerBound)")
+                        #expect(write.range == place.range)
+                        let expected = FramedChunk.encodeCompact(
+                            sequence: place.index, payload: try image[write.range], batchCRC: place.batchEnd ? prefixCRC(write.range.upperBound) : nil)
+                        #expect(write.bytes == expected, "chunk \(place.index) of round \(round)")
+                    }
+                }
+                // A device's answer to what it got: an ACK or a NAK at a boundary it reached, or none.
+                let target = boundaries.isEmpty ? window.sent : boundaries[Int(generator.next() % UInt64(boundaries.count))]
+                switch generator.next() % 4 {
+                case 0, 1:
+                    _ = window.receiveACK(offset: target, runningCRC: prefixCRC(target))
+                case 2:
+                    let rewind = boundaries.count > 1 ? boundaries[0] : window.acknowledged
+                    _ = window.receiveNAK(.gap, offset: rewind, runningCRC: prefixCRC(rewind))
+                default:
+                    // Too many silences in a row end the transfer (the driver would BEGIN again).
+                    if case .fail = window.timedOut() { steps = 400 }
+                }
+            }
+        }
+    }
+
+    /// Version 2's split of the image from `start`: where each chunk begins, its range, index
+    /// and whether it ends a batch.
+    private static func compactSplit(size: Int, from start: Int, payloadSize: Int, batch: Int) -> [Int: (range: Range<Int>, index: Int, batchEnd: Bool)] {
+        var split: [Int: (range: Range<Int>, index: Int, batchEnd: Bool)] = [:]
+        var offset = start
+        var index = 0
+        while offset < size {
+            let remaining = size - offset
+            let batchEnd = (index + 1) % batch == 0 || remaining <= payloadSize
+            let length = batchEnd ? min(payloadSize - FramedChunk.batchCheckLength, remaining) : payloadSize
+            split[offset] = (offset..<(offset + length), index, batchEnd)
+            offset += length
+            index += 1
+        }
+        return split
+    }
+}
+
+/// SplitMix64: reproducible draws for the seeded rounds above.
+private struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
 }

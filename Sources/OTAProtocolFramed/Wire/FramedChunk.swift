@@ -8,7 +8,8 @@ import OTACore
 ///   batch `batchCRC:u32`, the CRC-32 of the image prefix `[0, end of this chunk)`. The tag's low
 ///   15 bits are the chunk's sequence number since BEGIN, its top bit marks the batch's end.
 ///
-/// Both encoders build the write in one allocation, without per-byte appends.
+/// Both encoders build the write in one allocation, without per-byte appends; a sender writes
+/// a batch's chunks into one buffer (``FramedTransferWindow``).
 public enum FramedChunk {
     /// Bytes of a version-1 header before the payload.
     public static let headerLength = 8
@@ -28,15 +29,7 @@ public enum FramedChunk {
     public static func encode(offset: Int, payload: Data) -> Data {
         var data = Data(count: headerLength + payload.count)
         data.withUnsafeMutableBytes { raw in
-            payload.withUnsafeBytes { source in
-                var crc = CRC32()
-                crc.update(source)
-                store(UInt32(truncatingIfNeeded: offset), at: 0, in: raw)
-                store(crc.value, at: 4, in: raw)
-                if let base = source.baseAddress, source.count > 0 {
-                    raw.baseAddress!.advanced(by: headerLength).copyMemory(from: base, byteCount: source.count)
-                }
-            }
+            payload.withUnsafeBytes { source in _ = write(offset: offset, payload: source, into: raw, at: 0) }
         }
         return data
     }
@@ -44,21 +37,48 @@ public enum FramedChunk {
     /// The version-2 bytes for `payload` as chunk `sequence` (taken modulo 2¹⁵); with
     /// `batchCRC`, a batch-end chunk carrying that check of the image prefix it ends.
     public static func encodeCompact(sequence: Int, payload: Data, batchCRC: UInt32?) -> Data {
-        let trailer = batchCRC == nil ? 0 : batchCheckLength
-        var data = Data(count: compactHeaderLength + payload.count + trailer)
+        var data = Data(count: compactLength(payload: payload.count, batchEnd: batchCRC != nil))
         data.withUnsafeMutableBytes { raw in
-            var tag = UInt16(truncatingIfNeeded: sequence) & sequenceMask
-            if batchCRC != nil { tag |= batchEndFlag }
-            raw[0] = UInt8(truncatingIfNeeded: tag)
-            raw[1] = UInt8(truncatingIfNeeded: tag >> 8)
-            payload.withUnsafeBytes { source in
-                if let base = source.baseAddress, source.count > 0 {
-                    raw.baseAddress!.advanced(by: compactHeaderLength).copyMemory(from: base, byteCount: source.count)
-                }
-            }
-            if let batchCRC { store(batchCRC, at: compactHeaderLength + payload.count, in: raw) }
+            payload.withUnsafeBytes { source in _ = writeCompact(sequence: sequence, payload: source, batchCRC: batchCRC, into: raw, at: 0) }
         }
         return data
+    }
+
+    /// The length of a version-2 chunk of `payload` bytes.
+    static func compactLength(payload: Int, batchEnd: Bool) -> Int {
+        compactHeaderLength + payload + (batchEnd ? batchCheckLength : 0)
+    }
+
+    /// Writes ``encode(offset:payload:)``'s bytes into `raw` at `position`; returns the position
+    /// after them. `raw` must have room.
+    static func write(offset: Int, payload: UnsafeRawBufferPointer, into raw: UnsafeMutableRawBufferPointer, at position: Int) -> Int {
+        precondition(position + headerLength + payload.count <= raw.count, "framed chunk buffer too small")
+        var crc = CRC32()
+        crc.update(payload)
+        store(UInt32(truncatingIfNeeded: offset), at: position, in: raw)
+        store(crc.value, at: position + 4, in: raw)
+        if let base = payload.baseAddress, payload.count > 0 {
+            raw.baseAddress!.advanced(by: position + headerLength).copyMemory(from: base, byteCount: payload.count)
+        }
+        return position + headerLength + payload.count
+    }
+
+    /// Writes ``encodeCompact(sequence:payload:batchCRC:)``'s bytes into `raw` at `position`;
+    /// returns the position after them. `raw` must have room.
+    static func writeCompact(
+        sequence: Int, payload: UnsafeRawBufferPointer, batchCRC: UInt32?, into raw: UnsafeMutableRawBufferPointer, at position: Int
+    ) -> Int {
+        let end = position + compactLength(payload: payload.count, batchEnd: batchCRC != nil)
+        precondition(end <= raw.count, "framed chunk buffer too small")
+        var tag = UInt16(truncatingIfNeeded: sequence) & sequenceMask
+        if batchCRC != nil { tag |= batchEndFlag }
+        raw[position] = UInt8(truncatingIfNeeded: tag)
+        raw[position + 1] = UInt8(truncatingIfNeeded: tag >> 8)
+        if let base = payload.baseAddress, payload.count > 0 {
+            raw.baseAddress!.advanced(by: position + compactHeaderLength).copyMemory(from: base, byteCount: payload.count)
+        }
+        if let batchCRC { store(batchCRC, at: position + compactHeaderLength + payload.count, in: raw) }
+        return end
     }
 
     /// Splits a version-1 chunk into offset, declared CRC and payload; `nil` when shorter than a
