@@ -211,6 +211,28 @@ import Testing
         #expect(DFUResponse(decoding: Data([0x60, 0x04, 0x0B])) == nil)
         #expect(DFUResponse(decoding: Data([0x61, 0x04, 0x01])) == nil)
     }
+
+    /// Every response the bootloader can send decodes to what was encoded, and one byte fewer or
+    /// more is refused: the decoder reads the notification in place, so its bounds are its own.
+    @Test func responsesRoundTripAndEveryOtherLengthIsRefused() {
+        let opCodes: [DFUOpCode] = [.create, .setPRN, .calculateChecksum, .execute, .select, .abort]
+        for opCode in opCodes {
+            for result in [DFUResultCode.success, .invalidParameter, .operationNotPermitted, .extendedError] {
+                let values: [UInt32] =
+                    result != .success ? [] : opCode == .select ? [4096, 0x1234_5678, 0xFFFF_FFFF] : opCode == .calculateChecksum ? [7, 0x8000_0001] : []
+                let response = DFUResponse(
+                    opCode: opCode.rawValue, result: result, extendedError: result == .extendedError ? DFUExtendedError(rawValue: 0x07) : nil,
+                    values: values)
+                let bytes = response.encoded
+                #expect(DFUResponse(decoding: bytes) == response, "\(opCode) \(result)")
+                #expect(DFUResponse(decoding: bytes.dropLast()) == nil, "\(opCode) \(result) short")
+                #expect(DFUResponse(decoding: bytes + [0]) == nil, "\(opCode) \(result) long")
+                // A slice that does not start at index 0, as a reassembled notification may be.
+                let shifted = (Data([0xAA]) + bytes).dropFirst()
+                #expect(DFUResponse(decoding: shifted) == response, "\(opCode) \(result) sliced")
+            }
+        }
+    }
 }
 
 @Suite struct ButtonlessDFUTests {

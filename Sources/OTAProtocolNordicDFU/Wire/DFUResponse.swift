@@ -39,26 +39,35 @@ public struct DFUResponse: Sendable, Hashable {
     /// Parses a notification; `nil` when it is not a well-formed response. Payload sizes are
     /// checked per op code: Select carries 3 values, Calculate Checksum 2, others none.
     public init?(decoding data: Data) {
-        let bytes = [UInt8](data)
-        guard bytes.count >= 3, bytes[0] == DFUOpCode.response.rawValue else { return nil }
-        opCode = bytes[1]
-        result = DFUResultCode(rawValue: bytes[2])
-        if result == .extendedError {
-            guard bytes.count == 4 else { return nil }
-            extendedError = DFUExtendedError(rawValue: bytes[3])
-            values = []
-            return
-        }
-        extendedError = nil
-        let expected: Int =
-            switch (DFUOpCode(rawValue: opCode), result) {
-            case (.select, .success): 3
-            case (.calculateChecksum, .success): 2
-            default: 0
-            }
-        guard bytes.count == 3 + 4 * expected else { return nil }
-        var reader = ByteReader(Data(bytes[3...]))
-        values = (0..<expected).compactMap { _ in reader.u32() }
+        // Read in place: a response comes per request, several per object.
+        guard
+            let decoded = data.withUnsafeBytes({ raw -> (opCode: UInt8, result: DFUResultCode, extended: DFUExtendedError?, values: [UInt32])? in
+                guard raw.count >= 3, raw[0] == DFUOpCode.response.rawValue else { return nil }
+                let opCode = raw[1]
+                let result = DFUResultCode(rawValue: raw[2])
+                if result == .extendedError {
+                    guard raw.count == 4 else { return nil }
+                    return (opCode, result, DFUExtendedError(rawValue: raw[3]), [])
+                }
+                let expected: Int =
+                    switch (DFUOpCode(rawValue: opCode), result) {
+                    case (.select, .success): 3
+                    case (.calculateChecksum, .success): 2
+                    default: 0
+                    }
+                guard raw.count == 3 + 4 * expected else { return nil }
+                var values: [UInt32] = []
+                if expected > 0 {
+                    values.reserveCapacity(expected)
+                    for index in 0..<expected { values.append(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 3 + 4 * index, as: UInt32.self))) }
+                }
+                return (opCode, result, nil, values)
+            })
+        else { return nil }
+        opCode = decoded.opCode
+        result = decoded.result
+        extendedError = decoded.extended
+        values = decoded.values
     }
 
     /// The failure in words: "Execute failed: 0x0B (extended error) 0x0C (verification failed …)".
