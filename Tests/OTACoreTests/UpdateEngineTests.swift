@@ -161,6 +161,22 @@ private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(trunc
         #expect(connector.allWrites.count == 10)
     }
 
+    /// Without an event sink the recorder skips the clock and the rate estimate per chunk; what
+    /// it reports must not change for it.
+    @Test func anUpdateWithoutAnEventSinkReportsWhatOneWithASinkReports() async throws {
+        let shape = DataWriteShape(headerLength: 2, kind: .withoutResponse)
+        let (listened, events) = await collect(image, StreamingProtocol(dataWrites: shape, reconnects: 1), connector: CountingConnector())
+        let heard = try listened.get()
+        #expect(events.contains { if case .progress = $0 { true } else { false } })
+        let unheard = try await UpdateEngine(clock: TestClock()).update(
+            image, using: StreamingProtocol(dataWrites: shape, reconnects: 1), connector: CountingConnector())
+        #expect(unheard.bytesSent == heard.bytesSent && unheard.bytesSent > 0)
+        #expect(unheard.dataWrites == heard.dataWrites && unheard.dataWrites > 0)
+        #expect(unheard.chunkSize == heard.chunkSize)
+        #expect(unheard.resumes == heard.resumes && unheard.restarts == heard.restarts)
+        #expect(unheard.bytesHeldAtStart == heard.bytesHeldAtStart)
+    }
+
     @Test func withoutResponseUsesItsOwnLengthAndTheAlignment() async throws {
         let connector = CountingConnector()
         let (result, events) = await collect(image, StreamingProtocol(dataWrites: DataWriteShape(alignment: 4), reconnects: 0), connector: connector)

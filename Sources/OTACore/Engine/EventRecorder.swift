@@ -59,11 +59,21 @@ final class EventRecorder: Sendable {
     var dataWrites: Int { state.withLock { $0.writes } }
 
     /// Records that the bytes of `range` were written in one data write; emits a progress event
-    /// when the interval has passed.
+    /// when the interval has passed and somebody receives events.
     ///
     /// Once per chunk, so it takes one lock: the device's progress is read (a lock of its own)
     /// only when an event is due, which is once per interval.
     func sent(_ range: Range<Int>) {
+        guard let sink else {
+            // Nobody receives progress events: count, and skip the clock and the rate estimate
+            // (the report and ``progress`` need only the counts).
+            state.withLock { state in
+                state.sent += range.count
+                state.writes += 1
+                state.position = range.upperBound
+            }
+            return
+        }
         let now = stopwatch.elapsed
         let due: Bool = state.withLock { state in
             state.sent += range.count
@@ -74,7 +84,7 @@ final class EventRecorder: Sendable {
         guard due else { return }
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
-        sink?.yield(.progress(progress, at: now))
+        sink.yield(.progress(progress, at: now))
     }
 
     /// Records that the transfer moved back to `offset` (a rewind or a resume).
@@ -85,6 +95,7 @@ final class EventRecorder: Sendable {
     /// Emits a progress event now, whatever the interval (after the device's progress changed,
     /// or at the end of a stream).
     func flushProgress() {
+        guard sink != nil else { return }
         let now = stopwatch.elapsed
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
