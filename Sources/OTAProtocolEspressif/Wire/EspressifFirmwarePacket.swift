@@ -79,33 +79,44 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
         return packets
     }
 
-    /// The same packets as ``packets(sector:data:payloadSize:)``, already encoded: each write's
-    /// bytes (header, payload, and the CRC-16 in the last) built in one allocation straight from
-    /// `data`, with the range of `data` it carries. What the client sends; no packet values, no
-    /// payload slices, no copy of the last piece to append the CRC to.
+    /// The same packets as ``packets(sector:data:payloadSize:)``, already encoded: every write's
+    /// bytes (header, payload, and the CRC-16 in the last) written into one buffer for the whole
+    /// sector, straight from `data`, each write a slice of it, with the range of `data` it
+    /// carries. What the client sends: one allocation per sector rather than two per packet
+    /// (at MTU 23, 241 packets), no packet values, no copy of the last piece.
     ///
     /// - Precondition: `1...4096` bytes of data and `payloadSize >= 17`.
     public static func writes(sector: UInt16, data: Data, payloadSize: Int) -> [(bytes: Data, range: Range<Int>)] {
         let (ranges, tail) = layout(count: data.count, payloadSize: payloadSize)
-        var writes: [(bytes: Data, range: Range<Int>)] = []
-        writes.reserveCapacity(ranges.count + 1)
-        data.withUnsafeBytes { source in
-            func write(_ sequence: UInt8, _ range: Range<Int>, crc: UInt16?) -> Data {
-                var bytes = Data(count: headerLength + range.count + (crc == nil ? 0 : 2))
-                bytes.withUnsafeMutableBytes { raw in
-                    raw[0] = UInt8(truncatingIfNeeded: sector)
-                    raw[1] = UInt8(truncatingIfNeeded: sector >> 8)
-                    raw[2] = sequence
-                    raw.baseAddress!.advanced(by: headerLength).copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: range.count)
+        let packetCount = ranges.count + 1
+        var buffer = Data(count: headerLength * packetCount + data.count + 2)
+        buffer.withUnsafeMutableBytes { raw in
+            data.withUnsafeBytes { source in
+                var position = 0
+                func put(_ sequence: UInt8, _ range: Range<Int>, crc: UInt16?) {
+                    raw[position] = UInt8(truncatingIfNeeded: sector)
+                    raw[position + 1] = UInt8(truncatingIfNeeded: sector >> 8)
+                    raw[position + 2] = sequence
+                    raw.baseAddress!.advanced(by: position + headerLength).copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: range.count)
+                    position += headerLength + range.count
                     if let crc {
-                        raw[headerLength + range.count] = UInt8(truncatingIfNeeded: crc)
-                        raw[headerLength + range.count + 1] = UInt8(truncatingIfNeeded: crc >> 8)
+                        raw[position] = UInt8(truncatingIfNeeded: crc)
+                        raw[position + 1] = UInt8(truncatingIfNeeded: crc >> 8)
+                        position += 2
                     }
                 }
-                return bytes
+                for (index, range) in ranges.enumerated() { put(UInt8(index), range, crc: nil) }
+                put(lastSequence, tail, crc: EspressifCRC16.checksum(source))
+                precondition(position == raw.count, "sector packets encoded to \(position) bytes, sized for \(raw.count)")
             }
-            for (index, range) in ranges.enumerated() { writes.append((write(UInt8(index), range, crc: nil), range)) }
-            writes.append((write(lastSequence, tail, crc: EspressifCRC16.checksum(source)), tail))
+        }
+        var writes: [(bytes: Data, range: Range<Int>)] = []
+        writes.reserveCapacity(packetCount)
+        var position = buffer.startIndex
+        for (index, range) in (ranges + [tail]).enumerated() {
+            let length = headerLength + range.count + (index == ranges.count ? 2 : 0)
+            writes.append((buffer[position..<(position + length)], range))
+            position += length
         }
         return writes
     }
