@@ -269,7 +269,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OTATransportBlueZTests",
-            dependencies: ["OTACore", blueZ, "OTATestSupport"],
+            dependencies: ["OTACore", blueZ, "OTATestSupport", "OTATransportSimulator"],
             swiftSettings: strictSettings
         ),
         .testTarget(

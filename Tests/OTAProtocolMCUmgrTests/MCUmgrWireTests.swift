@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATransportSimulator
 import Testing
 
 @testable import OTAProtocolMCUmgr
@@ -117,7 +118,7 @@ import Testing
     /// else through ``CBOR``: the two must agree byte for byte on every field combination, on
     /// integers at each head-length boundary and on data lengths around them.
     @Test func uploadFramesWrittenInPlaceMatchTheGeneralEncoder() {
-        var generator = SeededGenerator(seed: 0x5EED)
+        var generator = SeededRandom(seed: 0x5EED)
         let integers = [0, 1, 23, 24, 255, 256, 65_535, 65_536, 4_294_967_295, 4_294_967_296, Int.max, -1, -24, -25, -256, -257, Int.min]
         let dataLengths = [0, 1, 23, 24, 255, 256, 1_000, 65_400]
         for round in 0..<400 {
@@ -136,18 +137,5 @@ import Testing
             #expect(MCUmgrRequest.upload(request).encoded(sequence: sequence) == general, "\(request.payload)")
             #expect(request.payloadLength == request.payload.encodedLength)
         }
-    }
-}
-
-/// A reproducible generator (SplitMix64), so a failing combination can be rerun.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
     }
 }

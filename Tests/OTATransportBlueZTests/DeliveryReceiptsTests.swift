@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import OTACore
+import OTATransportSimulator
 import Testing
 
 @testable import OTATransportBlueZ
@@ -66,7 +67,7 @@ import Testing
     @Test func aWaitingWriterAlwaysHasAReceiptOnItsWay() {
         // Any sequence of write sizes up to the largest: whenever a write is refused, a receipt
         // is outstanding, so the writer cannot wait forever.
-        var generator = SplitMix(seed: 10)
+        var generator = SeededRandom(seed: 10)
         for _ in 0..<200 {
             let largest = Int.random(in: 1...512, using: &generator)
             var receipts = DeliveryReceipts(limit: Int.random(in: 1...8192, using: &generator), largestWrite: largest)
@@ -128,19 +129,6 @@ import Testing
         #expect(receipts.admits(512))
         #expect(receipts.wrote(512) == .none)
         #expect(receipts.stopped == "Read not permitted")
-    }
-}
-
-/// A seeded generator, so that the property test above is the same on every run.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 #endif
