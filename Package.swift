@@ -70,7 +70,8 @@ let package = Package(
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
 
-        // Checksums folded with the CPU's carry-less multiply (x86-64), beside zlib's (decision 0060).
+        // CRC-32 and SHA-256 with the CPU's own instructions where it has them (x86-64), for
+        // OTACore's CRC32 and SHA256 (decisions 0060, 0061).
         .target(name: "CChecksum"),
 
         // The engine and its abstractions: no vendor protocol, no platform Bluetooth API.

@@ -3,7 +3,7 @@
 // reflected IEEE polynomial. Four 128-bit lanes are folded forward 512 bits at a time, folded into
 // one, reduced to 64 bits, then to 32 by Barrett reduction. The constants are x^n mod P(x) for the
 // fold distances, bit-reflected and shifted left by one, as the paper derives them; the tests
-// compare every length and alignment with zlib.
+// (CRC32Tests) compare every length 0-600 at several alignments with the bitwise definition.
 
 #include "CChecksum.h"
 

@@ -67,24 +67,24 @@ final class EventRecorder: Sendable {
         guard let sink else {
             // Nobody receives progress events: count, and skip the clock and the rate estimate
             // (the report and ``progress`` need only the counts).
-            state.withLock { state in
-                state.sent += range.count
-                state.writes += 1
-                state.position = range.upperBound
-            }
+            state.withLock { Self.count(range, in: &$0) }
             return
         }
         let now = stopwatch.elapsed
         let due: Bool = state.withLock { state in
-            state.sent += range.count
-            state.writes += 1
-            state.position = range.upperBound
+            Self.count(range, in: &state)
             return state.lastEmission.map({ now - $0 >= interval }) ?? true
         }
         guard due else { return }
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
         sink.yield(.progress(progress, at: now))
+    }
+
+    private static func count(_ range: Range<Int>, in state: inout State) {
+        state.sent += range.count
+        state.writes += 1
+        state.position = range.upperBound
     }
 
     /// Records that the transfer moved back to `offset` (a rewind or a resume).

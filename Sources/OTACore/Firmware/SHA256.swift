@@ -140,10 +140,11 @@ public struct SHA256: Sendable {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    /// Runs the compression function over whole 64-byte blocks.
     /// Whether this CPU has the SHA extensions (asked once).
     static let roundsAvailable = ota_sha256_rounds_available() != 0
 
+    /// Runs the compression function over whole 64-byte blocks: with the SHA extensions where
+    /// the CPU has them, ``compressPortably(_:blocks:)`` otherwise.
     static func compress(_ state: inout [UInt32], blocks: UnsafeRawBufferPointer) {
         precondition(blocks.count % blockByteCount == 0, "SHA-256 compresses whole blocks only")
         guard roundsAvailable, let base = blocks.baseAddress else { return compressPortably(&state, blocks: blocks) }

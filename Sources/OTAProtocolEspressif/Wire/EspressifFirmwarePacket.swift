@@ -90,10 +90,14 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
         let (ranges, tail) = layout(count: data.count, payloadSize: payloadSize)
         let packetCount = ranges.count + 1
         var buffer = Data(count: headerLength * packetCount + data.count + 2)
+        // Each packet's place in `buffer` and the range of `data` it carries, as written.
+        var frames: [(bytes: Range<Int>, range: Range<Int>)] = []
+        frames.reserveCapacity(packetCount)
         buffer.withUnsafeMutableBytes { raw in
             data.withUnsafeBytes { source in
                 var position = 0
                 func put(_ sequence: UInt8, _ range: Range<Int>, crc: UInt16?) {
+                    let start = position
                     raw[position] = UInt8(truncatingIfNeeded: sector)
                     raw[position + 1] = UInt8(truncatingIfNeeded: sector >> 8)
                     raw[position + 2] = sequence
@@ -104,21 +108,15 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
                         raw[position + 1] = UInt8(truncatingIfNeeded: crc >> 8)
                         position += 2
                     }
+                    frames.append((start..<position, range))
                 }
                 for (index, range) in ranges.enumerated() { put(UInt8(index), range, crc: nil) }
                 put(lastSequence, tail, crc: EspressifCRC16.checksum(source))
                 precondition(position == raw.count, "sector packets encoded to \(position) bytes, sized for \(raw.count)")
             }
         }
-        var writes: [(bytes: Data, range: Range<Int>)] = []
-        writes.reserveCapacity(packetCount)
-        var position = buffer.startIndex
-        for (index, range) in (ranges + [tail]).enumerated() {
-            let length = headerLength + range.count + (index == ranges.count ? 2 : 0)
-            writes.append((buffer[position..<(position + length)], range))
-            position += length
-        }
-        return writes
+        let base = buffer.startIndex
+        return frames.map { frame in (buffer[(base + frame.bytes.lowerBound)..<(base + frame.bytes.upperBound)], frame.range) }
     }
 
     /// How `count` bytes of a sector are cut: the numbered packets' ranges and the last one's

@@ -71,7 +71,7 @@ public struct FramedTransferWindow: Sendable {
     // Version 2: the CRC-32 of [0, crcOffset), fed up to each batch end in one call.
     private var crcOffset: Int
     private var crc: CRC32
-    // The rest of the batch being sent, encoded at once (``encodeRun()``).
+    // The chunks encoded ahead of being sent (``encodeRun()``).
     private var run = EncodedRun()
 
     /// Starts at the device's `offset`, whose prefix CRC the device reported as `runningCRC`.
@@ -139,9 +139,9 @@ public struct FramedTransferWindow: Sendable {
 
     /// Encodes the chunks from ``sent`` to the end of its batch (version 1: the next `batch`
     /// chunks), at most ``EncodedRun/maximumChunks``, into one buffer, read from the image at
-    /// once: one allocation per run instead of two per chunk. A chunk is a function of its offset (and in version 2 its index) alone, so
-    /// the run stays valid across window stalls; after a rewind elsewhere, the next write starts a
-    /// new run.
+    /// once: one allocation per run instead of two per chunk. A chunk is a function of its offset
+    /// alone (``EncodedRun/starts(at:)``), so the run stays valid while the window is full; after a
+    /// rewind elsewhere, the next write starts a new run.
     private mutating func encodeRun() throws(OTAError) {
         var chunks: [EncodedRun.Chunk] = []
         chunks.reserveCapacity(min(batch, EncodedRun.maximumChunks))

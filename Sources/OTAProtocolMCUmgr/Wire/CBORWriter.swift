@@ -20,8 +20,11 @@ struct CBORWriter: ~Copyable {
         CBOR.headLength(value >= 0 ? UInt64(value) : UInt64(-(value + 1)))
     }
 
-    /// The length of a text string of `utf8Count` bytes, head included.
-    static func textLength(_ utf8Count: Int) -> Int { CBOR.headLength(UInt64(utf8Count)) + utf8Count }
+    /// The length of ``text(_:)``'s encoding of `key`, head included.
+    static func textLength(_ key: StaticString) -> Int { CBOR.headLength(UInt64(key.utf8CodeUnitCount)) + key.utf8CodeUnitCount }
+
+    /// The length of ``bytes(_:)``'s encoding of `data`, head included.
+    static func bytesLength(_ data: Data) -> Int { CBOR.headLength(UInt64(data.count)) + data.count }
 
     /// A head of major type `major` with `value`.
     mutating func head(_ major: UInt8, _ value: UInt64) {

@@ -88,12 +88,12 @@ public struct ImageUploadRequest: Sendable, Hashable {
     /// before its data is cut.
     public var payloadLength: Int {
         var total = 1  // the map's head: at most six entries
-        if let image { total += CBORWriter.textLength(5) + CBORWriter.integerLength(image) }
-        if let length { total += CBORWriter.textLength(3) + CBORWriter.integerLength(length) }
-        total += CBORWriter.textLength(3) + CBORWriter.integerLength(offset)
-        if let sha { total += CBORWriter.textLength(3) + CBOR.headLength(UInt64(sha.count)) + sha.count }
-        if upgrade != nil { total += CBORWriter.textLength(7) + 1 }
-        total += CBORWriter.textLength(4) + CBOR.headLength(UInt64(data.count)) + data.count
+        if let image { total += CBORWriter.textLength("image") + CBORWriter.integerLength(image) }
+        if let length { total += CBORWriter.textLength("len") + CBORWriter.integerLength(length) }
+        total += CBORWriter.textLength("off") + CBORWriter.integerLength(offset)
+        if let sha { total += CBORWriter.textLength("sha") + CBORWriter.bytesLength(sha) }
+        if upgrade != nil { total += CBORWriter.textLength("upgrade") + 1 }
+        total += CBORWriter.textLength("data") + CBORWriter.bytesLength(data)
         return total
     }
 

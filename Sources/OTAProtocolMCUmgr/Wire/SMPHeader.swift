@@ -97,22 +97,22 @@ public struct SMPHeader: Sendable, Hashable {
         ])
     }
 
-    /// Writes the header's eight bytes.
-    func write(into writer: inout CBORWriter) {
-        let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+    /// The header's eight bytes, as a value (no array).
+    private var wireBytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) {
+        (
             version << 3 & 0x18 | operation.rawValue & 0x07, flags, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xFF),
             UInt8(group >> 8), UInt8(group & 0xFF), sequence, command
         )
-        withUnsafeBytes(of: bytes) { writer.raw($0) }
+    }
+
+    /// Writes the header's eight bytes.
+    func write(into writer: inout CBORWriter) {
+        withUnsafeBytes(of: wireBytes) { writer.raw($0) }
     }
 
     /// Appends the header's eight bytes to `out`.
     func appendEncoded(to out: inout Data) {
-        let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
-            version << 3 & 0x18 | operation.rawValue & 0x07, flags, UInt8(payloadLength >> 8), UInt8(payloadLength & 0xFF),
-            UInt8(group >> 8), UInt8(group & 0xFF), sequence, command
-        )
-        withUnsafeBytes(of: bytes) { out.append($0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: Self.length) }
+        withUnsafeBytes(of: wireBytes) { out.append($0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: Self.length) }
     }
 }
 
