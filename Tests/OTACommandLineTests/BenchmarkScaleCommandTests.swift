@@ -79,3 +79,48 @@ import Testing
         }
     }
 }
+
+/// `ota benchmark --param`: one protocol measured once, its first stock variant with the given
+/// parameters changed; anything else is one usage line.
+@Suite struct BenchmarkParameterTests {
+    @Test func theGivenParametersReplaceTheStockVariants() async throws {
+        let (code, streams) = await runTool([
+            "benchmark", "--protocol", "mcumgr", "--param", "buffer-size=2475", "--param", "window=4", "--profile", "esp32s3-mtu244-2m", "--size", "20K",
+            "--json",
+        ])
+        #expect(code == 0, "\(streams.standardError)")
+        let lines = streams.standardOutput.split(separator: "\n")
+        #expect(lines.count == 1)
+        let line = try #require(lines.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        // mode=upload comes from the first stock variant; the rest from --param.
+        #expect(object["variant"] as? String == "mcumgr buffer-size=2475 mode=upload window=4")
+        #expect((object["goodput"] as? Double ?? 0) > 0)
+    }
+
+    @Test func withScaleTooOnlyTheGivenVariantRuns() async throws {
+        let (code, streams) = await runTool([
+            "benchmark", "--scale", "3", "--protocol", "framed", "--param", "version=1", "--profile", "esp32s3-mtu244-2m", "--size", "5K", "--json",
+        ])
+        #expect(code == 0, "\(streams.standardError)")
+        let lines = streams.standardOutput.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains("version=1") == true)
+        #expect(lines.first?.contains("\"identical\":3") == true)
+    }
+
+    @Test(arguments: [
+        (["--param", "window=4"], "--param needs exactly one --protocol: parameters belong to one protocol"),
+        (["--protocol", "mcumgr", "--protocol", "generic", "--param", "window=4"], "--param needs exactly one --protocol: parameters belong to one protocol"),
+        (["--protocol", "mcumgr", "--param", "windw=4"], "protocol 'mcumgr' has no parameter 'windw'"),
+        (["--protocol", "mcumgr", "--param", "window=zero"], "parameter 'window': 'zero' is not an integer"),
+        (["--protocol", "mcumgr", "--param", "window"], "--param 'window' is not KEY=VALUE"),
+    ])
+    func badParametersAreOneUsageLine(extra: [String], message: String) async {
+        let (code, streams) = await runTool(["benchmark"] + extra)
+        #expect(code == 2)
+        #expect(streams.standardError.hasPrefix("ota: error: \(message)"), "\(streams.standardError)")
+        #expect(streams.standardError.filter { $0 == "\n" }.count == 1)
+        #expect(streams.standardOutput.isEmpty)
+    }
+}

@@ -13,6 +13,11 @@ enum BenchmarkCommand: Command {
             .init(name: "--profile", valueName: "NAME", help: "profile to measure, repeatable; default: every profile", repeatable: true),
             .init(name: "--size", valueName: "BYTES", help: "image size, e.g. 200000, 200K, 10M (decimal units); default 200K"),
             .init(name: "--seed", valueName: "N", help: "simulation seed; default 1"),
+            .init(
+                name: "--param", valueName: "KEY=VALUE",
+                help: "with one --protocol: measure its first stock variant with this parameter changed, instead of every variant, repeatable",
+                repeatable: true
+            ),
             .init(name: "--json", help: "print one JSON object per measurement"),
             .init(
                 name: "--scale", valueName: "N",
@@ -38,6 +43,10 @@ enum BenchmarkCommand: Command {
             that holds K connections and whose links share one radio (FleetScheduler, decision 0031):
             'virtual' is then the whole campaign's, 'peak' the adapter's most connections at once and
             'ideal' the campaign's virtual time over the larger of its airtime and connection bounds.
+            With --param, the one protocol named by --protocol is measured once: its first stock
+            variant with the parameters given changed (see 'ota protocols'), e.g. --protocol mcumgr
+            --param buffer-size=2475. A measurement is one connection, so a parameter that makes the
+            device reset during the update (mcumgr's mode=test) fails here.
             Build in release mode for meaningful host figures: swift run -c release ota benchmark
             """
     )
@@ -67,8 +76,10 @@ enum BenchmarkCommand: Command {
         let seed: UInt64
         var scale: Int?
         var adapterLimit: Int?
+        let variants: (ProtocolDescriptor) -> [ProtocolParameters]
         do {
             descriptors = try environment.registry.selected(by: arguments, command: "benchmark")
+            variants = try chosenVariants(arguments, descriptors: descriptors)
             var selectedProfiles: [DeviceProfile] = []
             for name in arguments.values["--profile"] ?? DeviceProfile.builtIn.map(\.name) {
                 do { selectedProfiles.append(try DeviceProfile.named(name)) } catch { throw UsageError(error.message, command: "benchmark") }
@@ -103,11 +114,12 @@ enum BenchmarkCommand: Command {
         }
         if let scale {
             return await runScaled(
-                scale, adapterLimit: adapterLimit, descriptors: descriptors, profiles: profiles, image: image, seed: seed, json: json, streams: streams
+                scale, adapterLimit: adapterLimit, descriptors: descriptors, variants: variants, profiles: profiles, image: image, seed: seed, json: json,
+                streams: streams
             )
         }
         let table = columns.fitting(
-            descriptors.flatMap { descriptor in descriptor.parameterVariants.map { label(descriptor.name, $0) } }, inColumn: 0)
+            descriptors.flatMap { descriptor in variants(descriptor).map { label(descriptor.name, $0) } }, inColumn: 0)
         if !json {
             streams.out("ota benchmark: \(size)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             streams.out("virtual = simulated link and device time; wall, CPU = this host's cost per MB of image\n\n")
@@ -116,7 +128,7 @@ enum BenchmarkCommand: Command {
         var failed = false
         var measured: [Measurement] = []
         for descriptor in descriptors {
-            for variant in descriptor.parameterVariants {
+            for variant in variants(descriptor) {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
                         if !json { streams.out(table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
@@ -133,10 +145,31 @@ enum BenchmarkCommand: Command {
                 }
             }
         }
-        if !json, let nordic = descriptors.first(where: { $0.name == NordicBenchmark.protocolName }) {
+        if !json, arguments.values["--param"] == nil, let nordic = descriptors.first(where: { $0.name == NordicBenchmark.protocolName }) {
             await NordicBenchmark.report(nordic, measured: measured, profiles: profiles, image: image, seed: seed, streams: streams)
         }
         return failed ? .updateFailed : .success
+    }
+
+    /// The parameter sets to measure per protocol: its stock variants, or with `--param` the first
+    /// of them with the given parameters changed (one protocol only, checked against its declared
+    /// parameters up front).
+    static func chosenVariants(
+        _ arguments: ParsedArguments, descriptors: [ProtocolDescriptor]
+    ) throws(UsageError) -> (ProtocolDescriptor) -> [ProtocolParameters] {
+        guard arguments.values["--param"] != nil else { return { $0.parameterVariants } }
+        guard (arguments.values["--protocol"] ?? []).count == 1, let descriptor = descriptors.first else {
+            throw UsageError("--param needs exactly one --protocol: parameters belong to one protocol", command: "benchmark")
+        }
+        var parameters = descriptor.parameterVariants.first ?? [:]
+        for (key, value) in try UpdatePlan.parameters(arguments, command: "benchmark").values { parameters[key] = value }
+        do {
+            _ = try descriptor.makeClient(parameters)
+            _ = try descriptor.makeDeviceModel(parameters)
+        } catch {
+            throw UsageError(error.message, command: "benchmark")
+        }
+        return { _ in [parameters] }
     }
 
     // MARK: - --scale
@@ -154,14 +187,14 @@ enum BenchmarkCommand: Command {
     }
 
     private static func runScaled(
-        _ count: Int, adapterLimit: Int?, descriptors: [ProtocolDescriptor], profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool,
-        streams: any OutputStreams
+        _ count: Int, adapterLimit: Int?, descriptors: [ProtocolDescriptor], variants: (ProtocolDescriptor) -> [ProtocolParameters],
+        profiles: [DeviceProfile], image: FirmwareImage, seed: UInt64, json: Bool, streams: any OutputStreams
     ) async -> ExitCode {
         let adapterColumns = adapterLimit == nil ? [] : ["peak", "ideal"]
         let table = TextTable(
             ["protocol", "profile", "updates", "identical", "virtual", "wall/update", "CPU/update", "RSS/update"] + adapterColumns,
             minimumWidths: [17, 20, 7, 10, 10, 12, 12, 12, 6, 7]
-        ).fitting(descriptors.flatMap { descriptor in descriptor.parameterVariants.map { label(descriptor.name, $0) } }, inColumn: 0)
+        ).fitting(descriptors.flatMap { descriptor in variants(descriptor).map { label(descriptor.name, $0) } }, inColumn: 0)
         if !json {
             streams.out("ota benchmark --scale \(count): \(image.count)-byte pseudo-random image, seed \(seed), \(buildMode) build\n")
             if let adapterLimit {
@@ -174,7 +207,7 @@ enum BenchmarkCommand: Command {
         }
         var failed = false
         for descriptor in descriptors {
-            for variant in descriptor.parameterVariants {
+            for variant in variants(descriptor) {
                 for profile in profiles where image.count <= profile.slotSize {
                     do {
                         let m = try await measureScaled(
