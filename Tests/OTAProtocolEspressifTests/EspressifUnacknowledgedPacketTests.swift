@@ -68,14 +68,14 @@ private struct UnacknowledgedWriteConnector: Connector {
 /// with the response timeout second for second, the write's deadline, not the watchdog's next
 /// check.
 @Suite struct EspressifUnacknowledgedPacketTests {
-    private static func run(response: Int, stall: Int) async throws -> (error: OTAError, time: Duration) {
+    private static func run(response: Int, stall: Int, hanging: Int = 41) async throws -> (error: OTAError, time: Duration) {
         var harness = EspressifHarness(profile: .esp32S3MTU244TwoM)
         harness.base.configuration.responseTimeout = .seconds(response)
         harness.base.configuration.stallTimeout = .seconds(stall)
         harness.base.configuration.resume.maximumAttempts = 0
         // START is write 0; the packets follow: write 41 is a packet of sector 2.
         let connector = UnacknowledgedWriteConnector(
-            base: SimulatedConnector(device: harness.device), clock: harness.base.simulation.clock, hanging: 41)
+            base: SimulatedConnector(device: harness.device), clock: harness.base.simulation.clock, hanging: hanging)
         let outcome = try await harness.base.update(
             try EspressifHarness.image(size: 30_000), using: EspressifClient(configuration: .init(imageCheck: .none)), connector: connector)
         return (try outcome.failure(), outcome.virtualTime)
@@ -87,6 +87,18 @@ private struct UnacknowledgedWriteConnector: Connector {
         #expect(error.code == .timeout)
         #expect(error.message.contains("timed out after \(response).0 s waiting for the device to acknowledge data at byte "))
         let (later, laterTime) = try await Self.run(response: response + 1, stall: stall + 1)
+        #expect(later.code == .timeout)
+        #expect(laterTime - time == .seconds(1))
+    }
+
+    /// A command write (START, outside any watchdog) is bounded by the run's one response timer
+    /// (decision 0063): the update fails with the write's own timeout, at its deadline.
+    @Test(arguments: [(response: 3, stall: 3), (2, 5), (7, 2)])
+    func anUnacknowledgedCommandTimesOutAtItsDeadline(response: Int, stall: Int) async throws {
+        let (error, time) = try await Self.run(response: response, stall: stall, hanging: 0)
+        #expect(error.code == .timeout)
+        #expect(error.message.contains("timed out after \(response).0 s waiting for the device to acknowledge START"), "\(error.message)")
+        let (later, laterTime) = try await Self.run(response: response + 1, stall: stall, hanging: 0)
         #expect(later.code == .timeout)
         #expect(laterTime - time == .seconds(1))
     }

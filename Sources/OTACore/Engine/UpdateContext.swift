@@ -134,7 +134,9 @@ public final class UpdateContext: Sendable {
 
     /// Writes a command, or a value that is not image data (an init packet): no progress is
     /// counted. A write with response waits at most the response timeout for the device's ATT
-    /// response.
+    /// response. Inside the protocol's run the run's one response timer keeps that limit
+    /// (decision 0063): a write that waits too long ends the run with its timeout error, so a
+    /// `catch` around the call sees the cancellation, not the timeout.
     ///
     /// - Parameter purpose: what the write is ("START"), for error messages: made only if the
     ///   write fails, so a description built per request (`request.description`) costs nothing
@@ -149,6 +151,19 @@ public final class UpdateContext: Sendable {
                 try await transport.write(value, to: characteristic, kind: kind)
             case .withResponse:
                 let limit = configuration.responseTimeout
+                if let timer = responseTimer {
+                    // The run's timer bounds the wait, failing the run as the limit below would.
+                    try await timer.bound(failing: {
+                        Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())")
+                    }) { () throws(OTAError) in
+                        do {
+                            try await transport.write(value, to: characteristic, kind: kind)
+                        } catch {
+                            throw Self.describe(error, doing: "writing \(purpose())")
+                        }
+                    }
+                    return
+                }
                 try await withTimeout(limit, clock: clock, timeoutError: Self.acknowledgementTimedOut(after: limit, for: purpose())) {
                     try await transport.write(value, to: characteristic, kind: kind)
                 }
@@ -158,15 +173,61 @@ public final class UpdateContext: Sendable {
         }
     }
 
+    /// The response timer of the run this task belongs to, when it bounds this context's
+    /// operations (``withResponseTimer(_:)``).
+    private var responseTimer: ResponseTimer? {
+        guard let timer = ResponseTimer.current, timer.context == ObjectIdentifier(self) else { return nil }
+        return timer
+    }
+
+    /// Runs `body` (one run of the protocol) with one timer bounding every command write with
+    /// response and every read made through this context in it, each by the response timeout, as
+    /// each would bound itself otherwise (decision 0063). A write or read that waits too long
+    /// cancels `body`, and the call fails with that operation's timeout error.
+    func withResponseTimer<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+        let timer = ResponseTimer(context: ObjectIdentifier(self), limit: configuration.responseTimeout, clock: clock)
+        do {
+            return try await withThrowingTaskGroup(of: R?.self) { group in
+                group.addTask { try await ResponseTimer.$current.withValue(timer) { () async throws -> R in try await body() } }
+                group.addTask {
+                    try await timer.run()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                // The body finishing first ends the timer; the timer throwing ends the body.
+                guard let first = try await group.next(), let result = first else {
+                    throw OTAError(.internal, "response timer ended without a result")
+                }
+                return result
+            }
+        } catch let error as OTAError {
+            throw error
+        } catch {
+            throw Self.describe(error, doing: "updating")
+        }
+    }
+
     /// The error of a write with response that the device did not acknowledge in time.
     static func acknowledgementTimedOut(after limit: Duration, for purpose: String) -> OTAError {
         OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose); is it still powered and in range?")
     }
 
-    /// Reads a characteristic, waiting at most the response timeout.
+    /// Reads a characteristic, waiting at most the response timeout (inside the protocol's run,
+    /// on the run's response timer, as ``write(_:to:kind:purpose:)``).
     public func read(_ characteristic: CharacteristicID, purpose: String) async throws(OTAError) -> Data {
         let transport = self.transport
         let limit = configuration.responseTimeout
+        if let timer = responseTimer {
+            return try await timer.bound(failing: {
+                Self.describe(OTAError(.timeout, "timed out after \(limit.humanReadable) reading \(purpose)"), doing: "reading \(purpose)")
+            }) { () throws(OTAError) in
+                do {
+                    return try await transport.read(characteristic)
+                } catch {
+                    throw Self.describe(error, doing: "reading \(purpose)")
+                }
+            }
+        }
         do {
             return try await withTimeout(
                 limit,

@@ -124,7 +124,7 @@ public struct UpdateEngine: Sendable {
     private static let restartCodes: Set<OTAError.Code> = [.disconnected, .connectionFailed, .transport]
 
     /// One run of the protocol over a fresh context; `continuing` is true after a reconnection.
-    private typealias RunStep = (_ context: UpdateContext, _ continuing: Bool) async throws(OTAError) -> UpdateOutcome
+    private typealias RunStep = @Sendable (_ context: UpdateContext, _ continuing: Bool) async throws(OTAError) -> UpdateOutcome
 
     /// Opens the existential so the typed resume point goes from ``ResumableUpdateProtocol/resumePoint(for:context:)``
     /// straight into the run that follows: the device is asked once.
@@ -149,7 +149,7 @@ public struct UpdateEngine: Sendable {
         _ image: FirmwareImage,
         using updateProtocol: any UpdateProtocol,
         resumable: Bool,
-        step: RunStep,
+        step: @escaping RunStep,
         connector: any Connector,
         recorder: EventRecorder,
         device: DeviceProgress
@@ -196,7 +196,8 @@ public struct UpdateEngine: Sendable {
                     preflightDone = true
                     connectDuration = recorder.elapsed
                 }
-                outcome = try await step(context, continuing)
+                let resuming = continuing
+                outcome = try await context.withResponseTimer { () throws(OTAError) in try await step(context, resuming) }
                 if outcome == .accepted {
                     // The update ends with the device's verdict: its duration and the completed
                     // state do not wait for the link to come down (bluetoothd's Device1.Disconnect
