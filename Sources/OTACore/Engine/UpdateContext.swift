@@ -151,7 +151,7 @@ public final class UpdateContext: Sendable {
                 try await transport.write(value, to: characteristic, kind: kind)
             case .withResponse:
                 let limit = configuration.responseTimeout
-                if let timer = responseTimer {
+                if let timer = runTimer {
                     // The run's timer bounds the wait, failing the run as the limit below would.
                     try await timer.bound(failing: {
                         Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())")
@@ -173,22 +173,26 @@ public final class UpdateContext: Sendable {
         }
     }
 
-    /// The response timer of the run this task belongs to, when it bounds this context's
-    /// operations (``withResponseTimer(_:)``).
-    private var responseTimer: ResponseTimer? {
-        guard let timer = ResponseTimer.current, timer.context == ObjectIdentifier(self) else { return nil }
+    /// The timer of the run this task belongs to, when it bounds this context's operations
+    /// (``withRunTimer(_:)``).
+    private var runTimer: RunTimer? {
+        guard let timer = RunTimer.current, timer.context == ObjectIdentifier(self) else { return nil }
         return timer
     }
 
-    /// Runs `body` (one run of the protocol) with one timer bounding every command write with
-    /// response and every read made through this context in it, each by the response timeout, as
-    /// each would bound itself otherwise (decision 0063). A write or read that waits too long
-    /// cancels `body`, and the call fails with that operation's timeout error.
-    func withResponseTimer<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
-        let timer = ResponseTimer(context: ObjectIdentifier(self), limit: configuration.responseTimeout, clock: clock)
+    /// Runs `body` (one run of the protocol) with one timer that bounds every write with response
+    /// and every read made through this context in it by the response timeout, and keeps the
+    /// stall checks of every ``withStallWatchdog(_:)`` in it, as each would with a timer of its
+    /// own (decision 0063). A limit that runs out cancels `body`, and the call fails with that
+    /// limit's error.
+    func withRunTimer<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+        let timer = RunTimer(
+            context: ObjectIdentifier(self), limit: configuration.responseTimeout, stallTimeout: configuration.stallTimeout, clock: clock,
+            writesCompleted: { [self] in dataWritesCompleted.load(ordering: .relaxed) }
+        )
         do {
             return try await withThrowingTaskGroup(of: R?.self) { group in
-                group.addTask { try await ResponseTimer.$current.withValue(timer) { () async throws -> R in try await body() } }
+                group.addTask { try await RunTimer.$current.withValue(timer) { () async throws -> R in try await body() } }
                 group.addTask {
                     try await timer.run()
                     return nil
@@ -196,7 +200,7 @@ public final class UpdateContext: Sendable {
                 defer { group.cancelAll() }
                 // The body finishing first ends the timer; the timer throwing ends the body.
                 guard let first = try await group.next(), let result = first else {
-                    throw OTAError(.internal, "response timer ended without a result")
+                    throw OTAError(.internal, "run timer ended without a result")
                 }
                 return result
             }
@@ -217,7 +221,7 @@ public final class UpdateContext: Sendable {
     public func read(_ characteristic: CharacteristicID, purpose: String) async throws(OTAError) -> Data {
         let transport = self.transport
         let limit = configuration.responseTimeout
-        if let timer = responseTimer {
+        if let timer = runTimer {
             return try await timer.bound(failing: {
                 Self.describe(OTAError(.timeout, "timed out after \(limit.humanReadable) reading \(purpose)"), doing: "reading \(purpose)")
             }) { () throws(OTAError) in
@@ -291,16 +295,20 @@ public final class UpdateContext: Sendable {
             }
         case .withResponse:
             let offset = range.lowerBound
-            if let watchdog = StallWatchdog.current, watchdog.context == ObjectIdentifier(self), watchdog.boundsWrites {
-                // The stall watchdog bounds the wait for the acknowledgement.
-                let token = watchdog.writeStarts(at: offset)
-                do {
-                    try await transport.write(value, to: characteristic, kind: .withResponse)
-                } catch {
-                    watchdog.writeEnded(token)
-                    throw Self.describe(error, doing: "writing data at byte \(offset)")
+            if let timer = runTimer {
+                // The run's timer bounds the wait for the acknowledgement.
+                let limit = timer.limit
+                try await timer.bound(failing: {
+                    Self.describe(
+                        Self.describe(Self.acknowledgementTimedOut(after: limit, for: "data at byte \(offset)"), doing: "writing data at byte \(offset)"),
+                        doing: "sending data")
+                }) { () throws(OTAError) in
+                    do {
+                        try await transport.write(value, to: characteristic, kind: .withResponse)
+                    } catch {
+                        throw Self.describe(error, doing: "writing data at byte \(offset)")
+                    }
                 }
-                watchdog.writeEnded(token)
             } else {
                 try await write(value, to: characteristic, kind: .withResponse, purpose: "data at byte \(offset)")
             }
@@ -322,28 +330,23 @@ public final class UpdateContext: Sendable {
     public func withStallWatchdog<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws(OTAError) -> R {
         let recorder = self.recorder
         let stallTimeout = configuration.stallTimeout
-        let watchdog = StallWatchdog(
-            context: ObjectIdentifier(self), stallTimeout: stallTimeout, responseTimeout: configuration.responseTimeout, clock: clock)
+        let stalled: @Sendable () -> OTAError = {
+            let progress = recorder.progress
+            return OTAError(
+                .stalled,
+                "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(progress.position) of \(progress.totalBytes); the device stopped taking data"
+            )
+        }
+        guard let timer = runTimer else {
+            // Outside the run's task (a task of its own): a run timer for this body alone.
+            return try await withRunTimer { () throws(OTAError) in try await self.withStallWatchdog(body) }
+        }
+        // The run's timer keeps the checks; a watchdog inside a watchdog runs under the outer
+        // one's checks, which fail with the same error.
+        let armed = timer.armStallChecks(stalled: { Self.describe(stalled(), doing: "sending data") })
+        defer { if armed { timer.disarmStallChecks() } }
         do {
-            return try await withThrowingTaskGroup(of: R?.self) { group in
-                group.addTask { try await StallWatchdog.$current.withValue(watchdog) { try await body() } }
-                group.addTask {
-                    try await watchdog.run(writesCompleted: { self.dataWritesCompleted.load(ordering: .relaxed) }) {
-                        let progress = recorder.progress
-                        return OTAError(
-                            .stalled,
-                            "no data accepted by the link for \(stallTimeout.humanReadable) at byte \(progress.position) of \(progress.totalBytes); the device stopped taking data"
-                        )
-                    }
-                    return nil
-                }
-                defer { group.cancelAll() }
-                // The body finishing first ends the watchdog; the watchdog throwing ends the body.
-                guard let first = try await group.next(), let result = first else {
-                    throw OTAError(.internal, "stall watchdog ended without a result")
-                }
-                return result
-            }
+            return try await body()
         } catch {
             throw Self.describe(error, doing: "sending data")
         }

@@ -197,7 +197,7 @@ public struct UpdateEngine: Sendable {
                     connectDuration = recorder.elapsed
                 }
                 let resuming = continuing
-                outcome = try await context.withResponseTimer { () throws(OTAError) in try await step(context, resuming) }
+                outcome = try await context.withRunTimer { () throws(OTAError) in try await step(context, resuming) }
                 if outcome == .accepted {
                     // The update ends with the device's verdict: its duration and the completed
                     // state do not wait for the link to come down (bluetoothd's Device1.Disconnect

@@ -1,0 +1,183 @@
+import Synchronization
+
+/// The one timer of a protocol run (decision 0063). It keeps two kinds of limits that would
+/// otherwise each race a timer of their own (``withTimeout(_:clock:timeoutError:operation:)``:
+/// a task group, two child tasks and a sleep per call, or a task group per watched stream):
+///
+/// - *Response limits.* A write with response or a read through the run's context stores its
+///   deadline (now + ``limit``) here and clears it when it returns. When a deadline passes with
+///   its operation still pending, the timer throws that operation's timeout error.
+/// - *Stall checks.* ``UpdateContext/withStallWatchdog(_:)`` arms them for its body: every stall
+///   period from the arming, the count of completed data writes must have moved since the check
+///   before, or the timer throws the stall error.
+///
+/// Whatever the timer throws ends the run (the group's other child is cancelled), with the error
+/// the limit or watchdog of its own would have thrown, at the same time.
+///
+/// Every operation waits the same limit, so deadlines are stored in the order they fall and a new
+/// one is never earlier than a wake the timer already planned for an older one. Stall checks fall
+/// one period after their arming, and the timer never sleeps longer than one period at a time
+/// while it has anything to watch, so a check armed meanwhile is never earlier than its planned
+/// wake either: the timer is never woken early. With nothing to watch it parks until something
+/// starts.
+final class RunTimer: Sendable {
+    /// The timer of the run the current task belongs to.
+    @TaskLocal static var current: RunTimer?
+
+    private struct Pending {
+        var id: UInt64
+        var deadline: Duration
+        var error: @Sendable () -> OTAError
+    }
+
+    private struct StallWatch {
+        var check: Duration
+        /// Data writes completed at the last check; -1 before the first.
+        var seen: Int
+        var stalled: @Sendable () -> OTAError
+    }
+
+    private struct State {
+        var pending: [Pending] = []
+        var nextID: UInt64 = 0
+        var watch: StallWatch?
+        var parked: CheckedContinuation<Void, Never>?
+    }
+
+    private enum Step {
+        case fail(@Sendable () -> OTAError)
+        case sleep(until: Duration)
+        case park
+    }
+
+    private let state = Mutex(State())
+    /// The context whose operations this timer bounds.
+    let context: ObjectIdentifier
+    /// How long each write with response or read may take: the response timeout.
+    let limit: Duration
+    /// The stall period.
+    let stallTimeout: Duration
+    private let writesCompleted: @Sendable () -> Int
+    private let clock: any Clock<Duration>
+    private let stopwatch: Stopwatch
+
+    /// - Parameter writesCompleted: the count of data writes completed so far on the context.
+    init(
+        context: ObjectIdentifier, limit: Duration, stallTimeout: Duration, clock: any Clock<Duration>,
+        writesCompleted: @escaping @Sendable () -> Int
+    ) {
+        self.context = context
+        self.limit = limit
+        self.stallTimeout = stallTimeout
+        self.writesCompleted = writesCompleted
+        self.clock = clock
+        stopwatch = Stopwatch(clock: clock)
+    }
+
+    // MARK: - Response limits
+
+    /// Records that an operation starts now; `error` is what it fails with if it is still pending
+    /// after ``limit``. Returns its token for ``ended(_:)``.
+    func starts(failing error: @escaping @Sendable () -> OTAError) -> UInt64 {
+        let (token, parked): (UInt64, CheckedContinuation<Void, Never>?) = state.withLock { state in
+            state.nextID &+= 1
+            // Read under the lock, so concurrent operations are stored in deadline order.
+            state.pending.append(Pending(id: state.nextID, deadline: stopwatch.elapsed + limit, error: error))
+            defer { state.parked = nil }
+            return (state.nextID, state.parked)
+        }
+        parked?.resume()
+        return token
+    }
+
+    /// Records that the operation of `token` returned (answered or failed).
+    func ended(_ token: UInt64) {
+        state.withLock { state in
+            if let index = state.pending.firstIndex(where: { $0.id == token }) { state.pending.remove(at: index) }
+        }
+    }
+
+    /// Runs `operation` bounded by this timer: the timer throws `error` if it takes longer than
+    /// ``limit``.
+    func bound<T>(
+        failing error: @escaping @Sendable () -> OTAError, _ operation: () async throws(OTAError) -> T
+    ) async throws(OTAError) -> T {
+        let token = starts(failing: error)
+        defer { ended(token) }
+        return try await operation()
+    }
+
+    // MARK: - Stall checks
+
+    /// Starts stall checks, the first one stall period from now; `stalled` is the error when the
+    /// count of data writes did not move for a whole period. Returns false, arming nothing, while
+    /// checks are already armed (a watchdog inside a watchdog runs under the outer one's checks).
+    func armStallChecks(stalled: @escaping @Sendable () -> OTAError) -> Bool {
+        let (armed, parked): (Bool, CheckedContinuation<Void, Never>?) = state.withLock { state in
+            guard state.watch == nil else { return (false, nil) }
+            state.watch = StallWatch(check: stopwatch.elapsed + stallTimeout, seen: -1, stalled: stalled)
+            defer { state.parked = nil }
+            return (true, state.parked)
+        }
+        parked?.resume()
+        return armed
+    }
+
+    /// Ends the stall checks ``armStallChecks(stalled:)`` started.
+    func disarmStallChecks() {
+        state.withLock { $0.watch = nil }
+    }
+
+    // MARK: - The timer
+
+    /// Watches until cancelled; throws the stall, or the timeout error of the first operation
+    /// still pending at its deadline.
+    func run() async throws {
+        while true {
+            let now = stopwatch.elapsed
+            let step: Step = state.withLock { state in
+                // A stall check comes first on a tie, as in the watchdog of its own.
+                if var watch = state.watch, now >= watch.check {
+                    let writes = writesCompleted()
+                    if writes == watch.seen { return .fail(watch.stalled) }
+                    watch.seen = writes
+                    watch.check += stallTimeout
+                    state.watch = watch
+                }
+                if let first = state.pending.first, now >= first.deadline { return .fail(first.error) }
+                let wakes = [state.pending.first?.deadline, state.watch?.check].compactMap { $0 }
+                guard let wake = wakes.min() else { return .park }
+                return .sleep(until: min(wake, now + stallTimeout))
+            }
+            switch step {
+            case .fail(let error):
+                throw error()
+            case .sleep(let wake):
+                try await clock.sleep(for: wake - now)
+            case .park:
+                await park()
+                try Task.checkCancellation()
+            }
+        }
+    }
+
+    /// Waits until there is something to watch or the task is cancelled.
+    private func park() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if !state.pending.isEmpty || state.watch != nil || Task.isCancelled { return true }
+                    state.parked = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let parked = state.withLock { state in
+                defer { state.parked = nil }
+                return state.parked
+            }
+            parked?.resume()
+        }
+    }
+}
