@@ -67,8 +67,8 @@ import Testing
         }
     }
 
-    static func error(_ text: String) -> @Sendable () -> OTAError {
-        { OTAError(.timeout, text) }
+    static func error(_ text: String) -> RunTimer.Failure {
+        .other({ OTAError(.timeout, text) })
     }
 
     static func stalled() -> OTAError { OTAError(.stalled, "stalled") }
@@ -118,6 +118,15 @@ import Testing
         await bench.advance(.seconds(1))
         #expect(await bench.finish())
         #expect(bench.error?.message == "the answer")
+    }
+
+    @Test func aDataWriteFailsWithItsOffsetAndTheLimit() async {
+        let bench = Bench(limit: .seconds(10), stall: .seconds(30))
+        _ = bench.timer.starts(failing: .dataWrite(offset: 4096))
+        await bench.advance(.seconds(10))
+        #expect(await bench.finish())
+        #expect(bench.error?.code == .timeout)
+        #expect(bench.error?.message == "timed out after 10.0 s waiting for the device to acknowledge data at byte 4096; is it still powered and in range?")
     }
 
     @Test func anOperationThatEndsInTimeThrowsNothing() async {

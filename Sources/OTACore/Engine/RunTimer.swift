@@ -24,10 +24,19 @@ final class RunTimer: Sendable {
     /// The timer of the run the current task belongs to.
     @TaskLocal static var current: RunTimer?
 
+    /// What a pending operation fails with when its limit runs out.
+    enum Failure: Sendable {
+        /// A with-response data write of the bytes at `offset`: its error is made here, so a data
+        /// write stores two words and allocates nothing (one per packet for Espressif).
+        case dataWrite(offset: Int)
+        /// Any other operation's own error.
+        case other(@Sendable () -> OTAError)
+    }
+
     private struct Pending {
         var id: UInt64
         var deadline: Duration
-        var error: @Sendable () -> OTAError
+        var failure: Failure
     }
 
     private struct StallWatch {
@@ -76,13 +85,13 @@ final class RunTimer: Sendable {
 
     // MARK: - Response limits
 
-    /// Records that an operation starts now; `error` is what it fails with if it is still pending
-    /// after ``limit``. Returns its token for ``ended(_:)``.
-    func starts(failing error: @escaping @Sendable () -> OTAError) -> UInt64 {
+    /// Records that an operation starts now; `failure` says what it fails with if it is still
+    /// pending after ``limit``. Returns its token for ``ended(_:)``.
+    func starts(failing failure: Failure) -> UInt64 {
         let (token, parked): (UInt64, CheckedContinuation<Void, Never>?) = state.withLock { state in
             state.nextID &+= 1
             // Read under the lock, so concurrent operations are stored in deadline order.
-            state.pending.append(Pending(id: state.nextID, deadline: stopwatch.elapsed + limit, error: error))
+            state.pending.append(Pending(id: state.nextID, deadline: stopwatch.elapsed + limit, failure: failure))
             defer { state.parked = nil }
             return (state.nextID, state.parked)
         }
@@ -97,12 +106,12 @@ final class RunTimer: Sendable {
         }
     }
 
-    /// Runs `operation` bounded by this timer: the timer throws `error` if it takes longer than
-    /// ``limit``.
+    /// Runs `operation` bounded by this timer: the timer throws the error of `failure` if it
+    /// takes longer than ``limit``.
     func bound<T>(
-        failing error: @escaping @Sendable () -> OTAError, _ operation: () async throws(OTAError) -> T
+        failing failure: Failure, _ operation: () async throws(OTAError) -> T
     ) async throws(OTAError) -> T {
-        let token = starts(failing: error)
+        let token = starts(failing: failure)
         defer { ended(token) }
         return try await operation()
     }
@@ -144,7 +153,15 @@ final class RunTimer: Sendable {
                     watch.check += stallTimeout
                     state.watch = watch
                 }
-                if let first = state.pending.first, now >= first.deadline { return .fail(first.error) }
+                if let first = state.pending.first, now >= first.deadline {
+                    switch first.failure {
+                    case .dataWrite(let offset):
+                        let limit = limit
+                        return .fail({ UpdateContext.dataAcknowledgementTimedOut(after: limit, at: offset) })
+                    case .other(let error):
+                        return .fail(error)
+                    }
+                }
                 let wakes = [state.pending.first?.deadline, state.watch?.check].compactMap { $0 }
                 guard let wake = wakes.min() else { return .park }
                 return .sleep(until: min(wake, now + stallTimeout))

@@ -153,9 +153,9 @@ public final class UpdateContext: Sendable {
                 let limit = configuration.responseTimeout
                 if let timer = runTimer {
                     // The run's timer bounds the wait, failing the run as the limit below would.
-                    try await timer.bound(failing: {
-                        Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())")
-                    }) { () throws(OTAError) in
+                    try await timer.bound(
+                        failing: .other({ Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())") })
+                    ) { () throws(OTAError) in
                         do {
                             try await transport.write(value, to: characteristic, kind: kind)
                         } catch {
@@ -216,15 +216,23 @@ public final class UpdateContext: Sendable {
         OTAError(.timeout, "timed out after \(limit.humanReadable) waiting for the device to acknowledge \(purpose); is it still powered and in range?")
     }
 
+    /// The error of a with-response data write of the bytes at `offset` that waited longer than
+    /// `limit` for its acknowledgement, as ``writeData(_:to:covering:)`` reports it.
+    static func dataAcknowledgementTimedOut(after limit: Duration, at offset: Int) -> OTAError {
+        describe(
+            describe(acknowledgementTimedOut(after: limit, for: "data at byte \(offset)"), doing: "writing data at byte \(offset)"),
+            doing: "sending data")
+    }
+
     /// Reads a characteristic, waiting at most the response timeout (inside the protocol's run,
     /// on the run's response timer, as ``write(_:to:kind:purpose:)``).
     public func read(_ characteristic: CharacteristicID, purpose: String) async throws(OTAError) -> Data {
         let transport = self.transport
         let limit = configuration.responseTimeout
         if let timer = runTimer {
-            return try await timer.bound(failing: {
-                Self.describe(OTAError(.timeout, "timed out after \(limit.humanReadable) reading \(purpose)"), doing: "reading \(purpose)")
-            }) { () throws(OTAError) in
+            return try await timer.bound(
+                failing: .other({ Self.describe(OTAError(.timeout, "timed out after \(limit.humanReadable) reading \(purpose)"), doing: "reading \(purpose)") })
+            ) { () throws(OTAError) in
                 do {
                     return try await transport.read(characteristic)
                 } catch {
@@ -297,12 +305,7 @@ public final class UpdateContext: Sendable {
             let offset = range.lowerBound
             if let timer = runTimer {
                 // The run's timer bounds the wait for the acknowledgement.
-                let limit = timer.limit
-                try await timer.bound(failing: {
-                    Self.describe(
-                        Self.describe(Self.acknowledgementTimedOut(after: limit, for: "data at byte \(offset)"), doing: "writing data at byte \(offset)"),
-                        doing: "sending data")
-                }) { () throws(OTAError) in
+                try await timer.bound(failing: .dataWrite(offset: offset)) { () throws(OTAError) in
                     do {
                         try await transport.write(value, to: characteristic, kind: .withResponse)
                     } catch {
