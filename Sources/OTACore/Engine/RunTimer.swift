@@ -60,6 +60,11 @@ final class RunTimer: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether the timer is parked: set, with `State.parked`, under the lock, so an operation or
+    /// arming that follows the parking under the lock sees it after its own unlock, and one that
+    /// precedes it is seen by the parking timer. The common path (the timer sleeping) so reads
+    /// one atomic instead of moving a continuation through the lock.
+    private let isParked = Atomic<Bool>(false)
     /// The context whose operations this timer bounds.
     let context: ObjectIdentifier
     /// How long each write with response or read may take: the response timeout.
@@ -88,14 +93,13 @@ final class RunTimer: Sendable {
     /// Records that an operation starts now; `failure` says what it fails with if it is still
     /// pending after ``limit``. Returns its token for ``ended(_:)``.
     func starts(failing failure: Failure) -> UInt64 {
-        let (token, parked): (UInt64, CheckedContinuation<Void, Never>?) = state.withLock { state in
+        let token = state.withLock { state in
             state.nextID &+= 1
             // Read under the lock, so concurrent operations are stored in deadline order.
             state.pending.append(Pending(id: state.nextID, deadline: stopwatch.elapsed + limit, failure: failure))
-            defer { state.parked = nil }
-            return (state.nextID, state.parked)
+            return state.nextID
         }
-        parked?.resume()
+        wakeIfParked()
         return token
     }
 
@@ -122,13 +126,12 @@ final class RunTimer: Sendable {
     /// count of data writes did not move for a whole period. Returns false, arming nothing, while
     /// checks are already armed (a watchdog inside a watchdog runs under the outer one's checks).
     func armStallChecks(stalled: @escaping @Sendable () -> OTAError) -> Bool {
-        let (armed, parked): (Bool, CheckedContinuation<Void, Never>?) = state.withLock { state in
-            guard state.watch == nil else { return (false, nil) }
+        let armed = state.withLock { state in
+            guard state.watch == nil else { return false }
             state.watch = StallWatch(check: stopwatch.elapsed + stallTimeout, seen: -1, stalled: stalled)
-            defer { state.parked = nil }
-            return (true, state.parked)
+            return true
         }
-        parked?.resume()
+        if armed { wakeIfParked() }
         return armed
     }
 
@@ -178,6 +181,19 @@ final class RunTimer: Sendable {
         }
     }
 
+    /// Resumes the parked timer, if it is parked.
+    private func wakeIfParked() {
+        guard isParked.load(ordering: .acquiring) else { return }
+        let parked = state.withLock { state in
+            defer {
+                state.parked = nil
+                isParked.store(false, ordering: .releasing)
+            }
+            return state.parked
+        }
+        parked?.resume()
+    }
+
     /// Waits until there is something to watch or the task is cancelled.
     private func park() async {
         await withTaskCancellationHandler {
@@ -185,13 +201,17 @@ final class RunTimer: Sendable {
                 let resumeNow = state.withLock { state in
                     if !state.pending.isEmpty || state.watch != nil || Task.isCancelled { return true }
                     state.parked = continuation
+                    isParked.store(true, ordering: .releasing)
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
             let parked = state.withLock { state in
-                defer { state.parked = nil }
+                defer {
+                    state.parked = nil
+                    isParked.store(false, ordering: .releasing)
+                }
                 return state.parked
             }
             parked?.resume()
