@@ -209,6 +209,13 @@ public struct MCUmgrUploadStateMachine: Sendable {
     /// A whole SMP frame arrived.
     public mutating func received(_ frame: Data) -> Action {
         guard !failed else { return .fail(OTAError(.internal, "the upload state machine received a frame after failing")) }
+        // Nearly every answer is `{"off": n}`: read in place; anything else decoded in full.
+        if let answer = ImageUploadAnswer(frame: frame) {
+            guard let index = inFlight.firstIndex(where: { $0.sequence == answer.sequence }) else {
+                return fail(MCUmgrWireError.unknownSequence(answer.sequence, awaiting: sequencesInFlight).otaError)
+            }
+            return accept(answer.response, to: inFlight.remove(at: index))
+        }
         let message: SMPMessage
         do {
             message = try SMPMessage(decoding: frame)
@@ -239,6 +246,11 @@ public struct MCUmgrUploadStateMachine: Sendable {
             }
             return fail(error.otaError)
         }
+        return accept(response, to: request)
+    }
+
+    /// Takes the device's answer to `request`.
+    private mutating func accept(_ response: ImageUploadResponse, to request: InFlight) -> Action {
         guard response.offset <= image.count else {
             return fail(MCUmgrWireError.offsetBeyondImage(offset: response.offset, length: image.count).otaError)
         }

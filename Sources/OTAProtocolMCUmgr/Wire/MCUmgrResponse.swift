@@ -88,6 +88,118 @@ public struct ImageUploadResponse: Sendable, Hashable {
     }
 }
 
+/// A successful image upload answer read in place from its whole frame, for the shape every
+/// answer but the rare one has: a write response of the image upload command whose payload is a
+/// map of nothing but `"off"` (an unsigned integer), and optionally `"rc"` 0 and `"match"` (a
+/// bool), each once. Anything else (an error, another key, a duplicate, an indefinite string, a
+/// length that does not add up) is `nil`, and the caller decodes the frame in full
+/// (``SMPMessage/init(decoding:decoder:)``), which says what is wrong; where this reads an
+/// answer, the full decoding reads the same (a seeded test compares the two). It saves the CBOR
+/// tree, the payload's copy and the request rebuilt to check it against, on every answer.
+struct ImageUploadAnswer: Sendable, Hashable {
+    /// The sequence number the answer echoes.
+    var sequence: UInt8
+    /// The answer.
+    var response: ImageUploadResponse
+
+    init(sequence: UInt8, response: ImageUploadResponse) {
+        self.sequence = sequence
+        self.response = response
+    }
+
+    /// Reads `frame`, a whole SMP message; `nil` when it is not of the common shape.
+    init?(frame: Data) {
+        guard let header = SMPHeader(frame), header.operation == .writeResponse,
+            SMPCommand(group: header.group, id: header.command) == .imageUpload,
+            frame.count == SMPHeader.length + Int(header.payloadLength),
+            let response = frame.withUnsafeBytes({ Self.payload(UnsafeRawBufferPointer(rebasing: $0[SMPHeader.length...])) })
+        else { return nil }
+        sequence = header.sequence
+        self.response = response
+    }
+
+    /// The keys read, as their UTF-8 bytes.
+    private enum Key {
+        case offset, returnCode, match
+
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            switch bytes.count {
+            case 3 where bytes[0] == 0x6F && bytes[1] == 0x66 && bytes[2] == 0x66: self = .offset  // "off"
+            case 2 where bytes[0] == 0x72 && bytes[1] == 0x63: self = .returnCode  // "rc"
+            case 5 where bytes.elementsEqual("match".utf8): self = .match
+            default: return nil
+            }
+        }
+    }
+
+    private static func payload(_ bytes: UnsafeRawBufferPointer) -> ImageUploadResponse? {
+        var position = 0
+        /// An unsigned integer's head at `position`, its argument in the following 0–8 bytes.
+        func unsigned() -> UInt64? {
+            guard position < bytes.count, bytes[position] >> 5 == 0 else { return nil }
+            let info = bytes[position] & 0x1F
+            position += 1
+            let width: Int
+            switch info {
+            case 0..<24: return UInt64(info)
+            case 24: width = 1
+            case 25: width = 2
+            case 26: width = 4
+            case 27: width = 8
+            default: return nil
+            }
+            guard bytes.count - position >= width else { return nil }
+            var value: UInt64 = 0
+            for index in 0..<width { value = value << 8 | UInt64(bytes[position + index]) }
+            position += width
+            return value
+        }
+        guard position < bytes.count, bytes[position] >> 5 == 5 else { return nil }
+        let info = bytes[position] & 0x1F
+        position += 1
+        // A map of fewer than 24 entries, or of indefinite length.
+        guard info < 24 || info == 31 else { return nil }
+        var remaining = info == 31 ? nil : Int(info)
+        var offset: Int?
+        var match: Bool?
+        var returnCode = false
+        while true {
+            if let count = remaining {
+                if count == 0 { break }
+                remaining = count - 1
+            } else {
+                guard position < bytes.count else { return nil }
+                if bytes[position] == 0xFF {
+                    position += 1
+                    break
+                }
+            }
+            // The key: a definite text string of fewer than 24 bytes.
+            guard position < bytes.count, bytes[position] >> 5 == 3, bytes[position] & 0x1F < 24 else { return nil }
+            let length = Int(bytes[position] & 0x1F)
+            position += 1
+            guard bytes.count - position >= length, let key = Key(UnsafeRawBufferPointer(rebasing: bytes[position..<position + length])) else {
+                return nil
+            }
+            position += length
+            switch key {
+            case .offset:
+                guard offset == nil, let value = unsigned(), value <= UInt64(Int.max) else { return nil }
+                offset = Int(value)
+            case .returnCode:
+                guard !returnCode, unsigned() == 0 else { return nil }
+                returnCode = true
+            case .match:
+                guard match == nil, position < bytes.count, bytes[position] == 0xF4 || bytes[position] == 0xF5 else { return nil }
+                match = bytes[position] == 0xF5
+                position += 1
+            }
+        }
+        guard position == bytes.count, let offset else { return nil }
+        return ImageUploadResponse(offset: offset, match: match)
+    }
+}
+
 /// One slot in an image state list.
 public struct ImageSlotState: Sendable, Hashable, CustomStringConvertible {
     /// The image number.

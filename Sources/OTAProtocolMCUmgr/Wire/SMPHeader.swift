@@ -203,6 +203,13 @@ public struct SMPReassembler: Sendable {
     /// Takes one fragment and returns the messages it completes, as raw frames (header and
     /// payload). A header declaring too long a payload throws and drops what was buffered.
     public mutating func append(_ fragment: Data) throws(SMPFrameError) -> [Data] {
+        // A whole message in one fragment with nothing buffered (every answer that fits a
+        // notification) is that fragment: not copied in and out.
+        if pending.isEmpty, let header = SMPHeader(fragment), Int(header.payloadLength) <= maximumPayload,
+            fragment.count == SMPHeader.length + Int(header.payloadLength)
+        {
+            return [fragment]
+        }
         // Through the raw bytes: appending the `Data` itself goes byte by byte.
         fragment.withUnsafeBytes { pending.append(contentsOf: $0) }
         var frames: [Data] = []
