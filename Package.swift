@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "OTAProtocolFramed", dependencies: ["OTACore"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolNordicDFU", dependencies: ["OTACore", "OTATrust", "CZlib"], swiftSettings: strictSettings),
         .target(name: "OTAProtocolMCUmgr", dependencies: ["OTACore", "OTATrust"], swiftSettings: strictSettings),
-        .target(name: "OTAProtocolEspressif", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .target(name: "OTAProtocolEspressif", dependencies: ["OTACore", "CChecksum"], swiftSettings: strictSettings),
 
         // Transports.
         .target(name: "OTATransportSimulator", dependencies: ["OTACore"], swiftSettings: strictSettings),

@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATransportSimulator
 import Testing
 
 @testable import OTAProtocolEspressif
@@ -122,6 +123,51 @@ import Testing
                 #expect(sliced == EspressifCRC16.checksum(slice.lazy.map { $0 }), "start \(start), length \(length)")
             }
         }
+    }
+
+    /// The folded CRC-16 (carry-less multiplication, whole 16-byte blocks, then the table for
+    /// the tail) and the table alone agree with the polynomial's bitwise definition at every
+    /// length 0-600 (across the 64-byte threshold and the fold's 64- and 16-byte steps) at eight
+    /// alignments, a sector's 4096 bytes, and random contents; one wrong constant in the folding
+    /// fails nearly every length from 16 on.
+    @Test func crc16FoldedMatchesTheBitwiseDefinitionAtEveryLengthAndAlignment() {
+        var random = SeededRandom(seed: 0x1021)
+        let bytes = (0..<(4096 + 8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        var failures = 0
+        for start in 0..<8 {
+            for length in Array(0...600) + [1024, 4095, 4096] {
+                let piece = Array(bytes[start..<(start + length)])
+                let expected = Self.bitwiseCRC16(piece)
+                let folded = piece.withUnsafeBytes { EspressifCRC16.checksum($0) }
+                let sliced = piece.withUnsafeBytes { EspressifCRC16.sliced($0) }
+                if folded != expected || sliced != expected { failures += 1 }
+                #expect(folded == expected, "folded, start \(start), length \(length)")
+                #expect(sliced == expected, "table, start \(start), length \(length)")
+                if failures > 20 { return }
+            }
+        }
+    }
+
+    /// Where this machine folds, the test above went through the folding; where it does not
+    /// (another architecture, an x86-64 CPU without PCLMULQDQ), through the table alone.
+    @Test func crc16FoldingIsUsedWhereTheCPUHasIt() {
+        #if arch(x86_64)
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        if cpu.contains(" pclmulqdq") && cpu.contains(" sse4_1") { #expect(EspressifCRC16.foldingAvailable) }
+        #else
+        #expect(!EspressifCRC16.foldingAvailable)
+        #endif
+    }
+
+    /// CRC-16/XMODEM one bit at a time, from its definition: polynomial 0x1021, MSB first,
+    /// register from 0, no final XOR.
+    static func bitwiseCRC16(_ bytes: [UInt8]) -> UInt16 {
+        var register: UInt16 = 0
+        for byte in bytes {
+            register ^= UInt16(byte) << 8
+            for _ in 0..<8 { register = register & 0x8000 != 0 ? (register << 1) ^ 0x1021 : register << 1 }
+        }
+        return register
     }
 
     @Test func aFullSectorAtMTU23Takes242Packets() {

@@ -16,7 +16,8 @@ rows, summed). Each sample's CPU time (its period, in ns of cpu-clock) goes to o
 
 A runtime call (retain, release, malloc, swift_task_switch) counts for the project frame that
 made it. "image hashes" splits out the samples under a whole-image hash or CRC (SHA-256, CRC-32 of
-the image, MCUboot image parsing), which happen once per update, not per write.
+the image, MCUboot image parsing, the ESP-IDF app image's segment checksum), which happen once per
+update, not per write.
 """
 import argparse
 import collections
@@ -27,7 +28,9 @@ DEVICE = re.compile(
     r"connectionEvent|deliverToDevice|deliverToCentral|runEvent|scheduleEvent|DeviceModel|BootloaderModel|"
     r"ApplicationModel|ReceiveBufferPool|FramedJournal|NORFlash|SimulatedFlash|SimulatedPeripheral"
 )
-IMAGE_HASH = re.compile(r"7OTACore6SHA256V|FirmwareImageV6sha256|FirmwareImageV5crc32|MCUbootImageV7reading|SHA256Cache|CRC32Cache")
+IMAGE_HASH = re.compile(
+    r"7OTACore6SHA256V|FirmwareImageV6sha256|FirmwareImageV5crc32|MCUbootImageV7reading|SHA256Cache|CRC32Cache|AppImageV11xorChecksum"
+)
 MODULE = re.compile(r"^\$s(\d+)([A-Za-z_][A-Za-z0-9_]*)")
 
 
