@@ -8,9 +8,10 @@ import Synchronization
 /// task of the notifications' scope), not a timer of its own: a wait stores its deadline, and the
 /// timer, asleep until an earlier deadline, sleeps on to the current wait's when it wakes, or
 /// ends that wait with a timeout when its deadline has passed. A protocol that awaits an answer
-/// every few writes so arms no task and no clock timer per answer (decision 0058). A wait whose
-/// deadline comes before the timer's next wake (a short limit after a long one) is bounded by
-/// ``withTimeout(_:clock:timeoutError:operation:)`` as before.
+/// every few writes so arms no task and no clock timer per answer (decision 0058). The timer
+/// sleeps at most the default limit at a time, so a wait with the default limit always finds it
+/// waking in time; a wait whose deadline comes before the timer's next wake (a limit shorter
+/// than the default) is bounded by ``withTimeout(_:clock:timeoutError:operation:)`` as before.
 public final class NotificationInbox: Sendable {
     /// How a wait ended.
     private enum Arrival: Sendable {
@@ -105,8 +106,13 @@ public final class NotificationInbox: Sendable {
                     }
                     return .fire(waiter)
                 }
-                state.timerWake = deadline
-                return .sleep(until: deadline)
+                // Never asleep for longer than the default limit: a wait with that limit (or a
+                // longer one) stored while the timer sleeps then never ends before its wake, so a
+                // long wait (a slot erase, a verification) leaves no later answer to a timer of
+                // its own.
+                let wake = min(deadline, now + defaultTimeout)
+                state.timerWake = wake
+                return .sleep(until: wake)
             }
             switch step {
             case .stop:
