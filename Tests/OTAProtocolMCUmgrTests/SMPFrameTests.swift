@@ -64,6 +64,32 @@ import Testing
         }
     }
 
+    /// `isWholeMessage` (what the channel takes without the reassembler's array) holds exactly
+    /// when `append` would return the fragment alone, unchanged, and leave nothing buffered: for
+    /// whole messages, slices of them, one byte short or long, two messages at once, headers
+    /// declaring more than the limit, and after part of a message is buffered. The sequence read
+    /// alone is the header's.
+    @Test func aWholeMessageIsExactlyWhatAppendReturnsAlone() throws {
+        let answer = SMPMessage(operation: .writeResponse, group: 1, command: 1, sequence: 42, payload: .textMap(["off": .unsigned(4096)])).encoded
+        let padded = Data([0xEE]) + answer + Data([0xEE])
+        let candidates: [Data] = [
+            answer, padded.dropFirst().dropLast(), answer.dropLast(), answer + Data([0]), answer + answer, Data(answer.prefix(8)),
+            Data(answer.prefix(7)), Data(), SMPHeader(operation: .readResponse, payloadLength: 2000, group: 1, sequence: 0, command: 0).encoded,
+        ]
+        for (index, fragment) in candidates.enumerated() {
+            for buffered in [false, true] {
+                var reassembler = SMPReassembler(maximumPayload: 100)
+                if buffered { _ = try reassembler.append(Data(answer.prefix(3))) }
+                let whole = reassembler.isWholeMessage(fragment)
+                let appended = try? reassembler.append(fragment)
+                let alone = appended.map { $0.count == 1 && $0[0] == fragment && reassembler.isIdle } ?? false
+                #expect(whole == (alone && !buffered), "candidate \(index), buffered \(buffered)")
+            }
+            #expect(SMPHeader.sequence(of: fragment) == SMPHeader(fragment)?.sequence, "candidate \(index)")
+        }
+        #expect(SMPReassembler().isWholeMessage(answer))
+    }
+
     @Test func refusesADeclaredLengthAboveTheLimitBeforeBuffering() {
         var reassembler = SMPReassembler(maximumPayload: 100)
         let header = SMPHeader(operation: .readResponse, payloadLength: 2000, group: 1, sequence: 0, command: 0).encoded

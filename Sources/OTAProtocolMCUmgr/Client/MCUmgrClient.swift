@@ -284,14 +284,15 @@ public struct MCUmgrClient: ResumableUpdateProtocol, RunningVersionReporting {
         case .send(let requests, let rewound):
             if let rewound { context.rewound(to: rewound) }
             for request in requests {
-                for write in request.writes {
+                for index in 0..<request.writeCount {
+                    let write = request.write(index)
                     try await context.writeData(write.bytes, to: channel.characteristic, covering: write.covering)
                 }
             }
             return machine.sent()
         case .awaitResponse(let timeout, let awaiting):
-            let frame = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting.description, sequences: machine.sequencesInFlight)
-            if let sequence = SMPHeader(frame)?.sequence, machine.sequencesInFlight.contains(sequence) { channel.answered(sequence) }
+            let (frame, sequence) = try await channel.nextAnswer(timeout: timeout, awaiting: awaiting.description, awaits: { machine.isInFlight($0) })
+            if let sequence, machine.isInFlight(sequence) { channel.answered(sequence) }
             let next = machine.received(frame)
             context.acknowledged(total: machine.acknowledged)
             return next

@@ -89,8 +89,26 @@ public struct MCUmgrUploadStateMachine: Sendable {
         public var range: Range<Int>
         /// The whole SMP frame.
         public var frame: Data
+        /// Bytes per ATT write.
+        public var writeLength: Int
+
+        /// How many ATT writes the frame is cut into.
+        public var writeCount: Int { (frame.count + writeLength - 1) / writeLength }
+
+        /// The frame's `index`-th ATT write (of ``writeCount``): a slice of ``frame``, and the
+        /// image bytes among it (the image bytes are the frame's tail). Made as the driver sends
+        /// it, so a request allocates no array of writes.
+        public func write(_ index: Int) -> Write {
+            let start = frame.startIndex + index * writeLength
+            let end = min(start + writeLength, frame.endIndex)
+            let dataStart = frame.endIndex - range.count
+            let lower = max(start, dataStart) - dataStart
+            let upper = max(end, dataStart) - dataStart
+            return Write(bytes: frame[start..<end], covering: (range.lowerBound + lower)..<(range.lowerBound + upper))
+        }
+
         /// The frame cut into ATT writes, in order.
-        public var writes: [Write]
+        public var writes: [Write] { (0..<writeCount).map(write) }
     }
 
     /// What the driver does next.
@@ -184,6 +202,9 @@ public struct MCUmgrUploadStateMachine: Sendable {
 
     /// The sequence numbers in flight, oldest first.
     public var sequencesInFlight: [UInt8] { inFlight.map(\.sequence) }
+
+    /// Whether the request with `sequence` is in flight (awaiting its answer).
+    public func isInFlight(_ sequence: UInt8) -> Bool { inFlight.contains { $0.sequence == sequence } }
 
     /// Starts: the first request (or, resuming, a window of requests).
     public mutating func start() -> Action {
@@ -389,8 +410,7 @@ public struct MCUmgrUploadStateMachine: Sendable {
         let data: Data
         do { data = try image[range] } catch { return .failure(error) }
         let frame = MCUmgrRequest.upload(request(data)).encoded(sequence: nextSequence)
-        return .success(
-            Outbound(sequence: nextSequence, range: range, frame: frame, writes: Self.writes(of: frame, carrying: range, writeLength: settings.writeLength)))
+        return .success(Outbound(sequence: nextSequence, range: range, frame: frame, writeLength: settings.writeLength))
     }
 
     /// The most data bytes a frame of at most `limit` bytes carries when everything but the
@@ -405,20 +425,5 @@ public struct MCUmgrUploadStateMachine: Sendable {
         guard best < remaining else { return remaining }
         let end = (offset + best) / alignment * alignment
         return max(0, end - offset)
-    }
-
-    /// `frame` cut into writes of `writeLength` bytes; the image bytes are the frame's tail.
-    static func writes(of frame: Data, carrying range: Range<Int>, writeLength: Int) -> [Write] {
-        let dataStart = frame.count - range.count
-        var writes: [Write] = []
-        var position = 0
-        while position < frame.count {
-            let end = min(position + writeLength, frame.count)
-            let lower = max(position, dataStart) - dataStart
-            let upper = max(end, dataStart) - dataStart
-            writes.append(Write(bytes: frame[position..<end], covering: (range.lowerBound + lower)..<(range.lowerBound + upper)))
-            position = end
-        }
-        return writes
     }
 }

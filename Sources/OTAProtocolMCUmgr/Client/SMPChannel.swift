@@ -85,34 +85,40 @@ final class SMPChannel: Sendable {
         while true {
             if let frame = state.withLock({ $0.frames.isEmpty ? nil : $0.frames.removeFirst() }) { return frame }
             let fragment = try await inbox.next(timeout: timeout, awaiting: purpose())
-            let result: Result<Void, SMPFrameError> = state.withLock { state in
+            let result: Result<Data?, SMPFrameError> = state.withLock { state in
+                // A whole answer in one notification, nothing queued or partly received: the
+                // frame itself (what `append` would return alone, without its array).
+                if state.frames.isEmpty, state.reassembler.isWholeMessage(fragment) { return .success(fragment) }
                 do throws(SMPFrameError) {
                     state.frames += try state.reassembler.append(fragment)
-                    return .success(())
+                    return .success(nil)
                 } catch {
                     return .failure(error)
                 }
             }
-            if case .failure(let error) = result { throw MCUmgrWireError.frame(error).otaError }
+            switch result {
+            case .success(let frame?): return frame
+            case .success(nil): continue
+            case .failure(let error): throw MCUmgrWireError.frame(error).otaError
+            }
         }
     }
 
     /// Records that the request with `sequence` was answered.
     func answered(_ sequence: UInt8) { sequences.answered(sequence) }
 
-    /// Whether `frame` is a second answer to a request already answered (and not `awaiting`):
-    /// a write that reached the device twice makes it answer twice.
-    func isRepeatedAnswer(_ frame: Data, awaiting: [UInt8]) -> Bool {
-        guard let header = SMPHeader(frame), !awaiting.contains(header.sequence) else { return false }
-        return sequences.wasAnswered(header.sequence)
-    }
-
-    /// The next whole frame that is not a repeated answer (see ``isRepeatedAnswer(_:awaiting:)``).
-    func nextAnswer(timeout: Duration?, awaiting purpose: @autoclosure @Sendable () -> String, sequences: [UInt8]) async throws(OTAError) -> Data {
+    /// The next whole frame that is not a second answer to a request already answered: a write
+    /// that reached the device twice makes it answer twice. `awaits` says which sequence numbers
+    /// are awaited (never skipped); the frame comes with its sequence number (`nil` for a frame
+    /// shorter than a header), read once.
+    func nextAnswer(
+        timeout: Duration?, awaiting purpose: @autoclosure @Sendable () -> String, awaits: (UInt8) -> Bool
+    ) async throws(OTAError) -> (frame: Data, sequence: UInt8?) {
         while true {
             let frame = try await nextFrame(timeout: timeout, awaiting: purpose())
-            guard isRepeatedAnswer(frame, awaiting: sequences) else { return frame }
-            context.note("skipped a second answer to SMP request \(SMPHeader(frame)?.sequence ?? 0), which reached the device twice")
+            guard let sequence = SMPHeader.sequence(of: frame) else { return (frame, nil) }
+            guard !awaits(sequence), sequences.wasAnswered(sequence) else { return (frame, sequence) }
+            context.note("skipped a second answer to SMP request \(sequence), which reached the device twice")
         }
     }
 
@@ -131,7 +137,7 @@ final class SMPChannel: Sendable {
     func exchange(_ request: MCUmgrRequest, timeout: Duration? = nil) async throws(OTAError) -> CBOR {
         let sequence = sequences.take()
         try await write(request.encoded(sequence: sequence), purpose: "the \(request)")
-        let frame = try await nextAnswer(timeout: timeout, awaiting: "response to the \(request)", sequences: [sequence])
+        let (frame, _) = try await nextAnswer(timeout: timeout, awaiting: "response to the \(request)", awaits: { $0 == sequence })
         answered(sequence)
         do throws(MCUmgrWireError) {
             let message: SMPMessage

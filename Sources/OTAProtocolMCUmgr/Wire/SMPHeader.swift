@@ -69,6 +69,12 @@ public struct SMPHeader: Sendable, Hashable {
             group: UInt16(b.4) << 8 | UInt16(b.5), sequence: b.6, command: b.7)
     }
 
+    /// The sequence number of the message `bytes` start with (its header's seventh byte), read
+    /// alone; `nil` when they hold fewer than the 8 header bytes.
+    public static func sequence(of bytes: Data) -> UInt8? {
+        bytes.count >= length ? bytes[bytes.startIndex + 6] : nil
+    }
+
     /// Decodes the first eight of `bytes`; `nil` when there are fewer.
     public init?(_ bytes: some Collection<UInt8>) {
         guard bytes.count >= Self.length else { return nil }
@@ -200,16 +206,21 @@ public struct SMPReassembler: Sendable {
     /// Whether a message is partly received.
     public var isIdle: Bool { pending.isEmpty }
 
+    /// Whether `fragment` is one whole message with nothing buffered before it (every answer
+    /// that fits a notification): ``append(_:)`` would return it alone, as it is. A reader may
+    /// take it so without an array.
+    public func isWholeMessage(_ fragment: Data) -> Bool {
+        guard pending.isEmpty, fragment.count >= SMPHeader.length else { return false }
+        let payload = Int(fragment[fragment.startIndex + 2]) << 8 | Int(fragment[fragment.startIndex + 3])
+        return payload <= maximumPayload && fragment.count == SMPHeader.length + payload
+    }
+
     /// Takes one fragment and returns the messages it completes, as raw frames (header and
     /// payload). A header declaring too long a payload throws and drops what was buffered.
     public mutating func append(_ fragment: Data) throws(SMPFrameError) -> [Data] {
-        // A whole message in one fragment with nothing buffered (every answer that fits a
-        // notification) is that fragment: not copied in and out.
-        if pending.isEmpty, let header = SMPHeader(fragment), Int(header.payloadLength) <= maximumPayload,
-            fragment.count == SMPHeader.length + Int(header.payloadLength)
-        {
-            return [fragment]
-        }
+        // A whole message in one fragment with nothing buffered is that fragment: not copied in
+        // and out.
+        if isWholeMessage(fragment) { return [fragment] }
         // Through the raw bytes: appending the `Data` itself goes byte by byte.
         fragment.withUnsafeBytes { pending.append(contentsOf: $0) }
         var frames: [Data] = []
