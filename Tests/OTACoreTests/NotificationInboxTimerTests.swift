@@ -6,7 +6,8 @@ import Testing
 
 /// The inbox's one timer (decisions 0058 and 0065) on a clock the test moves: after a long wait
 /// (a slot erase), a wait with the default limit still runs on the inbox's timer, not on a timer
-/// of its own, and times out at its own deadline.
+/// of its own, and so does a short wait after a longer one once a short limit was seen; each
+/// times out at its own deadline.
 @Suite struct NotificationInboxTimerTests {
     static let characteristic = CharacteristicID(
         service: GATTUUID("0000fff0-0000-1000-8000-00805f9b34fb")!, characteristic: GATTUUID("0000fff1-0000-1000-8000-00805f9b34fb")!)
@@ -89,6 +90,37 @@ import Testing
         }
         #expect(error.code == .timeout)
         #expect(error.message.hasPrefix("timed out after 5.0 s waiting for the answer 2"))
+    }
+
+    @Test func aShortWaitAfterALongerOneRunsOnTheInboxTimerOnceAShortLimitWasSeen() async throws {
+        let bench = Bench()
+        defer { bench.stop() }
+        // A packet receipt's 1-s limit, answered at once: from now on the timer sleeps at most 1 s.
+        bench.wait(1, timeout: .seconds(1))
+        #expect(await eventually { bench.clock.sleeperCount == 1 })
+        bench.inbox.deliver(Data([1]))
+        #expect(await eventually { bench.result(1) != nil })
+        // A response with the 5-s default, pending when the timer wakes at 1 s: it sleeps on
+        // until 2 s (now + the shortest limit), not until the response's 5-s deadline.
+        bench.wait(2, timeout: nil)
+        try await Task.sleep(for: .milliseconds(20))
+        await bench.advance(seconds: 1)
+        try await Task.sleep(for: .milliseconds(20))
+        bench.inbox.deliver(Data([2]))
+        #expect(await eventually { bench.result(2) != nil })
+        // The next receipt (deadline 2 s) is not earlier than the timer's wake: no timer of its
+        // own (with the timer asleep until 5 s it would race a `withTimeout`: two sleepers).
+        bench.wait(3, timeout: .seconds(1))
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(bench.clock.sleeperCount == 1)
+        // And it times out 1 s after it began.
+        await bench.advance(seconds: 1)
+        #expect(await eventually { bench.result(3) != nil })
+        guard case .failure(let error) = bench.result(3) else {
+            Issue.record("the receipt wait did not time out")
+            return
+        }
+        #expect(error.message.hasPrefix("timed out after 1.0 s waiting for the answer 3"))
     }
 
     @Test func aLongWaitAloneStillTimesOutAtItsOwnDeadline() async throws {

@@ -9,9 +9,10 @@ import Synchronization
 /// timer, asleep until an earlier deadline, sleeps on to the current wait's when it wakes, or
 /// ends that wait with a timeout when its deadline has passed. A protocol that awaits an answer
 /// every few writes so arms no task and no clock timer per answer (decision 0058). The timer
-/// sleeps at most the default limit at a time, so a wait with the default limit always finds it
-/// waking in time; a wait whose deadline comes before the timer's next wake (a limit shorter
-/// than the default) is bounded by ``withTimeout(_:clock:timeoutError:operation:)`` as before.
+/// sleeps at most the shortest limit a wait has had (the default limit until a shorter one
+/// comes), so a wait finds it waking in time (decision 0065); only the first wait with a limit
+/// shorter than any before, whose deadline comes before the timer's next wake, is bounded by
+/// ``withTimeout(_:clock:timeoutError:operation:)``.
 public final class NotificationInbox: Sendable {
     /// How a wait ended.
     private enum Arrival: Sendable {
@@ -34,6 +35,9 @@ public final class NotificationInbox: Sendable {
         var timerWake: Duration?
         /// The parked timer, resumed by the next wait with a deadline.
         var parkedTimer: CheckedContinuation<Void, Never>?
+        /// The longest the timer sleeps at a time: the shortest limit a wait has had (the default
+        /// limit before any shorter one).
+        var longestSleep: Duration
         var closed = false
 
         /// Takes the waiter, with its deadline.
@@ -46,7 +50,7 @@ public final class NotificationInbox: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let characteristic: CharacteristicID
     private let clock: any Clock<Duration>
     private let stopwatch: Stopwatch
@@ -57,6 +61,7 @@ public final class NotificationInbox: Sendable {
         self.clock = clock
         self.stopwatch = Stopwatch(clock: clock)
         self.defaultTimeout = defaultTimeout
+        state = Mutex(State(longestSleep: defaultTimeout))
     }
 
     func deliver(_ value: Data) {
@@ -106,11 +111,11 @@ public final class NotificationInbox: Sendable {
                     }
                     return .fire(waiter)
                 }
-                // Never asleep for longer than the default limit: a wait with that limit (or a
-                // longer one) stored while the timer sleeps then never ends before its wake, so a
-                // long wait (a slot erase, a verification) leaves no later answer to a timer of
-                // its own.
-                let wake = min(deadline, now + defaultTimeout)
+                // Never asleep for longer than the shortest limit a wait has had: a wait with that
+                // limit or a longer one, stored while the timer sleeps, then never ends before
+                // its wake, so neither a long wait (a slot erase) nor a long limit before a short
+                // one (a response, then a packet receipt) leaves a wait to a timer of its own.
+                let wake = min(deadline, now + state.longestSleep)
                 state.timerWake = wake
                 return .sleep(until: wake)
             }
@@ -154,14 +159,16 @@ public final class NotificationInbox: Sendable {
 
     // MARK: - Waiting
 
-    /// The next notification; with a `deadline`, at most until then on the inbox's timer.
-    private func receive(deadline: Duration?) async -> Arrival {
+    /// The next notification; with a `deadline` (`limit` after now), at most until then on the
+    /// inbox's timer.
+    private func receive(deadline: Duration?, limit: Duration? = nil) async -> Arrival {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Arrival, Never>) in
                 let (immediate, timer): (Arrival?, CheckedContinuation<Void, Never>?) = state.withLock { state in
                     if !state.buffered.isEmpty { return (.value(state.buffered.removeFirst()), nil) }
                     if state.closed || Task.isCancelled { return (.closed, nil) }
                     if let deadline {
+                        if let limit, limit < state.longestSleep { state.longestSleep = limit }
                         // The timer, asleep until `timerWake`, sees this deadline only then.
                         if let wake = state.timerWake, wake > deadline { return (.needsOwnTimer, nil) }
                         state.deadline = deadline
@@ -202,7 +209,7 @@ public final class NotificationInbox: Sendable {
         // requests at once leaves several here.
         if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
-        var arrival = await receive(deadline: stopwatch.elapsed + limit)
+        var arrival = await receive(deadline: stopwatch.elapsed + limit, limit: limit)
         if case .needsOwnTimer = arrival {
             let described = purpose()
             do {
