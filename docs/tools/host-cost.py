@@ -10,6 +10,8 @@ rows, summed). Each sample's CPU time (its period, in ns of cpu-clock) goes to o
 
 - device: the stack holds a frame of the simulated link's connection events or deliveries, or
   of a device model (the simulated peripheral's work, whatever it calls in OTACore);
+- OTACore code the simulated transport calls for its own writes (requireFits, the link's
+  parameters) -> simulated transport, as the transport's own cost;
 - otherwise the first project frame from the leaf: OTACore -> engine; OTAProtocol* -> client
   (its module); OTATransportSimulator -> simulated transport API and the virtual-time executor;
   OTACommandLine -> benchmark harness; none -> async runtime / libc / kernel (no project frame).
@@ -31,6 +33,9 @@ DEVICE = re.compile(
 IMAGE_HASH = re.compile(
     r"7OTACore6SHA256V|FirmwareImageV6sha256|FirmwareImageV5crc32|MCUbootImageV7reading|SHA256Cache|CRC32Cache|AppImageV11xorChecksum"
 )
+# A frame of the concurrency runtime running a task's next partial function: above it is the
+# executor, not a caller.
+RESUMED = re.compile(r"swift_job_run|runJobInEstablishedExecutorContext|swift_task_switch")
 MODULE = re.compile(r"^\$s(\d+)([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -55,6 +60,20 @@ def share(frames):
     # benchmark's image, a device's commit check), per update, caller unknown.
     if frames and frames[0].startswith("crc32") and not any(module_of(f) for f in frames):
         return "zlib CRC-32, caller unknown"
+    # OTACore helpers the simulated transport calls for its own writes (requireFits,
+    # requireCharacteristic, the link's parameters) are the transport's cost, not the engine's: the
+    # first non-OTACore project frame above them, reached without an executor resuming a task in
+    # between, is the simulator's.
+    leaf = next((module_of(f) for f in frames if module_of(f)), None)
+    if leaf == "OTACore":
+        for f in frames:
+            if RESUMED.search(f):
+                break
+            mod = module_of(f)
+            if mod is not None and mod != "OTACore":
+                if mod == "OTATransportSimulator":
+                    return "simulator transport + executor"
+                break
     for f in frames:
         mod = module_of(f)
         if mod is None:
