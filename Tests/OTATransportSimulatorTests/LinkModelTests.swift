@@ -1,6 +1,7 @@
 import Foundation
 import OTACore
 import OTATransportSimulator
+import Synchronization
 import Testing
 
 @Suite struct LinkModelTests {
@@ -165,6 +166,53 @@ import Testing
         }
         #expect(ended)
         #expect(world.device.connection == nil)
+    }
+
+    /// Pushed notifications (decision 0066) arrive in order, only while subscribed: a second
+    /// subscription finishes the first, cancelling stops delivery and disables them (the device
+    /// sees no subscriber), and a dropped link finishes the receiver once.
+    @Test func pushedNotificationsArriveInOrderUntilCancelledReplacedOrTheLinkDrops() async throws {
+        let world = SimulatorWorld(profile: .nrf52840)
+        let log = PushLog()
+        let receiver = { @Sendable (name: String) in
+            NotificationReceiver(
+                receive: { value in log.append("\(name) \(value.first ?? 0)") },
+                finished: { log.append("\(name) finished") })
+        }
+        let subscribed = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            var subscribed: [Bool] = []
+            let first = try await connection.pushNotifications(from: RecordingDevice.control, to: receiver("a"))
+            for value: UInt8 in 1...3 { try await connection.write(Data([value]), to: RecordingDevice.control, kind: .withResponse) }
+            try await world.simulation.clock.sleep(for: .milliseconds(200))
+            // Another subscription to the characteristic replaces the first, which finishes.
+            let second = try await connection.pushNotifications(from: RecordingDevice.control, to: receiver("b"))
+            try await connection.write(Data([4]), to: RecordingDevice.control, kind: .withResponse)
+            try await world.simulation.clock.sleep(for: .milliseconds(200))
+            first.cancel()  // ends nothing: it was replaced
+            subscribed.append(connection.isSubscribed(to: RecordingDevice.control))
+            second.cancel()
+            subscribed.append(connection.isSubscribed(to: RecordingDevice.control))
+            try await connection.write(Data([5]), to: RecordingDevice.control, kind: .withResponse)
+            try await world.simulation.clock.sleep(for: .milliseconds(200))
+            // A third, then the link drops: it finishes once, and a cancel after that is harmless.
+            let third = try await connection.pushNotifications(from: RecordingDevice.control, to: receiver("c"))
+            try await connection.write(Data([6]), to: RecordingDevice.control, kind: .withResponse)
+            try await world.simulation.clock.sleep(for: .milliseconds(200))
+            world.device.dropConnection()
+            try await world.simulation.clock.sleep(for: .milliseconds(200))
+            third.cancel()
+            return subscribed
+        }
+        #expect(subscribed == [true, false])
+        #expect(log.entries == ["a 1", "a 2", "a 3", "a finished", "b 4", "c 6", "c finished"])
+    }
+
+    /// What pushed notifications reached, in order.
+    final class PushLog: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var entries: [String] { lines.withLock { $0 } }
     }
 
     @Test func unreachableDeviceIsNotConnected() async throws {

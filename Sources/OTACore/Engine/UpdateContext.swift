@@ -258,18 +258,28 @@ public final class UpdateContext: Sendable {
         from characteristic: CharacteristicID,
         _ body: (NotificationInbox) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        let stream: AsyncStream<Data>
+        let inbox = NotificationInbox(characteristic: characteristic, clock: clock, defaultTimeout: configuration.responseTimeout)
+        // A transport that pushes notifications hands them to the inbox itself; otherwise a
+        // child task reads its stream into the inbox (decision 0066).
+        let source: (stream: AsyncStream<Data>?, subscription: NotificationSubscription?)
         do {
-            stream = try await transport.notifications(from: characteristic)
+            if let pushing = transport as? any NotificationPushing {
+                let receiver = NotificationReceiver(receive: { inbox.deliver($0) }, finished: { inbox.close() })
+                source = (nil, try await pushing.pushNotifications(from: characteristic, to: receiver))
+            } else {
+                source = (try await transport.notifications(from: characteristic), nil)
+            }
         } catch {
             throw Self.describe(error, doing: "enabling notifications on \(characteristic.characteristic)")
         }
-        let inbox = NotificationInbox(characteristic: characteristic, clock: clock, defaultTimeout: configuration.responseTimeout)
+        defer { source.subscription?.cancel() }
         do {
             return try await withThrowingTaskGroup(of: Void.self, returning: R.self) { group in
-                group.addTask {
-                    for await value in stream { inbox.deliver(value) }
-                    inbox.close()
+                if let stream = source.stream {
+                    group.addTask {
+                        for await value in stream { inbox.deliver(value) }
+                        inbox.close()
+                    }
                 }
                 group.addTask { await inbox.runTimer() }
                 defer { group.cancelAll() }

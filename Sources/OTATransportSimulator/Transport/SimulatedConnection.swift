@@ -8,7 +8,7 @@ import Synchronization
 /// Writes without response wait for room in the central's queue of ``LinkProfile/writeQueueDepth``
 /// writes; connection events drain it into the device. A write with response or a read waits
 /// for the device's answer to come back over the link. See ``LinkProfile`` for the radio model.
-public final class SimulatedConnection: Transport, PeripheralContext, @unchecked Sendable {
+public final class SimulatedConnection: Transport, NotificationPushing, PeripheralContext, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
     // device model runs inside a connection event and calls back into the link (`notify`).
 
@@ -78,7 +78,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     /// Requests and reads waiting for their answer, in the order sent: a short list (ATT has
     /// one request out at a time), searched rather than hashed.
     @exclusivity(unchecked) private var pendingReplies: [(id: UInt64, continuation: UnsafeContinuation<Result<Data, TransportError>, Never>)] = []
-    @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
+    @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: Subscriber)] = [:]
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
     private let nextID = Atomic<UInt64>(0)
@@ -188,24 +188,61 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+        let unsubscribe = try subscribe(to: characteristic, .stream(continuation))
+        continuation.onTermination = { _ in unsubscribe() }
+        return stream
+    }
+
+    /// Notifications handed to `receiver` as the link delivers them, in the connection event's
+    /// context (decision 0066): no stream, no task reading it.
+    public func pushNotifications(
+        from characteristic: CharacteristicID, to receiver: NotificationReceiver
+    ) async throws(TransportError)
+        -> NotificationSubscription
+    {
+        NotificationSubscription(cancel: try subscribe(to: characteristic, .push(receiver)))
+    }
+
+    /// Where a subscription's notifications go.
+    private enum Subscriber {
+        case stream(AsyncStream<Data>.Continuation)
+        case push(NotificationReceiver)
+
+        func deliver(_ value: Data) {
+            switch self {
+            case .stream(let continuation): continuation.yield(value)
+            case .push(let receiver): receiver.receive(value)
+            }
+        }
+
+        func finish() {
+            switch self {
+            case .stream(let continuation): continuation.finish()
+            case .push(let receiver): receiver.finished()
+            }
+        }
+    }
+
+    /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
+    /// finishes) and returns what ends it.
+    private func subscribe(to characteristic: CharacteristicID, _ subscriber: Subscriber) throws(TransportError) -> @Sendable () -> Void {
         // Indications reach the app the same way (the stack confirms them).
         if characteristics[characteristic]?.contains(.indicate) != true {
             try check(characteristic, allows: .notify)
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let previous: AsyncStream<Data>.Continuation? = try withLock { () throws(TransportError) in
+        let (id, previous): (UInt64, Subscriber?) = try withLock { () throws(TransportError) in
             if let reason = disconnectReason { throw TransportError.disconnected(reason) }
             let id = makeID()
-            defer { subscriptions[characteristic] = (id, continuation) }
-            continuation.onTermination = { [weak self] _ in
-                self?.withLock {
-                    if self?.subscriptions[characteristic]?.id == id { self?.subscriptions[characteristic] = nil }
-                }
-            }
-            return subscriptions[characteristic]?.continuation
+            defer { subscriptions[characteristic] = (id, subscriber) }
+            return (id, subscriptions[characteristic]?.subscriber)
         }
         previous?.finish()
-        return stream
+        return { [weak self] in
+            self?.withLock {
+                if self?.subscriptions[characteristic]?.id == id { self?.subscriptions[characteristic] = nil }
+            }
+        }
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
@@ -551,7 +588,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
         case .notification(let characteristic, let value):
             if disconnectReason == nil, let subscription = subscriptions[characteristic] {
                 statistics.notificationsDelivered += 1
-                subscription.continuation.yield(value)
+                subscription.subscriber.deliver(value)
             }
             lock.unlock()
             return
@@ -613,7 +650,7 @@ public final class SimulatedConnection: Transport, PeripheralContext, @unchecked
                 busyFloor = nil
             }
             pendingReplies.removeAll()
-            for (_, subscription) in subscriptions { subscription.continuation.finish() }
+            for (_, subscription) in subscriptions { subscription.subscriber.finish() }
             subscriptions.removeAll()
             notice.deliver()
             central.removeAll()
