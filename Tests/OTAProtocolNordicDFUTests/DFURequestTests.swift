@@ -7,7 +7,8 @@ import Testing
 /// produces and decoding demands.
 @Suite struct DFURequestTests {
     static let requests: [DFURequest] = [
-        .create(.data, size: 4096), .create(.command, size: 141), .setPRN(12), .calculateChecksum, .execute, .select(.command),
+        .create(.data, size: 4096), .create(.command, size: 141), .create(.data, size: 0x0403_0201), .setPRN(12), .setPRN(0x0201),
+        .calculateChecksum, .execute, .select(.command),
         .select(.data), .abort,
     ]
 
