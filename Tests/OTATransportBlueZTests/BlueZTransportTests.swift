@@ -42,6 +42,40 @@ import Testing
         }
     }
 
+    /// Pushed notifications (decision 0066): each echo handed to the receiver in order, a second
+    /// subscription finishing the first, cancelling the current one sending StopNotify, and a
+    /// lost link finishing the receiver.
+    @Test func pushedNotificationsRoundTripAndCancellingDisablesThem() async throws {
+        try await FakeBlueZ.with { bus, fake in
+            let transport = try await FakeBlueZ.connector(on: bus).connectTransport()
+            let log = Mutex<[String]>([])
+            let receiver = { @Sendable (name: String) in
+                NotificationReceiver(
+                    receive: { value in log.withLock { $0.append("\(name) " + String(decoding: value, as: UTF8.self)) } },
+                    finished: { log.withLock { $0.append("\(name) finished") } })
+            }
+            let first = try await transport.pushNotifications(from: FakeBlueZ.control, to: receiver("a"))
+            #expect(fake.calls.last == "GattCharacteristic1.StartNotify")
+            try await transport.write(Data("one".utf8), to: FakeBlueZ.control, kind: .withResponse)
+            try await transport.write(Data("two".utf8), to: FakeBlueZ.control, kind: .withResponse)
+            #expect(await eventually { log.withLock { $0.count } == 2 })
+            let second = try await transport.pushNotifications(from: FakeBlueZ.control, to: receiver("b"))
+            first.cancel()  // replaced already: ends nothing
+            try await transport.write(Data("three".utf8), to: FakeBlueZ.control, kind: .withResponse)
+            #expect(await eventually { log.withLock { $0.count } == 4 })
+            #expect(log.withLock { $0 } == ["a echo:one", "a echo:two", "a finished", "b echo:three"])
+            #expect(!fake.calls.contains("GattCharacteristic1.StopNotify"))
+            second.cancel()
+            #expect(await eventually { fake.calls.last == "GattCharacteristic1.StopNotify" })
+            try await transport.write(Data("four".utf8), to: FakeBlueZ.control, kind: .withResponse)
+            let third = try await transport.pushNotifications(from: FakeBlueZ.control, to: receiver("c"))
+            await transport.disconnect()
+            #expect(await eventually { log.withLock { $0.last } == "c finished" })
+            third.cancel()
+            #expect(log.withLock { $0 } == ["a echo:one", "a echo:two", "a finished", "b echo:three", "c finished"])
+        }
+    }
+
     @Test func aSecondSubscriptionReplacesTheFirst() async throws {
         try await FakeBlueZ.with { bus, fake in
             let transport = try await FakeBlueZ.connector(on: bus).connectTransport()

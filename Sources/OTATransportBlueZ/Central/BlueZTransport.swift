@@ -29,7 +29,7 @@ import Synchronization
 ///   cached `Value` when it is read with `ReadValue` (not checked against 5.66), which would show
 ///   the value read on the notification stream too; the update protocols here never read a
 ///   characteristic they subscribe to.
-public final class BlueZTransport: Transport, Sendable {
+public final class BlueZTransport: Transport, NotificationPushing, Sendable {
     /// How writes without response to one characteristic travel.
     public enum WritePath: Sendable, Hashable, CustomStringConvertible {
         /// Through the socket of `AcquireWrite`, with the ATT MTU bluetoothd returned.
@@ -101,7 +101,28 @@ public final class BlueZTransport: Transport, Sendable {
 
     private struct Subscription {
         var id: UInt64
-        var continuation: AsyncStream<Data>.Continuation
+        var subscriber: Subscriber
+    }
+
+    /// Where a subscription's notifications go: a stream, or a receiver called on the D-Bus
+    /// connection's thread (``pushNotifications(from:to:)``, decision 0066).
+    private enum Subscriber {
+        case stream(AsyncStream<Data>.Continuation)
+        case push(NotificationReceiver)
+
+        func deliver(_ value: Data) {
+            switch self {
+            case .stream(let continuation): continuation.yield(value)
+            case .push(let receiver): receiver.receive(value)
+            }
+        }
+
+        func finish() {
+            switch self {
+            case .stream(let continuation): continuation.finish()
+            case .push(let receiver): receiver.finished()
+            }
+        }
     }
 
     /// Where delivery receipts are read, and how far writes may run ahead of them.
@@ -333,19 +354,8 @@ public final class BlueZTransport: Transport, Sendable {
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        // Indications reach the app the same way: bluetoothd confirms them.
-        if characteristics[characteristic]?.contains(.indicate) != true {
-            try requireCharacteristic(characteristic, allowing: .notify)
-        }
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .unbounded)
-        let (id, previous) = try state.withLock { state throws(TransportError) in
-            if let reason = state.disconnectReason { throw TransportError.disconnected(reason) }
-            state.nextID += 1
-            let previous = state.subscriptions[characteristic]
-            state.subscriptions[characteristic] = Subscription(id: state.nextID, continuation: continuation)
-            return (state.nextID, previous)
-        }
-        previous?.continuation.finish()
+        let id = try subscribe(to: characteristic, .stream(continuation))
         continuation.onTermination = { [weak self] _ in self?.subscriptionEnded(characteristic, id: id) }
         do {
             try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
@@ -354,6 +364,40 @@ public final class BlueZTransport: Transport, Sendable {
             throw error
         }
         return stream
+    }
+
+    /// Notifications handed to `receiver` on the D-Bus connection's thread as bluetoothd signals
+    /// them (decision 0066): no stream, no task reading it.
+    public func pushNotifications(
+        from characteristic: CharacteristicID, to receiver: NotificationReceiver
+    ) async throws(TransportError) -> NotificationSubscription {
+        let id = try subscribe(to: characteristic, .push(receiver))
+        let subscription = NotificationSubscription { [weak self] in self?.subscriptionEnded(characteristic, id: id) }
+        do {
+            try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
+        } catch {
+            subscription.cancel()
+            throw error
+        }
+        return subscription
+    }
+
+    /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
+    /// finishes) and returns its identity.
+    private func subscribe(to characteristic: CharacteristicID, _ subscriber: Subscriber) throws(TransportError) -> UInt64 {
+        // Indications reach the app the same way: bluetoothd confirms them.
+        if characteristics[characteristic]?.contains(.indicate) != true {
+            try requireCharacteristic(characteristic, allowing: .notify)
+        }
+        let (id, previous) = try state.withLock { state throws(TransportError) in
+            if let reason = state.disconnectReason { throw TransportError.disconnected(reason) }
+            state.nextID += 1
+            let previous = state.subscriptions[characteristic]
+            state.subscriptions[characteristic] = Subscription(id: state.nextID, subscriber: subscriber)
+            return (state.nextID, previous)
+        }
+        previous?.subscriber.finish()
+        return id
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
@@ -586,14 +630,12 @@ public final class BlueZTransport: Transport, Sendable {
 
     private func deliver(_ value: Data, from path: DBusObjectPath) {
         guard let characteristic = identifiers[path] else { return }
-        let continuation = state.withLock { state in
-            guard let subscription = state.subscriptions[characteristic] else {
-                return nil as AsyncStream<Data>.Continuation?
-            }
+        let subscriber = state.withLock { state in
+            guard let subscription = state.subscriptions[characteristic] else { return nil as Subscriber? }
             state.statistics.notifications += 1
-            return subscription.continuation
+            return subscription.subscriber
         }
-        continuation?.yield(value)
+        subscriber?.deliver(value)
     }
 
     // MARK: - Link loss
@@ -658,7 +700,7 @@ public final class BlueZTransport: Transport, Sendable {
         guard let (notice, subscriptions, monitor) = taken else { return false }
         wakeReceiptWaiters()
         for socket in sockets.values { socket.close(failing: .disconnected(reason)) }
-        for subscription in subscriptions { subscription.continuation.finish() }
+        for subscription in subscriptions { subscription.subscriber.finish() }
         notice.deliver()
         monitor?.cancel()
         if closeSession {
