@@ -50,3 +50,30 @@ public struct NotificationSubscription: Sendable {
     /// Safe to call more than once, and after the link went down.
     public func cancel() { end() }
 }
+
+/// Where a transport sends one subscription's notifications: the stream it returned from
+/// ``Transport/notifications(from:)``, or the receiver given to
+/// ``NotificationPushing/pushNotifications(from:to:)``. What a transport that offers both keeps
+/// per subscription.
+public enum NotificationSubscriber: Sendable {
+    /// The continuation of a stream returned by ``Transport/notifications(from:)``.
+    case stream(AsyncStream<Data>.Continuation)
+    /// A receiver given to ``NotificationPushing/pushNotifications(from:to:)``.
+    case push(NotificationReceiver)
+
+    /// Hands on one notification.
+    public func deliver(_ value: Data) {
+        switch self {
+        case .stream(let continuation): continuation.yield(value)
+        case .push(let receiver): receiver.receive(value)
+        }
+    }
+
+    /// No notification follows: the stream finishes, or the receiver is told.
+    public func finish() {
+        switch self {
+        case .stream(let continuation): continuation.finish()
+        case .push(let receiver): receiver.finished()
+        }
+    }
+}

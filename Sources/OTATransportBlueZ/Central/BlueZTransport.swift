@@ -101,28 +101,7 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
 
     private struct Subscription {
         var id: UInt64
-        var subscriber: Subscriber
-    }
-
-    /// Where a subscription's notifications go: a stream, or a receiver called on the D-Bus
-    /// connection's thread (``pushNotifications(from:to:)``, decision 0066).
-    private enum Subscriber {
-        case stream(AsyncStream<Data>.Continuation)
-        case push(NotificationReceiver)
-
-        func deliver(_ value: Data) {
-            switch self {
-            case .stream(let continuation): continuation.yield(value)
-            case .push(let receiver): receiver.receive(value)
-            }
-        }
-
-        func finish() {
-            switch self {
-            case .stream(let continuation): continuation.finish()
-            case .push(let receiver): receiver.finished()
-            }
-        }
+        var subscriber: NotificationSubscriber
     }
 
     /// Where delivery receipts are read, and how far writes may run ahead of them.
@@ -355,14 +334,8 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .unbounded)
-        let id = try subscribe(to: characteristic, .stream(continuation))
+        let id = try await subscribe(to: characteristic, .stream(continuation))
         continuation.onTermination = { [weak self] _ in self?.subscriptionEnded(characteristic, id: id) }
-        do {
-            try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
-        } catch {
-            continuation.finish()
-            throw error
-        }
         return stream
     }
 
@@ -371,20 +344,14 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
     public func pushNotifications(
         from characteristic: CharacteristicID, to receiver: NotificationReceiver
     ) async throws(TransportError) -> NotificationSubscription {
-        let id = try subscribe(to: characteristic, .push(receiver))
-        let subscription = NotificationSubscription { [weak self] in self?.subscriptionEnded(characteristic, id: id) }
-        do {
-            try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
-        } catch {
-            subscription.cancel()
-            throw error
-        }
-        return subscription
+        let id = try await subscribe(to: characteristic, .push(receiver))
+        return NotificationSubscription { [weak self] in self?.subscriptionEnded(characteristic, id: id) }
     }
 
     /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
-    /// finishes) and returns its identity.
-    private func subscribe(to characteristic: CharacteristicID, _ subscriber: Subscriber) throws(TransportError) -> UInt64 {
+    /// finishes), then enables notifications (`StartNotify`), ending the subscription if that
+    /// fails; returns its identity.
+    private func subscribe(to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber) async throws(TransportError) -> UInt64 {
         // Indications reach the app the same way: bluetoothd confirms them.
         if characteristics[characteristic]?.contains(.indicate) != true {
             try requireCharacteristic(characteristic, allowing: .notify)
@@ -397,6 +364,12 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
             return (state.nextID, previous)
         }
         previous?.subscriber.finish()
+        do {
+            try await notifyGate.run { () throws(TransportError) in try await startNotifying(characteristic) }
+        } catch {
+            subscriptionEnded(characteristic, id: id)
+            throw error
+        }
         return id
     }
 
@@ -631,7 +604,7 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
     private func deliver(_ value: Data, from path: DBusObjectPath) {
         guard let characteristic = identifiers[path] else { return }
         let subscriber = state.withLock { state in
-            guard let subscription = state.subscriptions[characteristic] else { return nil as Subscriber? }
+            guard let subscription = state.subscriptions[characteristic] else { return nil as NotificationSubscriber? }
             state.statistics.notifications += 1
             return subscription.subscriber
         }

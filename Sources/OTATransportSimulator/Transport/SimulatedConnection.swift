@@ -78,7 +78,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     /// Requests and reads waiting for their answer, in the order sent: a short list (ATT has
     /// one request out at a time), searched rather than hashed.
     @exclusivity(unchecked) private var pendingReplies: [(id: UInt64, continuation: UnsafeContinuation<Result<Data, TransportError>, Never>)] = []
-    @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: Subscriber)] = [:]
+    @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
     private let nextID = Atomic<UInt64>(0)
@@ -204,34 +204,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         NotificationSubscription(cancel: try subscribe(to: characteristic, .push(receiver)))
     }
 
-    /// Where a subscription's notifications go.
-    private enum Subscriber {
-        case stream(AsyncStream<Data>.Continuation)
-        case push(NotificationReceiver)
-
-        func deliver(_ value: Data) {
-            switch self {
-            case .stream(let continuation): continuation.yield(value)
-            case .push(let receiver): receiver.receive(value)
-            }
-        }
-
-        func finish() {
-            switch self {
-            case .stream(let continuation): continuation.finish()
-            case .push(let receiver): receiver.finished()
-            }
-        }
-    }
-
     /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
     /// finishes) and returns what ends it.
-    private func subscribe(to characteristic: CharacteristicID, _ subscriber: Subscriber) throws(TransportError) -> @Sendable () -> Void {
+    private func subscribe(to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber) throws(TransportError) -> @Sendable () -> Void {
         // Indications reach the app the same way (the stack confirms them).
         if characteristics[characteristic]?.contains(.indicate) != true {
             try check(characteristic, allows: .notify)
         }
-        let (id, previous): (UInt64, Subscriber?) = try withLock { () throws(TransportError) in
+        let (id, previous): (UInt64, NotificationSubscriber?) = try withLock { () throws(TransportError) in
             if let reason = disconnectReason { throw TransportError.disconnected(reason) }
             let id = makeID()
             defer { subscriptions[characteristic] = (id, subscriber) }
