@@ -15,19 +15,7 @@
 
 #include <immintrin.h>
 
-__attribute__((target("pclmul,sse4.1")))
-static inline __m128i fold16(__m128i lane, __m128i constants, __m128i next) {
-    __m128i low = _mm_clmulepi64_si128(lane, constants, 0x00);
-    __m128i high = _mm_clmulepi64_si128(lane, constants, 0x11);
-    return _mm_xor_si128(_mm_xor_si128(low, high), next);
-}
-
-// The 16 bytes at `bytes` as a polynomial of degree < 128, the first byte's top bit highest.
-__attribute__((target("pclmul,sse4.1")))
-static inline __m128i load16(const uint8_t *bytes) {
-    const __m128i reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)bytes), reverse);
-}
+#include "clmul_lanes.h"
 
 __attribute__((target("pclmul,sse4.1")))
 uint16_t ota_crc16_xmodem_fold(uint16_t crc, const uint8_t *bytes, size_t length) {
@@ -42,34 +30,10 @@ uint16_t ota_crc16_xmodem_fold(uint16_t crc, const uint8_t *bytes, size_t length
 
     if (length == 0) return crc;
     // The incoming register joins the message's first 16 bits.
-    __m128i x1 = _mm_xor_si128(load16(bytes), _mm_insert_epi16(_mm_setzero_si128(), crc, 7));
-    bytes += 16;
-    length -= 16;
-    if (length >= 48) {
-        __m128i x2 = load16(bytes);
-        __m128i x3 = load16(bytes + 16);
-        __m128i x4 = load16(bytes + 32);
-        bytes += 48;
-        length -= 48;
-        while (length >= 64) {
-            x1 = fold16(x1, fold4, load16(bytes));
-            x2 = fold16(x2, fold4, load16(bytes + 16));
-            x3 = fold16(x3, fold4, load16(bytes + 32));
-            x4 = fold16(x4, fold4, load16(bytes + 48));
-            bytes += 64;
-            length -= 64;
-        }
-        x1 = fold16(x1, fold1, x2);
-        x1 = fold16(x1, fold1, x3);
-        x1 = fold16(x1, fold1, x4);
-    }
-    while (length >= 16) {
-        x1 = fold16(x1, fold1, load16(bytes));
-        bytes += 16;
-        length -= 16;
-    }
+    __m128i first = _mm_xor_si128(ota_clmul_load(bytes, 1), _mm_insert_epi16(_mm_setzero_si128(), crc, 7));
+    __m128i x1 = ota_clmul_fold_lanes(first, bytes + 16, length - 16, fold4, fold1, 1);
     // V = x1 * x^16, congruent and of degree < 80; the CRC is V mod P.
-    __m128i v = fold16(x1, fold0, _mm_setzero_si128());
+    __m128i v = ota_clmul_fold(x1, fold0, _mm_setzero_si128());
     // q = floor(V / P) = floor((V >> 16) * mu / x^64) = (V >> 16) ^ ((V >> 16) * mu.lo64 >> 64).
     __m128i high = _mm_srli_si128(v, 2);
     __m128i q = _mm_xor_si128(high, _mm_srli_si128(_mm_clmulepi64_si128(high, barrett, 0x00), 8));

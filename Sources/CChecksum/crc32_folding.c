@@ -12,18 +12,13 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "clmul_lanes.h"
+
 int ota_crc32_folding_available(void) {
     unsigned int eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
     // ECX bit 1: PCLMULQDQ; bit 19: SSE4.1 (pextrd).
     return (ecx & (1u << 1)) && (ecx & (1u << 19)) ? 1 : 0;
-}
-
-__attribute__((target("pclmul,sse4.1")))
-static inline __m128i fold(__m128i lane, __m128i constants, __m128i next) {
-    __m128i low = _mm_clmulepi64_si128(lane, constants, 0x00);
-    __m128i high = _mm_clmulepi64_si128(lane, constants, 0x11);
-    return _mm_xor_si128(_mm_xor_si128(low, high), next);
 }
 
 __attribute__((target("pclmul,sse4.1")))
@@ -38,28 +33,8 @@ uint32_t ota_crc32_fold(uint32_t state, const uint8_t *bytes, size_t length) {
     const __m128i barrett = _mm_set_epi64x(0x1F7011641, 0x1DB710641);
     const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
 
-    __m128i x1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)bytes), _mm_cvtsi32_si128((int)state));
-    __m128i x2 = _mm_loadu_si128((const __m128i *)(bytes + 16));
-    __m128i x3 = _mm_loadu_si128((const __m128i *)(bytes + 32));
-    __m128i x4 = _mm_loadu_si128((const __m128i *)(bytes + 48));
-    bytes += 64;
-    length -= 64;
-    while (length >= 64) {
-        x1 = fold(x1, fold4, _mm_loadu_si128((const __m128i *)bytes));
-        x2 = fold(x2, fold4, _mm_loadu_si128((const __m128i *)(bytes + 16)));
-        x3 = fold(x3, fold4, _mm_loadu_si128((const __m128i *)(bytes + 32)));
-        x4 = fold(x4, fold4, _mm_loadu_si128((const __m128i *)(bytes + 48)));
-        bytes += 64;
-        length -= 64;
-    }
-    x1 = fold(x1, fold1, x2);
-    x1 = fold(x1, fold1, x3);
-    x1 = fold(x1, fold1, x4);
-    while (length >= 16) {
-        x1 = fold(x1, fold1, _mm_loadu_si128((const __m128i *)bytes));
-        bytes += 16;
-        length -= 16;
-    }
+    __m128i first = _mm_xor_si128(_mm_loadu_si128((const __m128i *)bytes), _mm_cvtsi32_si128((int)state));
+    __m128i x1 = ota_clmul_fold_lanes(first, bytes + 16, length - 16, fold4, fold1, 0);
     // 128 to 64 bits: the low half times x^(128) mod P, plus the high half moved down.
     x1 = _mm_xor_si128(_mm_clmulepi64_si128(x1, fold1, 0x10), _mm_srli_si128(x1, 8));
     // 64 to 32 bits.
