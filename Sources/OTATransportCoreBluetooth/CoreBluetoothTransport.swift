@@ -21,7 +21,7 @@ import CoreBluetoothStandIn
 /// - ``link`` takes its lengths from `maximumWriteValueLength(for: .withoutResponse)` after
 ///   discovery (ATT MTU − 3); writes with response are held to the same length, not iOS's 512
 ///   (see docs/decisions/0018-corebluetooth-transport.md).
-public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
+public final class CoreBluetoothTransport: Transport, NotificationPushing, @unchecked Sendable {
     // @unchecked: every mutable field is confined to the bridge's queue.
 
     typealias Resume<T: Sendable> = CentralBridge.Resume<T>
@@ -45,7 +45,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     private var writes: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
     private var reads: [CharacteristicID: [(id: UInt64, continuation: Resume<Data>)]] = [:]
     private var notifyChanges: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
-    private var subscriptions: [CharacteristicID: (id: UInt64, continuation: AsyncStream<Data>.Continuation)] = [:]
+    private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
     private var readyWaiters: [UInt64: Resume<Void>] = [:]
     private var closeWaiters: [UInt64: Resume<Void>] = [:]
     private var sentWithoutResponse = false
@@ -154,27 +154,46 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+        let end = try await subscribe(to: characteristic, .stream(continuation))
+        continuation.onTermination = { _ in end() }
+        return stream
+    }
+
+    /// Notifications handed to `receiver` on the bridge's queue as CoreBluetooth reports them
+    /// (decision 0066): no stream, no task reading it.
+    public func pushNotifications(
+        from characteristic: CharacteristicID, to receiver: NotificationReceiver
+    ) async throws(TransportError) -> NotificationSubscription {
+        NotificationSubscription(cancel: try await subscribe(to: characteristic, .push(receiver)))
+    }
+
+    /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
+    /// finishes) and switches notifications on, ending the subscription if that fails; returns
+    /// what ends it (notifications switched off unless another subscription took its place).
+    private func subscribe(
+        to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber
+    ) async throws(TransportError) -> @Sendable () -> Void {
         if characteristics[characteristic]?.contains(.indicate) != true {
             try requireCharacteristic(characteristic, allowing: .notify)
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
         let bridge = self.bridge
-        let previous: AsyncStream<Data>.Continuation? = try bridge.onQueue { () throws(TransportError) in
+        let (token, previous): (UInt64, NotificationSubscriber?) = try bridge.onQueue { () throws(TransportError) in
             if let down { throw TransportError.disconnected(down) }
             let token = bridge.makeID()
-            let previous = subscriptions[characteristic]?.continuation
-            subscriptions[characteristic] = (token, continuation)
-            continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                bridge.onQueue {
-                    guard subscriptions[characteristic]?.id == token else { return }
-                    subscriptions[characteristic] = nil
-                    if down == nil, let target = table[characteristic], target.isNotifying {
-                        peripheral.setNotifyValue(false, for: target)
-                    }
+            let previous = subscriptions[characteristic]?.subscriber
+            subscriptions[characteristic] = (token, subscriber)
+            return (token, previous)
+        }
+        let end: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            bridge.onQueue {
+                guard subscriptions[characteristic]?.id == token else { return }
+                subscriptions[characteristic] = nil
+                if down == nil, let target = table[characteristic], target.isNotifying {
+                    peripheral.setNotifyValue(false, for: target)
                 }
             }
-            return previous
         }
         previous?.finish()
         do throws(TransportError) {
@@ -189,10 +208,10 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
                 }
             }
         } catch {
-            continuation.finish()
+            end()
             throw error
         }
-        return stream
+        return end
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {
@@ -358,7 +377,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
             return
         }
         guard error == nil, let value = characteristic.value else { return }
-        subscriptions[id]?.continuation.yield(value)
+        subscriptions[id]?.subscriber.deliver(value)
     }
 
     func didWriteValue(for characteristic: CBCharacteristic, _ error: (any Error)?) {
@@ -408,7 +427,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
         let pendingReads = reads.values.joined().map(\.continuation)
         let pendingNotify = notifyChanges.values.joined().map(\.continuation)
         let others = Array(readyWaiters.values) + Array(discoveryWaiters.values)
-        let streams = subscriptions.values.map(\.continuation)
+        let subscribers = subscriptions.values.map(\.subscriber)
         writes.removeAll()
         reads.removeAll()
         notifyChanges.removeAll()
@@ -419,7 +438,7 @@ public final class CoreBluetoothTransport: Transport, @unchecked Sendable {
         for continuation in pendingReads { continuation.resume(returning: .failure(error)) }
         for continuation in pendingNotify { continuation.resume(returning: .failure(error)) }
         for continuation in others { continuation.resume(returning: .failure(error)) }
-        for stream in streams { stream.finish() }
+        for subscriber in subscribers { subscriber.finish() }
         notice.deliver()
     }
 }

@@ -8,6 +8,7 @@ import OTAProtocolFramed
 import OTAProtocolGeneric
 import OTATransportCoreBluetooth
 import OTATransportSimulator
+import Synchronization
 import Testing
 
 /// Connecting, failing to connect and losing the link, as CoreBluetooth reports them.
@@ -123,6 +124,45 @@ import Testing
         }
         #expect(read == Data("sink".utf8))
         #expect(echoed == Data([0xAB, 0xCD]))
+    }
+
+    /// Pushed notifications (decision 0066): echoes handed to the receiver in order on the
+    /// bridge's queue, a second subscription finishing the first, cancelling switching them off
+    /// (no echo reaches anyone), and a dropped link finishing the receiver.
+    @Test func pushedNotificationsGoThroughUntilCancelledReplacedOrTheLinkDrops() async throws {
+        let (world, handle, _) = sinkWorld()
+        let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
+        let log = PushLog()
+        let receiver = { @Sendable (name: String) in
+            NotificationReceiver(receive: { log.append("\(name) \($0.first ?? 0)") }, finished: { log.append("\(name) finished") })
+        }
+        try await world.run {
+            let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
+            let first = try await transport.pushNotifications(from: SinkDeviceModel.control, to: receiver("a"))
+            for value: UInt8 in 1...2 { try await transport.write(Data([value]), to: SinkDeviceModel.control, kind: .withResponse) }
+            try await world.clock.sleep(for: .milliseconds(200))
+            let second = try await transport.pushNotifications(from: SinkDeviceModel.control, to: receiver("b"))
+            first.cancel()  // replaced already: ends nothing
+            try await transport.write(Data([3]), to: SinkDeviceModel.control, kind: .withResponse)
+            try await world.clock.sleep(for: .milliseconds(200))
+            second.cancel()
+            try await transport.write(Data([4]), to: SinkDeviceModel.control, kind: .withResponse)
+            try await world.clock.sleep(for: .milliseconds(200))
+            let third = try await transport.pushNotifications(from: SinkDeviceModel.control, to: receiver("c"))
+            try await transport.write(Data([5]), to: SinkDeviceModel.control, kind: .withResponse)
+            try await world.clock.sleep(for: .milliseconds(200))
+            handle.dropLink(supervisionTimeout: true)
+            try await world.clock.sleep(for: .milliseconds(200))
+            third.cancel()
+        }
+        #expect(log.entries == ["a 1", "a 2", "a finished", "b 3", "c 5", "c finished"])
+    }
+
+    /// What pushed notifications reached, in order.
+    final class PushLog: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var entries: [String] { lines.withLock { $0 } }
     }
 
     @Test func aDropFailsWhatIsOutstandingAndSaysWhy() async throws {
