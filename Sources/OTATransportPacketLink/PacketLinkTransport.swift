@@ -6,10 +6,10 @@ import Synchronization
 /// response and notifying: writes are joined into packets (``PacketAssembler``) and each is sent
 /// whole; each packet received is one notification. The link is lost only when the channel ends
 /// (closed here, or failed); a device that stops answering shows as the protocol's timeout.
-package final class PacketLinkTransport: Transport {
+package final class PacketLinkTransport: Transport, NotificationPushing {
     private struct State {
         var assembler: PacketAssembler
-        var subscriber: AsyncStream<Data>.Continuation?
+        var subscriber: NotificationSubscriber?
         /// Which subscription ``subscriber`` is, so that an older one's end does not drop a newer one.
         var subscription = 0
         var disconnection: AsyncStream<DisconnectReason>.Continuation?
@@ -66,11 +66,11 @@ package final class PacketLinkTransport: Transport {
             state.packetsReceived += 1
             return state.subscriber
         }
-        subscriber?.yield(packet)
+        subscriber?.deliver(packet)
     }
 
     private func lose(_ reason: DisconnectReason) {
-        let (subscriber, disconnection) = state.withLock { state -> (AsyncStream<Data>.Continuation?, AsyncStream<DisconnectReason>.Continuation?) in
+        let (subscriber, disconnection) = state.withLock { state -> (NotificationSubscriber?, AsyncStream<DisconnectReason>.Continuation?) in
             guard state.lost == nil else { return (nil, nil) }
             state.lost = reason
             defer {
@@ -107,23 +107,38 @@ package final class PacketLinkTransport: Transport {
     }
 
     package func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        try requireCharacteristic(characteristic, allowing: .notify)
         let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let subscribed: Result<(Int, AsyncStream<Data>.Continuation?), TransportError> = state.withLock { state in
+        let end = try subscribe(to: characteristic, .stream(continuation))
+        continuation.onTermination = { _ in end() }
+        return stream
+    }
+
+    /// Each packet handed to `receiver` on the channel's receiving side as it arrives (decision
+    /// 0066): no stream, no task reading it.
+    package func pushNotifications(
+        from characteristic: CharacteristicID, to receiver: NotificationReceiver
+    ) async throws(TransportError) -> NotificationSubscription {
+        NotificationSubscription(cancel: try subscribe(to: characteristic, .push(receiver)))
+    }
+
+    /// Makes `subscriber` the one subscription (the one before it, if any, finishes) and returns
+    /// what ends it.
+    private func subscribe(to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber) throws(TransportError) -> @Sendable () -> Void {
+        try requireCharacteristic(characteristic, allowing: .notify)
+        let subscribed: Result<(Int, NotificationSubscriber?), TransportError> = state.withLock { state in
             if let lost = state.lost { return .failure(.disconnected(lost)) }
-            defer { state.subscriber = continuation }
+            defer { state.subscriber = subscriber }
             state.subscription += 1
             return .success((state.subscription, state.subscriber))
         }
         let (subscription, previous) = try subscribed.get()
         // Outside the lock: its end takes the lock (below) to see that it is no longer the one.
         previous?.finish()
-        continuation.onTermination = { [weak self] _ in
+        return { [weak self] in
             self?.state.withLock { state in
                 if state.subscription == subscription { state.subscriber = nil }
             }
         }
-        return stream
     }
 
     package func disconnect() async {

@@ -68,6 +68,30 @@ struct PacketLinkTransportTests {
         #expect(transport.packets.received == 1)
     }
 
+    @Test("pushed packets reach the receiver in order; a newer subscription finishes an older one, cancelling stops them, a lost link finishes the receiver")
+    func pushes() async throws {
+        let channel = MemoryChannel()
+        let transport = Self.transport(channel)
+        let log = Mutex<[String]>([])
+        let receiver = { @Sendable (name: String) in
+            NotificationReceiver(
+                receive: { value in log.withLock { $0.append("\(name) \(value.last ?? 0)") } }, finished: { log.withLock { $0.append("\(name) finished") } })
+        }
+        let older = try await transport.pushNotifications(from: Self.characteristic, to: receiver("a"))
+        channel.deliver(Data([2, 1]))
+        channel.deliver(Data([2, 2]))
+        let newer = try await transport.pushNotifications(from: Self.characteristic, to: receiver("b"))
+        older.cancel()  // replaced already: ends nothing
+        channel.deliver(Data([2, 3]))
+        newer.cancel()
+        channel.deliver(Data([2, 4]))
+        let last = try await transport.pushNotifications(from: Self.characteristic, to: receiver("c"))
+        channel.end("the port closed")
+        last.cancel()
+        #expect(log.withLock { $0 } == ["a 1", "a 2", "a finished", "b 3", "c finished"])
+        #expect(transport.packets.received == 4)
+    }
+
     @Test("the channel's failure loses the link, named by its kind; writes after it fail as disconnected")
     func losesLink() async throws {
         let channel = MemoryChannel()
