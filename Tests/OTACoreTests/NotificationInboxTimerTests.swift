@@ -74,7 +74,7 @@ import Testing
         // (before decision 0065 the timer slept on to the 60-s deadline, and this wait raced a
         // `withTimeout`: two sleepers).
         bench.wait(2, timeout: nil)
-        #expect(await eventually { bench.clock.sleeperCount == 1 && bench.result(2) == nil })
+        #expect(await eventually { bench.inbox.isWaiting })
         try await Task.sleep(for: .milliseconds(20))
         #expect(bench.clock.sleeperCount == 1)
 
@@ -97,13 +97,13 @@ import Testing
         defer { bench.stop() }
         // A packet receipt's 1-s limit, answered at once: from now on the timer sleeps at most 1 s.
         bench.wait(1, timeout: .seconds(1))
-        #expect(await eventually { bench.clock.sleeperCount == 1 })
+        #expect(await eventually { bench.inbox.isWaiting && bench.clock.sleeperCount == 1 })
         bench.inbox.deliver(Data([1]))
         #expect(await eventually { bench.result(1) != nil })
         // A response with the 5-s default, pending when the timer wakes at 1 s: it sleeps on
         // until 2 s (now + the shortest limit), not until the response's 5-s deadline.
         bench.wait(2, timeout: nil)
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(await eventually { bench.inbox.isWaiting })
         await bench.advance(seconds: 1)
         try await Task.sleep(for: .milliseconds(20))
         bench.inbox.deliver(Data([2]))
@@ -111,6 +111,7 @@ import Testing
         // The next receipt (deadline 2 s) is not earlier than the timer's wake: no timer of its
         // own (with the timer asleep until 5 s it would race a `withTimeout`: two sleepers).
         bench.wait(3, timeout: .seconds(1))
+        #expect(await eventually { bench.inbox.isWaiting })
         try await Task.sleep(for: .milliseconds(20))
         #expect(bench.clock.sleeperCount == 1)
         // And it times out 1 s after it began.

@@ -64,6 +64,10 @@ public final class NotificationInbox: Sendable {
         state = Mutex(State(longestSleep: defaultTimeout))
     }
 
+    /// Whether a wait is pending (a caller of ``next(timeout:awaiting:)`` suspended for the next
+    /// notification).
+    var isWaiting: Bool { state.withLock { $0.waiter != nil } }
+
     func deliver(_ value: Data) {
         let waiter: CheckedContinuation<Arrival, Never>? = state.withLock { state in
             if let waiter = state.takeWaiter() { return waiter }
