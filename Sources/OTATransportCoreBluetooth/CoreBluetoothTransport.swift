@@ -154,10 +154,7 @@ public final class CoreBluetoothTransport: Transport, NotificationPushing, @unch
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let end = try await subscribe(to: characteristic, .stream(continuation))
-        continuation.onTermination = { _ in end() }
-        return stream
+        try await NotificationSubscriber.stream { (subscriber) throws(TransportError) in try await subscribe(to: characteristic, subscriber) }
     }
 
     /// Notifications handed to `receiver` on the bridge's queue as CoreBluetooth reports them

@@ -107,10 +107,7 @@ package final class PacketLinkTransport: Transport, NotificationPushing {
     }
 
     package func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let end = try subscribe(to: characteristic, .stream(continuation))
-        continuation.onTermination = { _ in end() }
-        return stream
+        try await NotificationSubscriber.stream { (subscriber) throws(TransportError) in try subscribe(to: characteristic, subscriber) }
     }
 
     /// Each packet handed to `receiver` on the channel's receiving side as it arrives (decision

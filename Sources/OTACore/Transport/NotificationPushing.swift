@@ -76,4 +76,16 @@ public enum NotificationSubscriber: Sendable {
         case .push(let receiver): receiver.finished()
         }
     }
+
+    /// ``Transport/notifications(from:)`` for a transport that keeps ``NotificationSubscriber``s:
+    /// a stream whose subscriber `subscribe` files (returning what ends that subscription), ended
+    /// when the stream's iteration ends.
+    public static func stream(
+        subscribing subscribe: (NotificationSubscriber) async throws(TransportError) -> @Sendable () -> Void
+    ) async throws(TransportError) -> AsyncStream<Data> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+        let end = try await subscribe(.stream(continuation))
+        continuation.onTermination = { _ in end() }
+        return stream
+    }
 }

@@ -333,10 +333,7 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .unbounded)
-        let id = try await subscribe(to: characteristic, .stream(continuation))
-        continuation.onTermination = { [weak self] _ in self?.subscriptionEnded(characteristic, id: id) }
-        return stream
+        try await NotificationSubscriber.stream { (subscriber) throws(TransportError) in try await subscribe(to: characteristic, subscriber) }
     }
 
     /// Notifications handed to `receiver` on the D-Bus connection's thread as bluetoothd signals
@@ -344,14 +341,17 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
     public func pushNotifications(
         from characteristic: CharacteristicID, to receiver: NotificationReceiver
     ) async throws(TransportError) -> NotificationSubscription {
-        let id = try await subscribe(to: characteristic, .push(receiver))
-        return NotificationSubscription { [weak self] in self?.subscriptionEnded(characteristic, id: id) }
+        NotificationSubscription(cancel: try await subscribe(to: characteristic, .push(receiver)))
     }
 
     /// Makes `subscriber` the characteristic's one subscription (the one before it, if any,
     /// finishes), then enables notifications (`StartNotify`), ending the subscription if that
-    /// fails; returns its identity.
-    private func subscribe(to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber) async throws(TransportError) -> UInt64 {
+    /// fails; returns what ends it (`StopNotify` unless another subscription took its place).
+    private func subscribe(
+        to characteristic: CharacteristicID, _ subscriber: NotificationSubscriber
+    ) async throws(TransportError)
+        -> @Sendable () -> Void
+    {
         // Indications reach the app the same way: bluetoothd confirms them.
         if characteristics[characteristic]?.contains(.indicate) != true {
             try requireCharacteristic(characteristic, allowing: .notify)
@@ -370,7 +370,7 @@ public final class BlueZTransport: Transport, NotificationPushing, Sendable {
             subscriptionEnded(characteristic, id: id)
             throw error
         }
-        return id
+        return { [weak self] in self?.subscriptionEnded(characteristic, id: id) }
     }
 
     public var disconnections: AsyncStream<DisconnectReason> {

@@ -188,10 +188,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     }
 
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self)
-        let unsubscribe = try subscribe(to: characteristic, .stream(continuation))
-        continuation.onTermination = { _ in unsubscribe() }
-        return stream
+        try await NotificationSubscriber.stream { (subscriber) throws(TransportError) in try subscribe(to: characteristic, subscriber) }
     }
 
     /// Notifications handed to `receiver` as the link delivers them, in the connection event's
