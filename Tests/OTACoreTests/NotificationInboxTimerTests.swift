@@ -41,6 +41,13 @@ import Testing
 
         func result(_ id: Int) -> Result<Data, OTAError>? { results.withLock { $0[id] } }
 
+        /// The error wait `id` ended with, once it has ended; `nil` when it ended with a value
+        /// or did not end.
+        func failure(_ id: Int) async -> OTAError? {
+            guard await eventually({ result(id) != nil }), case .failure(let error) = result(id) else { return nil }
+            return error
+        }
+
         /// Waits until `sleepers` tasks sleep on the clock.
         func settle(sleepers: Int) async -> Bool { await eventually { clock.sleeperCount == sleepers } }
 
@@ -83,13 +90,9 @@ import Testing
         try await Task.sleep(for: .milliseconds(20))
         #expect(bench.result(2) == nil, "timed out before its deadline")
         await bench.advance(seconds: 1)
-        #expect(await eventually { bench.result(2) != nil })
-        guard case .failure(let error) = bench.result(2) else {
-            Issue.record("the default wait did not time out")
-            return
-        }
-        #expect(error.code == .timeout)
-        #expect(error.message.hasPrefix("timed out after 5.0 s waiting for the answer 2"))
+        let error = await bench.failure(2)
+        #expect(error?.code == .timeout, "the default wait did not time out")
+        #expect(error?.message.hasPrefix("timed out after 5.0 s waiting for the answer 2") == true)
     }
 
     @Test func aShortWaitAfterALongerOneRunsOnTheInboxTimerOnceAShortLimitWasSeen() async throws {
@@ -116,12 +119,9 @@ import Testing
         #expect(bench.clock.sleeperCount == 1)
         // And it times out 1 s after it began.
         await bench.advance(seconds: 1)
-        #expect(await eventually { bench.result(3) != nil })
-        guard case .failure(let error) = bench.result(3) else {
-            Issue.record("the receipt wait did not time out")
-            return
-        }
-        #expect(error.message.hasPrefix("timed out after 1.0 s waiting for the answer 3"))
+        let error = await bench.failure(3)
+        #expect(error?.code == .timeout, "the receipt wait did not time out")
+        #expect(error?.message.hasPrefix("timed out after 1.0 s waiting for the answer 3") == true)
     }
 
     @Test func aLongWaitAloneStillTimesOutAtItsOwnDeadline() async throws {
@@ -134,12 +134,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(20))
         #expect(bench.result(1) == nil, "timed out before its deadline")
         await bench.advance(seconds: 1)
-        #expect(await eventually { bench.result(1) != nil })
-        guard case .failure(let error) = bench.result(1) else {
-            Issue.record("the long wait did not time out")
-            return
-        }
-        #expect(error.code == .timeout)
-        #expect(error.message.hasPrefix("timed out after 1 min"))
+        let error = await bench.failure(1)
+        #expect(error?.code == .timeout, "the long wait did not time out")
+        #expect(error?.message.hasPrefix("timed out after 1 min") == true)
     }
 }

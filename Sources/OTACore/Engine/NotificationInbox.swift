@@ -163,16 +163,16 @@ public final class NotificationInbox: Sendable {
 
     // MARK: - Waiting
 
-    /// The next notification; with a `deadline` (`limit` after now), at most until then on the
-    /// inbox's timer.
-    private func receive(deadline: Duration?, limit: Duration? = nil) async -> Arrival {
-        await withTaskCancellationHandler {
+    /// The next notification; with a `limit`, at most that long on the inbox's timer.
+    private func receive(limit: Duration?) async -> Arrival {
+        let deadline = limit.map { stopwatch.elapsed + $0 }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Arrival, Never>) in
                 let (immediate, timer): (Arrival?, CheckedContinuation<Void, Never>?) = state.withLock { state in
                     if !state.buffered.isEmpty { return (.value(state.buffered.removeFirst()), nil) }
                     if state.closed || Task.isCancelled { return (.closed, nil) }
-                    if let deadline {
-                        if let limit, limit < state.longestSleep { state.longestSleep = limit }
+                    if let limit, let deadline {
+                        if limit < state.longestSleep { state.longestSleep = limit }
                         // The timer, asleep until `timerWake`, sees this deadline only then.
                         if let wake = state.timerWake, wake > deadline { return (.needsOwnTimer, nil) }
                         state.deadline = deadline
@@ -213,12 +213,12 @@ public final class NotificationInbox: Sendable {
         // requests at once leaves several here.
         if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
         let limit = timeout ?? defaultTimeout
-        var arrival = await receive(deadline: stopwatch.elapsed + limit, limit: limit)
+        var arrival = await receive(limit: limit)
         if case .needsOwnTimer = arrival {
             let described = purpose()
             do {
                 arrival = try await withTimeout(limit, clock: clock, timeoutError: timedOut(after: limit, awaiting: described)) { [self] in
-                    await receive(deadline: nil)
+                    await receive(limit: nil)
                 }
             } catch {
                 throw OTAError.wrapping(error, context: "waiting for the \(described)")
