@@ -86,6 +86,7 @@ import Testing
                 #expect(whole == (alone && !buffered), "candidate \(index), buffered \(buffered)")
             }
             #expect(SMPHeader.sequence(of: fragment) == SMPHeader(fragment)?.sequence, "candidate \(index)")
+            #expect(SMPHeader.payloadLength(of: fragment) == SMPHeader(fragment).map { Int($0.payloadLength) }, "candidate \(index)")
         }
         #expect(SMPReassembler().isWholeMessage(answer))
     }

@@ -9,6 +9,13 @@ import OTAProtocolMCUmgr
 public func fuzzSMP(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
     consume(attempt({ try SMPMessage(decoding: data) }))
+    // The header fields read alone (what the client reads of every answer) agree with the whole
+    // header's decoding, on the input and on a slice of it (a non-zero start index).
+    for bytes in [data, data.dropFirst()] {
+        let header = SMPHeader(bytes)
+        precondition(SMPHeader.sequence(of: bytes) == header?.sequence, "SMPHeader.sequence(of:) disagrees with the header")
+        precondition(SMPHeader.payloadLength(of: bytes) == header.map { Int($0.payloadLength) }, "SMPHeader.payloadLength(of:) disagrees with the header")
+    }
     guard let first = data.first else { return 0 }
     let fragmentLength = Int(first % 64) + 1
     var reassembler = SMPReassembler(maximumPayload: 2048)

@@ -102,13 +102,11 @@ public struct ImageUploadRequest: Sendable, Hashable {
     /// of the frame's size, the image data copied once. Every upload request is encoded so.
     public func frame(header: SMPHeader) -> Data {
         let payloadLength = payloadLength
-        // A constant, not a `var` the closure below captures (a captured `var` lives in a box
-        // whose every access is checked for exclusivity).
-        let header = {
-            var header = header
-            header.payloadLength = UInt16(clamping: payloadLength)
-            return header
-        }()
+        var sized = header
+        sized.payloadLength = UInt16(clamping: payloadLength)
+        // A constant for the closure below: a captured `var` lives in a box whose every access
+        // is checked for exclusivity.
+        let header = sized
         var frame = Data(count: SMPHeader.length + payloadLength)
         frame.withUnsafeMutableBytes { buffer in
             var writer = CBORWriter(buffer)

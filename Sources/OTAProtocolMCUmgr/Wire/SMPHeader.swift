@@ -75,6 +75,12 @@ public struct SMPHeader: Sendable, Hashable {
         bytes.count >= length ? bytes[bytes.startIndex + 6] : nil
     }
 
+    /// The payload length the header `bytes` start with declares (bytes 3 and 4, big-endian),
+    /// read alone; `nil` when they hold fewer than the 8 header bytes.
+    public static func payloadLength(of bytes: Data) -> Int? {
+        bytes.count >= length ? Int(bytes[bytes.startIndex + 2]) << 8 | Int(bytes[bytes.startIndex + 3]) : nil
+    }
+
     /// Decodes the first eight of `bytes`; `nil` when there are fewer.
     public init?(_ bytes: some Collection<UInt8>) {
         guard bytes.count >= Self.length else { return nil }
@@ -210,8 +216,7 @@ public struct SMPReassembler: Sendable {
     /// that fits a notification): ``append(_:)`` would return it alone, as it is. A reader may
     /// take it so without an array.
     public func isWholeMessage(_ fragment: Data) -> Bool {
-        guard pending.isEmpty, fragment.count >= SMPHeader.length else { return false }
-        let payload = Int(fragment[fragment.startIndex + 2]) << 8 | Int(fragment[fragment.startIndex + 3])
+        guard pending.isEmpty, let payload = SMPHeader.payloadLength(of: fragment) else { return false }
         return payload <= maximumPayload && fragment.count == SMPHeader.length + payload
     }
 

@@ -28,24 +28,22 @@ public enum DFURequest: Sendable, Hashable, CustomStringConvertible {
     public var encoded: Data {
         let op = opCode.rawValue
         let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
-        let count: Int
         switch self {
         case .create(let type, let size):
             bytes = (
                 op, type.rawValue, UInt8(truncatingIfNeeded: size), UInt8(truncatingIfNeeded: size >> 8), UInt8(truncatingIfNeeded: size >> 16),
                 UInt8(truncatingIfNeeded: size >> 24)
             )
-            count = 6
         case .setPRN(let value):
             bytes = (op, UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8), 0, 0, 0)
-            count = 3
         case .select(let type):
             bytes = (op, type.rawValue, 0, 0, 0, 0)
-            count = 2
         case .calculateChecksum, .execute, .abort:
             bytes = (op, 0, 0, 0, 0, 0)
-            count = 1
         }
+        // The op code's one request length, which decoding demands too (a request's op code is
+        // never Response's, which has none).
+        let count = opCode.requestLength ?? 1
         return withUnsafeBytes(of: bytes) { Data($0.prefix(count)) }
     }
 
