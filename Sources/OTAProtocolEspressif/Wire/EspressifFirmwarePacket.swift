@@ -19,7 +19,8 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
     public var sector: UInt16
     /// The sequence number.
     public var sequence: UInt8
-    /// The payload (for the last packet, data then the CRC).
+    /// The payload (for the last packet, data then the CRC). A decoded packet's payload is a
+    /// slice of the write it came from: its indices are the write's, not from zero.
     public var payload: Data
 
     /// Creates a packet.
@@ -52,10 +53,11 @@ public struct EspressifFirmwarePacket: Sendable, Hashable {
     /// Decodes a write; `nil` when shorter than the header.
     public init?(decoding value: Data) {
         guard value.count >= Self.headerLength else { return nil }
-        // The header read in one look and the payload copied once (a `ByteReader` copies the
-        // whole write into an array and the payload out of it again).
+        // The header read in one look and the payload a slice of the write, sharing its storage:
+        // a device appends it to its sector buffer, so a copy here (an allocation and a free
+        // per packet) bought nothing.
         let (sector, sequence) = value.withUnsafeBytes { raw in (UInt16(littleEndian: raw.loadUnaligned(as: UInt16.self)), raw[2]) }
-        self.init(sector: sector, sequence: sequence, payload: value.subdata(in: (value.startIndex + Self.headerLength)..<value.endIndex))
+        self.init(sector: sector, sequence: sequence, payload: value[(value.startIndex + Self.headerLength)...])
     }
 
     /// One sector's data cut into packets of at most `payloadSize` bytes: numbered packets, then

@@ -92,12 +92,20 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Publishes `virtualNow` to ``now``'s readers; called under the lock, so by one writer.
+    ///
+    /// A sequence lock's writer: the count made odd, a release fence (nothing below moves above
+    /// it), the two words, the count made even with release ordering (the words are visible
+    /// before it). The one writer reads its own count, so it stores rather than adds: no locked
+    /// instruction (sequentially consistent stores and adds were four full barriers every time
+    /// virtual time moved, twice or more per write).
     private func publishNow() {
         let attoseconds = virtualNow.attoseconds
-        nowSequence.add(1, ordering: .sequentiallyConsistent)
-        nowHigh.store(UInt64(truncatingIfNeeded: attoseconds >> 64), ordering: .sequentiallyConsistent)
-        nowLow.store(UInt64(truncatingIfNeeded: attoseconds), ordering: .sequentiallyConsistent)
-        nowSequence.add(1, ordering: .sequentiallyConsistent)
+        let sequence = nowSequence.load(ordering: .relaxed)
+        nowSequence.store(sequence &+ 1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+        nowHigh.store(UInt64(truncatingIfNeeded: attoseconds >> 64), ordering: .relaxed)
+        nowLow.store(UInt64(truncatingIfNeeded: attoseconds), ordering: .relaxed)
+        nowSequence.store(sequence &+ 2, ordering: .releasing)
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {

@@ -50,6 +50,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     private let device: SimulatedDevice
     // Unowned for the same reason as SimulatedDevice.simulation.
     private unowned let simulation: Simulation
+    /// The simulation's executor, held strongly (it holds no link): the clock read and the timers
+    /// set at every event and reply go to it without an unowned reference's retain-if-alive.
+    private let executor: VirtualTimeExecutor
     private let profile: LinkProfile
     @exclusivity(unchecked) private var clock: LinkClock
     /// The adapter whose radio and connection slot this link uses, with its slot.
@@ -73,7 +76,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     @exclusivity(unchecked) private var central: [CentralPDU?] = []
     @exclusivity(unchecked) private var centralHead = 0
     @exclusivity(unchecked) private var commandsQueued = 0
-    @exclusivity(unchecked) private var peripheral: [PeripheralPDU] = []
+    /// The peripheral's PDUs in order from `peripheralHead`, as `central`: those before it were
+    /// sent and moved out, so that sending one shifts, copies and releases nothing.
+    @exclusivity(unchecked) private var peripheral: [PeripheralPDU?] = []
+    @exclusivity(unchecked) private var peripheralHead = 0
     @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
     /// Requests and reads waiting for their answer, in the order sent: a short list (ATT has
     /// one request out at a time), searched rather than hashed.
@@ -112,6 +118,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         self.device = device
         self.adapter = adapter
         self.simulation = simulation
+        self.executor = simulation.executor
         self.profile = device.profile.link
         self.clock = LinkClock(anchor: simulation.now, link: device.profile.link, device: device.profile)
         self.overflow = overflow
@@ -329,14 +336,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     private func scheduleEvent() {
         guard disconnectReason == nil, eventScheduled == nil else { return }
         let hasCentral = centralHead < central.count
-        let earliestPeripheral = peripheral.first?.readyAt
+        let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead]!.readyAt : nil
         guard hasCentral || earliestPeripheral != nil else { return }
-        var earliest = eventNow ?? simulation.now.attoseconds
+        var earliest = eventNow ?? executor.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
         if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        simulation.schedule(at: Duration(attoseconds: time), eventCall!)
+        executor.schedule(at: Duration(attoseconds: time), eventCall!)
     }
 
     private func connectionEvent() {
@@ -346,7 +353,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             eventScheduled = nil
             lastEvent = start
             guard disconnectReason == nil else { return }
-            eventNow = simulation.now.attoseconds
+            eventNow = executor.now.attoseconds
             defer { eventNow = nil }
             runEvent(at: start)
             wakeBlockedWriters()
@@ -358,7 +365,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     func hasAirWork(at time: Duration) -> Bool {
         withLock {
             guard disconnectReason == nil else { return false }
-            return centralHead < central.count || (peripheral.first.map { $0.readyAt <= time.attoseconds } ?? false)
+            return centralHead < central.count || (peripheralHead < peripheral.count && peripheral[peripheralHead]!.readyAt <= time.attoseconds)
         }
     }
 
@@ -399,8 +406,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
                 }
             }
             var peripheralBytes = 0
-            if let first = peripheral.first, first.readyAt <= now {
-                peripheralBytes = min(first.remaining, llPayload)
+            if peripheralHead < peripheral.count, peripheral[peripheralHead]!.readyAt <= now {
+                peripheralBytes = min(peripheral[peripheralHead]!.remaining, llPayload)
             }
             guard centralBytes > 0 || peripheralBytes > 0 else { break }
             let pair = clock.pairFixed + clock.airPerByte &* Int128(centralBytes + peripheralBytes)
@@ -422,10 +429,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
                     deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte &* Int128(centralBytes))
                 }
             }
-            if peripheralBytes > 0, !peripheral.isEmpty {
-                peripheral[0].remaining -= peripheralBytes
-                if peripheral[0].remaining == 0 {
-                    let pdu = peripheral.removeFirst()
+            // (The device may have dropped the link, emptying the queue.)
+            if peripheralBytes > 0, peripheralHead < peripheral.count {
+                peripheral[peripheralHead]!.remaining -= peripheralBytes
+                if peripheral[peripheralHead]!.remaining == 0 {
+                    let pdu = peripheral[peripheralHead].take()!
+                    peripheralHead += 1
+                    compactPeripheral()
                     deliverToCentral(pdu, at: start + used)
                 }
             }
@@ -464,6 +474,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         if centralHead > 256, centralHead * 2 > central.count {
             central.removeFirst(centralHead)
             centralHead = 0
+        }
+    }
+
+    private func compactPeripheral() {
+        if peripheralHead > 256, peripheralHead * 2 > peripheral.count {
+            peripheral.removeFirst(peripheralHead)
+            peripheralHead = 0
         }
     }
 
@@ -522,13 +539,15 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             // The stack answers at once; what the write makes the device do comes after. The
             // response goes ahead of the notifications the write queues (and of any still
             // waiting for earlier work), not behind the device's flash backlog.
-            let queued = peripheral.count
+            let queued = peripheral.count - peripheralHead
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
             // Its notifications settled the flash; the model may have used it after them.
             knownBusy = nil
             let ready = time + clock.processingLatency
             device.willReply()
-            let position = peripheral[..<min(queued, peripheral.count)].firstIndex { $0.readyAt > ready } ?? min(queued, peripheral.count)
+            // Among the PDUs queued before the write (all of them gone if it dropped the link).
+            let end = peripheralHead + min(queued, peripheral.count - peripheralHead)
+            let position = peripheral[peripheralHead..<end].firstIndex { $0!.readyAt > ready } ?? end
             peripheral.insert(PeripheralPDU(kind: .writeResponse(id, status), readyAt: ready, remaining: (status == .success ? 1 : 5) + 4), at: position)
             scheduleEvent()
         case .read(let id):
@@ -547,7 +566,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
 
     private func deliverToCentral(_ pdu: PeripheralPDU, at time: Int128) {
         toCentral.append(pdu)
-        simulation.schedule(at: Duration(attoseconds: time), deliveryCall!)
+        executor.schedule(at: Duration(attoseconds: time), deliveryCall!)
     }
 
     /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
@@ -601,7 +620,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     public func notify(_ value: Data, on characteristic: CharacteristicID) {
         withLock {
             guard disconnectReason == nil, subscriptions[characteristic] != nil else { return }
-            let now = eventNow ?? simulation.now.attoseconds
+            let now = eventNow ?? executor.now.attoseconds
             enqueuePeripheral(.notification(characteristic, value), length: value.count + 3, after: deliveryTime > now ? deliveryTime : now)
         }
     }
@@ -634,6 +653,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             centralHead = 0
             commandsQueued = 0
             peripheral.removeAll()
+            peripheralHead = 0
             return true
         }
         guard wasUp else { return }
