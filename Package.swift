@@ -5,9 +5,20 @@
 // transport depends only on OTACore; the `ota` tool wires them together.
 import PackageDescription
 
-let strictSettings: [SwiftSetting] = [
+/// Every test target's settings: the language as an app that uses the package would have it.
+let testSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
 ]
+
+/// Every source target's settings: the tests', and nonisolated async functions run on their
+/// caller's executor (SE-0461's `nonisolated(nonsending)` default; decision 0067). Without it each call into one hops to the generic
+/// executor and back: four to nine task switches per data write, each asking the task for its
+/// executor preference under the task's status lock. Public entry points that run a whole update
+/// are `@concurrent`, so an app's actor never runs the engine's synchronous work.
+let strictSettings: [SwiftSetting] =
+    testSettings + [
+        .enableUpcomingFeature("NonisolatedNonsendingByDefault")
+    ]
 
 /// BlueZ exists only on Linux: its target compiles to nothing elsewhere, and nothing depends on it
 /// there, so the package builds on macOS without D-Bus.
@@ -179,7 +190,7 @@ let package = Package(
             name: "LumenOTAProtocolTests",
             dependencies: ["LumenOTAProtocol", "OTACore", "OTATestSupport", "OTATransportSimulator"],
             path: "Examples/custom-protocol/Tests/LumenOTAProtocolTests",
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
 
         // An app-shaped example: a view model driving an update over CoreBluetooth (the SwiftUI view
@@ -197,7 +208,7 @@ let package = Package(
                 coreBluetoothStandIn,
             ],
             path: "Examples/corebluetooth-app/Tests",
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
 
         // Package plugins.
@@ -210,39 +221,39 @@ let package = Package(
         ),
 
         // Tests.
-        .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: strictSettings),
+        .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: testSettings),
         .testTarget(
             name: "OTATransportSimulatorTests",
             dependencies: ["OTACore", "OTATransportSimulator"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAProtocolGenericTests",
             dependencies: ["OTACore", "OTAProtocolGeneric", "OTATransportSimulator", "OTATestSupport"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAProtocolFramedTests",
             dependencies: ["OTACore", "OTAProtocolFramed", "OTATransportSimulator", "OTATestSupport", "CFramedReferenceDevice"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAProtocolNordicDFUTests",
             dependencies: ["OTACore", "OTAProtocolNordicDFU", "OTATransportSimulator", "OTATestSupport", "CZlib"],
             resources: [.copy("Fixtures")],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAProtocolMCUmgrTests",
             dependencies: ["OTACore", "OTAProtocolMCUmgr", "OTATransportSimulator", "OTATestSupport"],
             resources: [.copy("Fixtures")],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         // The cross-protocol fault campaign: 1,000 seeded updates, each protocol one table entry.
         .testTarget(
             name: "OTAFleetTests",
             dependencies: ["OTACore", "OTATransportSimulator", "OTAProtocolGeneric"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAFaultCampaignTests",
@@ -250,13 +261,13 @@ let package = Package(
                 "OTACore", "OTATransportSimulator", "OTATestSupport", "OTAProtocolGeneric", "OTAProtocolFramed", "OTAProtocolNordicDFU",
                 "OTAProtocolMCUmgr",
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAProtocolEspressifTests",
             dependencies: ["OTAProtocolEspressif", "OTACore", "OTATestSupport", "OTATransportSimulator"],
             resources: [.copy("Fixtures")],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTATransportCoreBluetoothTests",
@@ -266,38 +277,38 @@ let package = Package(
             ],
             // A copy of shared/protocols/corebluetooth-api.md, read by StandInSignatureTests.
             exclude: ["corebluetooth-api.md"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTATransportBlueZTests",
             dependencies: ["OTACore", blueZ, "OTATestSupport", "OTATransportSimulator"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTATransportPacketLinkTests",
             dependencies: ["OTACore", "OTATransportPacketLink"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTATransportUDPTests",
             dependencies: ["OTACore", "OTATransportUDP", "OTATransportSerial", "OTAProtocolMCUmgr", "OTATestSupport"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTAStoreSQLiteTests",
             dependencies: ["OTAStoreSQLite", "OTACore", "OTATransportSimulator", "OTAProtocolGeneric"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         // Against a private PostgreSQL cluster each test starts (skipped without the server's binaries).
         .testTarget(
             name: "OTAStorePostgreSQLTests",
             dependencies: ["OTAStorePostgreSQL", "OTACore", "OTATestSupport", "OTATransportSimulator", "OTAProtocolGeneric"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTATransportSerialTests",
             dependencies: ["OTACore", "OTATransportSerial", "OTAProtocolMCUmgr"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "OTACommandLineTests",
@@ -306,7 +317,7 @@ let package = Package(
                 "OTATestSupport",
             ],
             resources: [.copy("Fixtures")],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
     ]
 )

@@ -45,7 +45,7 @@ struct ScaffoldProtocol: CommandPlugin {
                     .testTarget(
                         name: "\(target)Tests",
                         dependencies: ["\(target)", "OTACore", "OTATestSupport", "OTATransportSimulator"],
-                        swiftSettings: strictSettings
+                        swiftSettings: testSettings
                     ),
 
             2. Register it, with one line (and its import), where the app builds its registry:

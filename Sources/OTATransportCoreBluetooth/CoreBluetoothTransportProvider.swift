@@ -70,7 +70,7 @@ struct CoreBluetoothDevice: TransportDevice {
 
     func check(_ images: [FirmwareImage]) {}
 
-    func withSession<R>(_ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
+    func withSession<R>(_ request: SessionRequest, _ body: @concurrent (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
         try await body(DirectTransportSession(connector: connector, clock: scanner.clock, restartDelay: restartDelay))
     }
 }

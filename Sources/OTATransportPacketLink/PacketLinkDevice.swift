@@ -31,7 +31,7 @@ package struct PacketLinkDevice: TransportDevice {
     package func check(_ images: [FirmwareImage]) {}
 
     package func withSession<R>(
-        _ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R
+        _ request: SessionRequest, _ body: @concurrent (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
         try await body(DirectTransportSession(connector: connector, clock: RealTimeClock(), restartDelay: .seconds(2)))
     }

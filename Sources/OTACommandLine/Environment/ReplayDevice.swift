@@ -47,7 +47,7 @@ struct ReplayDevice: TransportDevice {
         }
     }
 
-    func withSession<R>(_ request: SessionRequest, _ body: (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
+    func withSession<R>(_ request: SessionRequest, _ body: @concurrent (any TransportSession) async throws(OTAError) -> R) async throws(OTAError) -> R {
         let simulation = Simulation(seed: 1)
         let replay = TraceReplay(trace, name: name, clock: simulation.clock, executor: simulation.executor)
         let result = try await body(SimulatedSession(connector: replay.connector, simulation: simulation))

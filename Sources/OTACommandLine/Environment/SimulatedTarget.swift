@@ -96,7 +96,7 @@ struct SimulatedTarget: TransportDevice {
     /// returns or throws.
     func withSession<R>(
         _ request: SessionRequest,
-        _ body: (any TransportSession) async throws(OTAError) -> R
+        _ body: @concurrent (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
         let simulation = Simulation(seed: options.seed, pace: options.pace)
         let (_, model) = try deviceModel(chosen: request.protocolName)
@@ -152,7 +152,7 @@ struct SimulatedSession: TransportSession {
     /// A simulated device restarts in a second of virtual time.
     var restartDelay: Duration { .seconds(1) }
 
-    func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+    func run<R: Sendable>(_ body: @escaping @Sendable @concurrent () async throws(OTAError) -> R) async throws(OTAError) -> R {
         let result: Result<R, OTAError>
         do {
             result = try await simulation.run { () async -> Result<R, OTAError> in

@@ -81,6 +81,7 @@ public struct CampaignRunner: Sendable {
     /// - Throws: ``OTAError/Code/storage`` when the store fails or a lease was lost (the
     ///   campaign can be run again once it works), or what `fleet` throws for a device it
     ///   cannot make.
+    @concurrent
     public func run(
         _ store: any CampaignStore, fleet: any CampaignFleet, observe: (@Sendable (Event) -> Void)? = nil
     ) async throws(OTAError) -> CampaignSnapshot {

@@ -32,6 +32,10 @@ public struct UpdateEngine: Sendable {
     /// - Returns: a report once the device has accepted the image.
     /// - Throws: ``OTAError``; the last event is then a ``UpdateState/failed`` or
     ///   ``UpdateState/paused`` state naming the cause.
+    ///
+    /// Runs off the caller's actor (`@concurrent`): an app that calls it from the main actor does
+    /// not run the image checks and chunking there.
+    @concurrent
     public func update(
         _ image: FirmwareImage,
         using updateProtocol: any UpdateProtocol,
@@ -74,6 +78,7 @@ public struct UpdateEngine: Sendable {
     ///
     /// - Returns: what there was to discard, as far as the protocol can tell.
     /// - Throws: ``OTAError/Code/invalidParameter`` when the protocol cannot abort.
+    @concurrent
     public func abort(using updateProtocol: any UpdateProtocol, connector: any Connector) async throws(OTAError) -> AbortOutcome {
         guard let abortable = updateProtocol as? any AbortableUpdateProtocol else {
             throw OTAError(.invalidParameter, "this protocol has no abort command")

@@ -19,7 +19,7 @@ public struct DirectTransportSession: TransportSession {
     }
 
     /// Runs `body` here.
-    public func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R {
+    public func run<R: Sendable>(_ body: @escaping @Sendable @concurrent () async throws(OTAError) -> R) async throws(OTAError) -> R {
         try await body()
     }
 }

@@ -111,7 +111,7 @@ public protocol TransportDevice: Sendable {
     /// - Throws: ``OTAError`` when the session cannot be opened or closed, or what `body` throws.
     func withSession<R>(
         _ request: SessionRequest,
-        _ body: (any TransportSession) async throws(OTAError) -> R
+        _ body: @concurrent (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R
 }
 
@@ -158,7 +158,7 @@ public protocol TransportSession: Sendable {
     ///
     /// - Throws: what `body` throws, or ``OTAError/Code/internal`` when the transport's world
     ///   fails (a simulation deadlock).
-    func run<R: Sendable>(_ body: @escaping @Sendable () async throws(OTAError) -> R) async throws(OTAError) -> R
+    func run<R: Sendable>(_ body: @escaping @Sendable @concurrent () async throws(OTAError) -> R) async throws(OTAError) -> R
 }
 
 extension TransportDevice {

@@ -176,7 +176,7 @@ struct BlueZDevice: TransportDevice {
 
     func withSession<R>(
         _ request: SessionRequest,
-        _ body: (any TransportSession) async throws(OTAError) -> R
+        _ body: @concurrent (any TransportSession) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
         try await body(DirectTransportSession(connector: connector(for: request), clock: scanner.clock, restartDelay: restartDelay))
     }
