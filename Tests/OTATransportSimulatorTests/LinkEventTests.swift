@@ -99,9 +99,9 @@ import Testing
         var expected: [Double] = []
         for _ in 0..<10 { expected.append(reference.randomUnit()) }
         var drawn = [lending.randomUnit()]
-        var source = lending.lendRandom()
+        var source = lending.random.lend()
         for _ in 0..<5 { drawn.append(source.unit()) }
-        lending.returnRandom(source)
+        lending.random.giveBack(source)
         for _ in 0..<4 { drawn.append(lending.randomUnit()) }
         #expect(drawn == expected)
     }

@@ -19,7 +19,8 @@ public final class Simulation: Sendable {
     public let clock: VirtualClock
     /// The seed the random source started from.
     public let seed: UInt64
-    private let random: Mutex<(source: SeededRandom, lent: Bool)>
+    /// The seeded source, held by every link too (its connection events draw from it).
+    let random: SimulationRandom
     private let devices = Mutex<[SimulatedDevice]>([])
 
     /// Creates a simulation.
@@ -31,7 +32,7 @@ public final class Simulation: Sendable {
         executor = VirtualTimeExecutor(pace: pace)
         clock = VirtualClock(executor: executor)
         self.seed = seed
-        random = Mutex((SeededRandom(seed: seed), false))
+        random = SimulationRandom(seed: seed)
     }
 
     /// Virtual time since the simulation started.
@@ -47,30 +48,7 @@ public final class Simulation: Sendable {
 
     /// A random number in `0..<1` from the simulation's seeded source.
     public func randomUnit() -> Double {
-        random.withLock {
-            precondition(!$0.lent, "the random source is lent to a connection event")
-            return $0.source.unit()
-        }
-    }
-
-    /// Lends the random source to a connection event, which draws a value per packet without a
-    /// lock and hands it back with ``returnRandom(_:)`` before anything else can draw: the same
-    /// sequence, in the same order, as calls to ``randomUnit()``.
-    func lendRandom() -> SeededRandom {
-        random.withLock {
-            precondition(!$0.lent, "the random source is already lent")
-            $0.lent = true
-            return $0.source
-        }
-    }
-
-    /// Takes back the source ``lendRandom()`` lent, as it is after the draws made with it.
-    func returnRandom(_ source: SeededRandom) {
-        random.withLock {
-            precondition($0.lent, "the random source was not lent")
-            $0.source = source
-            $0.lent = false
-        }
+        random.unit()
     }
 
     /// Calls `action` on the simulation thread at virtual time `deadline`.
@@ -129,6 +107,44 @@ public final class Simulation: Sendable {
         if run.deadlocked.load(ordering: .relaxed) { throw SimulationError.deadlock }
         guard let result = run.outcome.withLock({ $0 }) else { throw SimulationError.deadlock }
         return try result.get()
+    }
+}
+
+/// A simulation's seeded random source: one sequence, drawn by the simulation and by the links'
+/// connection events, which borrow it for an event.
+final class SimulationRandom: Sendable {
+    private let state: Mutex<(source: SeededRandom, lent: Bool)>
+
+    init(seed: UInt64) {
+        state = Mutex((SeededRandom(seed: seed), false))
+    }
+
+    /// The next value in `0..<1`.
+    func unit() -> Double {
+        state.withLock {
+            precondition(!$0.lent, "the random source is lent to a connection event")
+            return $0.source.unit()
+        }
+    }
+
+    /// Lends the source to a connection event, which draws a value per packet without a lock and
+    /// hands it back with ``giveBack(_:)`` before anything else can draw: the same sequence, in
+    /// the same order, as calls to ``unit()``.
+    func lend() -> SeededRandom {
+        state.withLock {
+            precondition(!$0.lent, "the random source is already lent")
+            $0.lent = true
+            return $0.source
+        }
+    }
+
+    /// Takes back the source ``lend()`` lent, as it is after the draws made with it.
+    func giveBack(_ source: SeededRandom) {
+        state.withLock {
+            precondition($0.lent, "the random source was not lent")
+            $0.source = source
+            $0.lent = false
+        }
     }
 }
 

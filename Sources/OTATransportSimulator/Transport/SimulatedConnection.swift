@@ -53,6 +53,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     /// The simulation's executor, held strongly (it holds no link): the clock read and the timers
     /// set at every event and reply go to it without an unowned reference's retain-if-alive.
     private let executor: VirtualTimeExecutor
+    /// The simulation's random source, held strongly for the same reason.
+    private let random: SimulationRandom
     private let profile: LinkProfile
     @exclusivity(unchecked) private var clock: LinkClock
     /// The adapter whose radio and connection slot this link uses, with its slot.
@@ -119,6 +121,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         self.adapter = adapter
         self.simulation = simulation
         self.executor = simulation.executor
+        self.random = simulation.random
         self.profile = device.profile.link
         self.clock = LinkClock(anchor: simulation.now, link: device.profile.link, device: device.profile)
         self.overflow = overflow
@@ -134,8 +137,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             table.merge(service.characteristicTable) { $1 }
         }
         characteristics = table
-        eventCall = { [weak self] in self?.connectionEvent() }
-        deliveryCall = { [weak self] in self?.deliverNextToCentral() }
+        // A weak reference held in a constant: a `[weak self]` capture is a mutable box, read
+        // through the runtime's exclusivity check at every call (every event and every reply).
+        let link = WeakLink(self)
+        eventCall = { link.connection?.connectionEvent() }
+        deliveryCall = { link.connection?.deliverNextToCentral() }
         adapter?.adapter.bind(adapter!.slot, to: self)
     }
 
@@ -390,9 +396,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         var flowControlled = false
         // Between events anything may have used the flash (a reboot, the model, a test).
         knownBusy = nil
-        var random = simulation.lendRandom()
+        var random = self.random.lend()
         defer {
-            simulation.returnRandom(random)
+            self.random.giveBack(random)
             adapter?.adapter.charge(Duration(attoseconds: used))
         }
         while packets < cap, disconnectReason == nil {
@@ -661,6 +667,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         device.detach(self)
         device.model.disconnected()
     }
+}
+
+/// A weak reference to a link, for the timers' calls to capture as a constant.
+private struct WeakLink: Sendable {
+    weak var connection: SimulatedConnection?
+    init(_ connection: SimulatedConnection) { self.connection = connection }
 }
 
 /// The link's times, precomputed in attoseconds (`Duration.attoseconds`): a connection event
