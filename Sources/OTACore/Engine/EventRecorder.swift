@@ -13,6 +13,10 @@ final class EventRecorder: Sendable {
     }
 
     private let sink: AsyncStream<UpdateEvent>.Continuation?
+    /// Whether `sink` is set. The concurrency library is resilient, so copying its
+    /// `Continuation` (what binding or comparing the optional does) goes through value witnesses,
+    /// about 150 instructions: the per-write path asks this instead.
+    private let hasSink: Bool
     private let stopwatch: Stopwatch
     private let interval: Duration
     let totalBytes: Int
@@ -28,6 +32,7 @@ final class EventRecorder: Sendable {
         device: DeviceProgress
     ) {
         self.sink = sink
+        hasSink = sink != nil
         self.device = device
         self.stopwatch = stopwatch
         self.interval = configuration.progressInterval
@@ -64,7 +69,7 @@ final class EventRecorder: Sendable {
     /// Once per chunk, so it takes one lock: the device's progress is read (a lock of its own)
     /// only when an event is due, which is once per interval.
     func sent(_ range: Range<Int>) {
-        guard let sink else {
+        guard hasSink else {
             // Nobody receives progress events: count, and skip the clock and the rate estimate
             // (the report and ``progress`` need only the counts).
             state.withLock { Self.count(range, in: &$0) }
@@ -78,7 +83,7 @@ final class EventRecorder: Sendable {
         guard due else { return }
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
-        sink.yield(.progress(progress, at: now))
+        sink?.yield(.progress(progress, at: now))
     }
 
     private static func count(_ range: Range<Int>, in state: inout State) {
@@ -95,7 +100,7 @@ final class EventRecorder: Sendable {
     /// Emits a progress event now, whatever the interval (after the device's progress changed,
     /// or at the end of a stream).
     func flushProgress() {
-        guard sink != nil else { return }
+        guard hasSink else { return }
         let now = stopwatch.elapsed
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
