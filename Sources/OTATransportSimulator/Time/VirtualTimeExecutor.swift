@@ -69,7 +69,10 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     public let pace: Double?
 
     private enum TimerAction {
-        case resume(CheckedContinuation<Void, any Error>)
+        // Unchecked: a checked continuation's type is resilient, so every copy and destroy of
+        // the run loop's step went through value witnesses (three per esp-ble-ota write). Each
+        // is resumed once: whoever resumes it first takes it out of `actions` under the lock.
+        case resume(UnsafeContinuation<Void, any Error>)
         case call(@Sendable () -> Void)
     }
 
@@ -205,7 +208,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     func sleep(until deadline: Duration) async throws {
         let id = reserveTimerID()
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 condition.lock()
                 if cancelledBeforeArming.remove(id) != nil {
                     condition.unlock()
