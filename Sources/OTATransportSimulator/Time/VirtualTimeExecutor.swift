@@ -53,7 +53,10 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     private let nowSequence = Atomic<UInt64>(0)
     private let nowHigh = Atomic<UInt64>(0)
     private let nowLow = Atomic<UInt64>(0)
-    @exclusivity(unchecked) private var wallAnchor: (wall: ContinuousClock.Instant, virtual: Duration)?
+    /// Where the wall clock and virtual time were paired, for ``pace``; `nil` without a pace.
+    /// A reference: `ContinuousClock.Instant` is resilient, so an optional holding one inline
+    /// made every run-loop step reserve, copy and destroy it through value witnesses.
+    @exclusivity(unchecked) private var wallAnchor: WallAnchor?
 
     /// What another thread hands the run loop.
     private enum Handover {
@@ -248,7 +251,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     func prepareForRun() {
         condition.lock()
         stopRequested.store(false, ordering: .releasing)
-        wallAnchor = nil
+        wallAnchor = pace.map { WallAnchor(pace: $0) }
         condition.unlock()
     }
 
@@ -351,11 +354,25 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Seconds of wall time to wait before virtual time may reach `deadline`, or `nil`.
     private func wallDelay(until deadline: Duration) -> Double? {
-        guard let pace else { return nil }
+        guard let wallAnchor else { return nil }
+        return wallAnchor.delay(until: deadline, virtualNow: virtualNow)
+    }
+}
+
+/// The pairing of the wall clock and virtual time a paced executor follows, made at the first
+/// wait of a run.
+private final class WallAnchor {
+    let pace: Double
+    var anchor: (wall: ContinuousClock.Instant, virtual: Duration)?
+
+    init(pace: Double) { self.pace = pace }
+
+    /// Seconds of wall time to wait before virtual time may reach `deadline`, or `nil`.
+    func delay(until deadline: Duration, virtualNow: Duration) -> Double? {
         let wallNow = ContinuousClock.now
-        guard let anchor = wallAnchor else {
-            wallAnchor = (wallNow, virtualNow)
-            return wallDelay(until: deadline)
+        guard let anchor else {
+            anchor = (wallNow, virtualNow)
+            return delay(until: deadline, virtualNow: virtualNow)
         }
         let target = anchor.wall + (deadline - anchor.virtual) / pace
         guard target > wallNow else { return nil }
