@@ -21,7 +21,7 @@ the extra writes, so start-up and everything done once per update drops out):
 - outside: whole less link closures (engine, client, the simulated transport's API, the
   executor's job loop, the concurrency runtime, the benchmark's image generator).
 
-Needs valgrind, gcc (for a preloaded `sigsuspend` that valgrind 3.19 needs: libdispatch hands
+Needs valgrind, nm, gcc (for a preloaded `sigsuspend` that valgrind 3.19 needs: libdispatch hands
 `rt_sigsuspend` a read-only mask that valgrind writes into) and objcopy (valgrind 3.19 cannot
 read the toolchain's DWARF, so a copy of the binary without debug sections is what runs).
 """
@@ -76,7 +76,9 @@ def measure(binary, shim, args, size, workdir):
     )
     writes = sum(json.loads(line).get("dataWrites", 0) for line in run.stdout.splitlines() if line.startswith("{"))
     whole, whole_total = inclusive(whole_out)
-    toggles = [f"--toggle-collect={name}" for name in whole if CLOSURE.search(name)]
+    # From the binary's symbols: a closure that never ran (no reply in a run) is not in the profile.
+    symbols = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout.split()
+    toggles = [f"--toggle-collect={name}" for name in sorted(set(symbols)) if CLOSURE.search(name)]
     if len(toggles) != 2:
         sys.exit(f"instructions-per-write: expected the link's two timer closures, found {len(toggles)}")
     closures_out = os.path.join(workdir, f"closures-{size}.out")

@@ -325,7 +325,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                     condition.unlock()
                     continue
                 }
-                guard let entry = timers.popFirst() else { continue }
+                let entry = timers.removeFirst()
                 let action: TimerAction
                 if let call = entry.call {
                     action = .call(call)
