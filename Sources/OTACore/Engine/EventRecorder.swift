@@ -80,7 +80,15 @@ final class EventRecorder: Sendable {
             Self.count(range, in: &state)
             return state.lastEmission.map({ now - $0 >= interval }) ?? true
         }
-        guard due else { return }
+        if due { emitProgress(at: now) }
+    }
+
+    /// Emits a progress event at `now`. A function of its own, kept out of line: the continuation's
+    /// type is resilient, and a function that may yield to it sizes its frame from the type's
+    /// metadata on every call, where ``sent(_:)`` is called for every chunk and yields once per
+    /// interval.
+    @inline(never)
+    private func emitProgress(at now: Duration) {
         let acknowledged = device.acknowledged
         let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
         sink?.yield(.progress(progress, at: now))
@@ -101,10 +109,7 @@ final class EventRecorder: Sendable {
     /// or at the end of a stream).
     func flushProgress() {
         guard hasSink else { return }
-        let now = stopwatch.elapsed
-        let acknowledged = device.acknowledged
-        let progress = state.withLock { Self.snapshot(&$0, now: now, total: totalBytes, acknowledged: acknowledged) }
-        sink?.yield(.progress(progress, at: now))
+        emitProgress(at: stopwatch.elapsed)
     }
 
     var progress: UpdateProgress {
