@@ -50,7 +50,10 @@ final class RunTimer: Sendable {
         var pending: [Pending] = []
         var nextID: UInt64 = 0
         var watch: StallWatch?
-        var parked: CheckedContinuation<Void, Never>?
+        /// The parked timer. Unchecked: a checked continuation's type is resilient, which made
+        /// every access to this state (a lock per write with response) go through the type's
+        /// metadata. Resumed once: whoever resumes it takes it out under the lock first.
+        var parked: UnsafeContinuation<Void, Never>?
     }
 
     private enum Step {
@@ -197,7 +200,7 @@ final class RunTimer: Sendable {
     /// Waits until there is something to watch or the task is cancelled.
     private func park() async {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state in
                     if !state.pending.isEmpty || state.watch != nil || Task.isCancelled { return true }
                     state.parked = continuation
