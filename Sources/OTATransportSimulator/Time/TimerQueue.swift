@@ -69,15 +69,11 @@ struct TimerQueue {
         if let key = heap.first(where: { $0.id == id }), key.slot >= 0 { calls[key.slot] = nil }
     }
 
-    mutating func popFirst() -> Entry? {
-        heap.isEmpty ? nil : removeFirst()
-    }
-
     /// The timer that fires next, taken out.
     ///
-    /// - Precondition: the queue is not empty. (The run loop, which knows, takes an `Entry`
-    ///   rather than an optional one: the compiler destroyed the optional through its type's
-    ///   metadata, a call into the runtime per timer fired.)
+    /// - Precondition: the queue is not empty. (The run loop checks `firstDeadline` first; an
+    ///   optional `Entry` returned here was destroyed through its type's metadata, a call into
+    ///   the runtime per timer fired.)
     mutating func removeFirst() -> Entry {
         precondition(!heap.isEmpty, "no timer to take")
         heap.swapAt(0, heap.count - 1)

@@ -431,7 +431,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
                 if central[centralHead]!.remaining == 0 {
                     let pdu = central[centralHead].take()!
                     centralHead += 1
-                    compactCentral()
+                    Self.compact(&central, head: &centralHead)
                     deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte &* Int128(centralBytes))
                 }
             }
@@ -441,7 +441,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
                 if peripheral[peripheralHead]!.remaining == 0 {
                     let pdu = peripheral[peripheralHead].take()!
                     peripheralHead += 1
-                    compactPeripheral()
+                    Self.compact(&peripheral, head: &peripheralHead)
                     deliverToCentral(pdu, at: start + used)
                 }
             }
@@ -476,17 +476,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         return busy
     }
 
-    private func compactCentral() {
-        if centralHead > 256, centralHead * 2 > central.count {
-            central.removeFirst(centralHead)
-            centralHead = 0
-        }
-    }
-
-    private func compactPeripheral() {
-        if peripheralHead > 256, peripheralHead * 2 > peripheral.count {
-            peripheral.removeFirst(peripheralHead)
-            peripheralHead = 0
+    /// Drops the sent slots before `head` of one of the link's queues (`central`, `peripheral`,
+    /// `toCentral`) once there are more than 256 and they are most of it: the array neither grows
+    /// without end nor shifts on every PDU sent.
+    private static func compact<PDU>(_ queue: inout [PDU?], head: inout Int) {
+        if head > 256, head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
         }
     }
 
@@ -582,10 +578,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         lock.lock()
         let pdu = toCentral[toCentralHead].take()!
         toCentralHead += 1
-        if toCentralHead > 256, toCentralHead * 2 > toCentral.count {
-            toCentral.removeFirst(toCentralHead)
-            toCentralHead = 0
-        }
+        Self.compact(&toCentral, head: &toCentralHead)
         switch pdu.kind {
         case .notification(let characteristic, let value):
             if disconnectReason == nil, let subscription = subscriptions[characteristic] {
