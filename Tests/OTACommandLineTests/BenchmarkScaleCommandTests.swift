@@ -124,3 +124,38 @@ import Testing
         #expect(streams.standardOutput.isEmpty)
     }
 }
+
+/// `ota benchmark` with an image some or all of the selected profiles' slots cannot hold.
+@Suite struct BenchmarkSlotTests {
+    /// A row whose slot is too small is reported in `--json` too (a reader of the lines sees every
+    /// combination it asked for), and the rows that fit are measured.
+    @Test(arguments: [[], ["--scale", "2"]])
+    func jsonReportsTheSkippedRow(extra: [String]) async throws {
+        // nrf52840's slot is 1 MiB, esp32s3's 12 MiB.
+        let (code, streams) = await runTool(
+            ["benchmark", "--protocol", "generic", "--profile", "nrf52840-mtu244-2m", "--profile", "esp32s3-mtu244-2m", "--size", "1100K", "--json"]
+                + extra)
+        #expect(code == 0, "\(streams.standardError)")
+        let lines = streams.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        let skipped = try #require(lines.first { $0.contains("nrf52840-mtu244-2m") })
+        #expect(skipped.contains(#""skipped":"image larger than the slot""#))
+        #expect(skipped.contains(#""slotSize":1048576"#))
+        #expect(skipped.contains(#""imageSize":1100000"#))
+        let measured = try #require(lines.first { $0.contains("esp32s3-mtu244-2m") })
+        #expect(!measured.contains("skipped"))
+    }
+
+    /// When no selected profile can hold the image there is nothing to measure: one usage line,
+    /// exit 2, not an empty report that looks like success.
+    @Test(arguments: [[], ["--json"], ["--scale", "2"]])
+    func anImageNoSlotHoldsIsOneUsageLine(extra: [String]) async {
+        let (code, streams) = await runTool(["benchmark", "--protocol", "generic", "--profile", "esp32s3-mtu244-2m", "--size", "16M"] + extra)
+        #expect(code == 2)
+        #expect(
+            streams.standardError
+                == "ota: error: --size 16M (16000000 bytes) does not fit esp32s3-mtu244-2m's slot, which holds 12582912 bytes (see 'ota benchmark --help')\n"
+        )
+        #expect(streams.standardOutput.isEmpty)
+    }
+}

@@ -18,7 +18,7 @@ enum BenchmarkCommand: Command {
                 help: "with one --protocol: measure its first stock variant with this parameter changed, instead of every variant, repeatable",
                 repeatable: true
             ),
-            .init(name: "--json", help: "print one JSON object per measurement"),
+            .init(name: "--json", help: "print one JSON object per row (\"skipped\" where the slot cannot hold the image)"),
             .init(
                 name: "--scale", valueName: "N",
                 help: "run N updates at once in one simulation per protocol and profile; report wall, CPU and peak RSS per update (1...10000)"
@@ -100,6 +100,14 @@ enum BenchmarkCommand: Command {
                 guard scale != nil else { throw UsageError("--adapter-limit needs --scale N", command: "benchmark") }
                 adapterLimit = limit
             }
+            // A row whose slot cannot hold the image is reported skipped; when no selected
+            // profile can hold it there is nothing to measure, which is the arguments' fault.
+            if let largest = profiles.max(by: { $0.slotSize < $1.slotSize }), size > largest.slotSize {
+                let which = profiles.count == 1 ? "\(largest.name)'s slot" : "the largest selected slot (\(largest.name))"
+                throw UsageError(
+                    "--size \(arguments.value("--size") ?? "") (\(size) bytes) does not fit \(which), which holds \(largest.slotSize) bytes",
+                    command: "benchmark")
+            }
         } catch {
             streams.err("ota: error: \(error)\n")
             return .usage
@@ -131,7 +139,10 @@ enum BenchmarkCommand: Command {
             for variant in variants(descriptor) {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
-                        if !json { streams.out(table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"]) + "\n") }
+                        streams.out(
+                            (json
+                                ? skippedJSONLine(descriptor.name, variant: variant, profile: profile, image: image)
+                                : table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"])) + "\n")
                         continue
                     }
                     do {
@@ -208,7 +219,14 @@ enum BenchmarkCommand: Command {
         var failed = false
         for descriptor in descriptors {
             for variant in variants(descriptor) {
-                for profile in profiles where image.count <= profile.slotSize {
+                for profile in profiles {
+                    guard image.count <= profile.slotSize else {
+                        streams.out(
+                            (json
+                                ? skippedJSONLine(descriptor.name, variant: variant, profile: profile, image: image)
+                                : table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"])) + "\n")
+                        continue
+                    }
                     do {
                         let m = try await measureScaled(
                             descriptor, variant: variant, profile: profile, image: image, seed: seed, count: count, adapterLimit: adapterLimit
@@ -411,6 +429,16 @@ enum BenchmarkCommand: Command {
             "cpuSecondsPerMB": .number(m.host.cpu.seconds * perMB), "retransmissions": .number(Double(m.stats.retransmissions)),
             "headerOverhead": .number((m.headerOverhead * 10000).rounded() / 10000), "notifications": .number(Double(m.stats.notificationsDelivered)),
             "bytesSent": .number(Double(m.report.bytesSent)), "dataWrites": .number(Double(m.report.dataWrites)),
+        ]).serialized
+    }
+
+    /// A row not measured because the profile's slot cannot hold the image: in `--json` too, so
+    /// a reader of the lines sees every combination it asked for.
+    private static func skippedJSONLine(_ protocolName: String, variant: ProtocolParameters, profile: DeviceProfile, image: FirmwareImage) -> String {
+        JSONValue.object([
+            "protocol": .string(protocolName), "variant": .string(label(protocolName, variant)), "profile": .string(profile.name),
+            "imageSize": .number(Double(image.count)), "slotSize": .number(Double(profile.slotSize)),
+            "skipped": .string("image larger than the slot"),
         ]).serialized
     }
 
