@@ -9,7 +9,9 @@ W is the number of data writes the run sent (the benchmark's `dataWrites` in its
 rows, summed). Each sample's CPU time (its period, in ns of cpu-clock) goes to one share:
 
 - device: the stack holds a frame of the simulated link's connection events or deliveries, or
-  of a device model (the simulated peripheral's work, whatever it calls in OTACore);
+  of a device model (the simulated peripheral's work), split in two by the first frame from the
+  leaf outside OTACore: a protocol module's (*device model*: what a real device computes,
+  with the OTACore helpers it calls) or the simulator's (*device link and flash*);
 - OTACore code the simulated transport calls for its own writes (requireFits, the link's
   parameters) -> simulated transport, as the transport's own cost;
 - otherwise the first project frame from the leaf: OTACore -> engine; OTAProtocol* -> client
@@ -52,7 +54,14 @@ def module_of(symbol):
 
 def share(frames):
     if any(DEVICE.search(f) for f in frames):
-        return "device"
+        # The device model's own work (a protocol module's frame, with the OTACore helpers it
+        # calls) apart from the link and the flash it calls back into (the simulator's frames).
+        for f in frames:
+            mod = module_of(f)
+            if mod is None or mod == "OTACore":
+                continue
+            return "device model" if mod.startswith("OTAProtocol") else "device link and flash"
+        return "device link and flash"
     # A synchronous call from the benchmark itself: making and wrapping the image, not the update.
     if any(module_of(f) == "OTACommandLine" for f in frames):
         return "benchmark harness"
@@ -108,25 +117,38 @@ def samples(stream):
         yield period, frames
 
 
+SHARES = (
+    "engine", "client", "simulator transport + executor", "benchmark harness", "zlib CRC-32, caller unknown",
+    "async runtime, libc, kernel", "device link and flash", "device model",
+)
+
+
+def attribute(stream, top=False):
+    """CPU time (ns) per share, the whole-image hashes' part of each, and (with `top`) engine +
+    client time by leaf-most project function."""
+    totals = collections.Counter()
+    hashes = collections.Counter()
+    leaves = collections.Counter()
+    for period, frames in samples(stream):
+        s = share(frames)
+        totals[s] += period
+        if s in ("engine", "client") and any(IMAGE_HASH.search(f) for f in frames):
+            hashes[s] += period
+        if top and s in ("engine", "client"):
+            first = next((f for f in frames if module_of(f)), "?")
+            leaves[first] += period
+    return totals, hashes, leaves
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--writes", type=int, required=True, help="data writes the profiled run sent")
     parser.add_argument("--top", type=int, default=0, help="also list the leaf-most project functions of engine + client")
     args = parser.parse_args()
-    totals = collections.Counter()
-    hashes = collections.Counter()
-    top = collections.Counter()
-    for period, frames in samples(sys.stdin):
-        s = share(frames)
-        totals[s] += period
-        if s in ("engine", "client") and any(IMAGE_HASH.search(f) for f in frames):
-            hashes[s] += period
-        if args.top and s in ("engine", "client"):
-            first = next((f for f in frames if module_of(f)), "?")
-            top[first] += period
+    totals, hashes, top = attribute(sys.stdin, top=args.top > 0)
     per = lambda ns: ns / 1000 / args.writes
     print(f"{args.writes} data writes; µs per write (CPU time of the samples / writes)")
-    for name in ("engine", "client", "simulator transport + executor", "benchmark harness", "zlib CRC-32, caller unknown", "async runtime, libc, kernel", "device"):
+    for name in SHARES:
         extra = f"  (of which whole-image hashes {per(hashes[name]):.3f})" if hashes[name] else ""
         print(f"  {name:32s} {per(totals[name]):7.3f}{extra}")
     ec = totals["engine"] + totals["client"]
@@ -136,4 +158,5 @@ def main():
         print(f"    {per(ns):7.3f}  {f[:160]}")
 
 
-main()
+if __name__ == "__main__":
+    main()

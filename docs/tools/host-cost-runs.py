@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Engine + client and simulator CPU time per data write of `ota benchmark`, from several perf
+profiles, scaled to the host's quietest run: the measure issue 18's time goals use
+(docs/benchmarks.md, "Round 7").
+
+Usage:
+    docs/tools/host-cost-runs.py OTA_BINARY [--runs 5] [--quiet-runs 8] [--frequency 15000] SPEC...
+
+SPEC is PROTOCOL:PROFILE:SIZE, for example `nordic-dfu:esp32s3-mtu244-2m:4M`.
+
+On a shared VM one binary's CPU time per write moves 1.5-2x from run to run while the *share* of
+each part in a profile barely moves (everything slows together). So, per SPEC:
+
+1. `--runs` profiles (`perf record -g`, frame pointers), the SPECs alternating round by round,
+   each read by host-cost.py's attribution: the share of the samples that is engine + client
+   (whole-image hashes out), simulator (transport API and executor, link and flash: the device
+   model apart) and device model;
+2. `--quiet-runs` runs of the same command without a profiler, their CPU time (user + system, from
+   the child's rusage): the least is the host's cost of the whole process when nothing competes,
+   the median what a run typically costs here;
+3. each part = its median share x the least (and x the median) CPU time / data writes.
+
+It prints, per SPEC, the whole process's CPU per write without a profiler, each part's median share
+with its range, and each part in µs per write at the quietest and the median run; beside them the
+profiles' own median µs, for comparison: those are inflated by the profiler (a cpu-clock sample
+at 15 kHz costs this VM's guest kernel a good share of the time it measures) and the host's load. The parts assume the whole process slows evenly, which the stable shares
+support; startup (loading, the image) is in the whole and in the harness/runtime shares alike.
+
+Needs perf and host-cost.py beside this file.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("host_cost", os.path.join(HERE, "host-cost.py"))
+host_cost = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host_cost)
+
+PARTS = {
+    "engine + client": lambda t, h: t["engine"] + t["client"] - h["engine"] - h["client"],
+    "simulator": lambda t, h: t["simulator transport + executor"] + t["device link and flash"],
+    "device model": lambda t, h: t["device model"],
+}
+
+
+def command(binary, protocol, profile, size):
+    return [binary, "benchmark", "--protocol", protocol, "--profile", profile, "--size", size, "--json"]
+
+
+def writes_of(output):
+    return sum(json.loads(line).get("dataWrites", 0) for line in output.splitlines() if line.startswith("{"))
+
+
+def profiled(binary, item, frequency, workdir):
+    """One perf profile: (data writes, {part: ns}, whole ns)."""
+    data = os.path.join(workdir, "perf.data")
+    run = subprocess.run(
+        ["perf", "record", "-q", "-g", "-F", str(frequency), "-o", data, "--"] + command(binary, *item),
+        capture_output=True, text=True, check=True,
+    )
+    script = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,tid,period,ip,sym,dso"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    totals, hashes, _ = host_cost.attribute(script.stdout)
+    script.wait()
+    os.remove(data)
+    return writes_of(run.stdout), {name: part(totals, hashes) for name, part in PARTS.items()}, sum(totals.values())
+
+
+def quiet_cpu(binary, item):
+    """CPU seconds (user + system) of one run without a profiler."""
+    process = subprocess.Popen(command(binary, *item), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        sys.exit(f"host-cost-runs: {' '.join(command(binary, *item))} failed")
+    return usage.ru_utime + usage.ru_stime
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("binary")
+    parser.add_argument("specs", nargs="+", metavar="PROTOCOL:PROFILE:SIZE")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quiet-runs", type=int, default=8)
+    parser.add_argument("--frequency", type=int, default=15000)
+    options = parser.parse_args()
+    items = []
+    for text in options.specs:
+        fields = text.split(":")
+        if len(fields) != 3:
+            sys.exit(f"host-cost-runs: '{text}' is not PROTOCOL:PROFILE:SIZE")
+        items.append(tuple(fields))
+    shares = {item: {name: [] for name in PARTS} for item in items}
+    raw = {item: {name: [] for name in PARTS} for item in items}
+    writes = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for _ in range(options.runs):
+            for item in items:
+                count, parts, whole = profiled(options.binary, item, options.frequency, workdir)
+                writes[item] = count
+                for name, ns in parts.items():
+                    shares[item][name].append(ns / whole)
+                    raw[item][name].append(ns / 1000 / count)
+    for item in items:
+        runs = [quiet_cpu(options.binary, item) * 1e6 / writes[item] for _ in range(options.quiet_runs)]
+        least, middle = min(runs), statistics.median(runs)
+        print(
+            f"{item[0]} on {item[1]}, {item[2]}: {writes[item]} data writes; whole process without a profiler"
+            f" {least:.3f} µs per write at the quietest run, {middle:.3f} at the median"
+        )
+        for name in PARTS:
+            values = shares[item][name]
+            share = statistics.median(values)
+            print(
+                f"  {name:16s} {share * least:6.3f} µs quietest, {share * middle:6.3f} median  (share {share:.3f},"
+                f" {min(values):.3f}-{max(values):.3f}; the profiles' own median {statistics.median(raw[item][name]):.3f} µs)"
+            )
+
+
+main()
