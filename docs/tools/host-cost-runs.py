@@ -8,17 +8,20 @@ Usage:
 
 SPEC is PROTOCOL:PROFILE:SIZE, for example `nordic-dfu:esp32s3-mtu244-2m:4M`.
 
-On a shared VM one binary's CPU time per write moves 1.5-2x from run to run while the *share* of
-each part in a profile barely moves (everything slows together). So, per SPEC:
+On a shared VM one binary's CPU time per write moves 1.5-2x from run to run, and a profiled run
+takes more CPU than an unprofiled one, while the *share* of each part among the user-space samples
+barely moves (the code slows together). So, per SPEC:
 
 1. `--runs` profiles (`perf record -g`, frame pointers), the SPECs alternating round by round,
-   each read by host-cost.py's attribution: the share of the samples that is engine + client
-   (whole-image hashes out), simulator (transport API and executor, link and flash: the device
-   model apart) and device model;
-2. `--quiet-runs` runs of the same command without a profiler, their CPU time (user + system, from
-   the child's rusage): the least is the host's cost of the whole process when nothing competes,
-   the median what a run typically costs here;
-3. each part = its median share x the least (and x the median) CPU time / data writes.
+   each read by host-cost.py's attribution over the samples whose leaf is in user space (kernel
+   leaves are mostly the profiler's own interrupts and the VM's; the parts below have next to
+   none): the share that is engine + client (whole-image hashes out), simulator (transport API
+   and executor, link and flash: the device model apart) and device model;
+2. `--quiet-runs` runs of the same command without a profiler, their CPU time (the child's
+   rusage): the least is the host's cost when nothing competes, the median what a run typically
+   costs here; each taken at the runs' overall user share (the kernel splits one run's time into
+   user and system by the few dozen ticks it sampled, so one run's split is noisy, the sum exact);
+3. each part = its median share x the least (and x the median) user CPU time / data writes.
 
 It prints, per SPEC, the whole process's CPU per write without a profiler, each part's median share
 with its range, and each part in µs per write at the quietest and the median run; beside them the
@@ -65,19 +68,19 @@ def profiled(binary, item, frequency, workdir):
         capture_output=True, text=True, check=True,
     )
     script = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,tid,period,ip,sym,dso"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    totals, hashes, _ = host_cost.attribute(script.stdout)
+    totals, hashes, _ = host_cost.attribute(script.stdout, user_only=True)
     script.wait()
     os.remove(data)
     return writes_of(run.stdout), {name: part(totals, hashes) for name, part in PARTS.items()}, sum(totals.values())
 
 
 def quiet_cpu(binary, item):
-    """CPU seconds (user + system) of one run without a profiler."""
+    """(user, user + system) CPU seconds of one run without a profiler."""
     process = subprocess.Popen(command(binary, *item), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     if status != 0:
         sys.exit(f"host-cost-runs: {' '.join(command(binary, *item))} failed")
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime, usage.ru_utime + usage.ru_stime
 
 
 def main():
@@ -106,10 +109,15 @@ def main():
                     shares[item][name].append(ns / whole)
                     raw[item][name].append(ns / 1000 / count)
     for item in items:
-        runs = [quiet_cpu(options.binary, item) * 1e6 / writes[item] for _ in range(options.quiet_runs)]
-        least, middle = min(runs), statistics.median(runs)
+        runs = [quiet_cpu(options.binary, item) for _ in range(options.quiet_runs)]
+        # The kernel splits a process's CPU time into user and system by the ticks it sampled,
+        # a few dozen in a run this short: the split of one run is noisy, the sum is exact. So the
+        # user part of the least and of the median run is taken at the runs' overall user share.
+        user_share = sum(user for user, _ in runs) / sum(total for _, total in runs)
+        totals = [total * 1e6 / writes[item] for _, total in runs]
+        least, middle = min(totals) * user_share, statistics.median(totals) * user_share
         print(
-            f"{item[0]} on {item[1]}, {item[2]}: {writes[item]} data writes; whole process without a profiler"
+            f"{item[0]} on {item[1]}, {item[2]}: {writes[item]} data writes; user CPU without a profiler"
             f" {least:.3f} µs per write at the quietest run, {middle:.3f} at the median"
         )
         for name in PARTS:

@@ -10,8 +10,9 @@ rows, summed). Each sample's CPU time (its period, in ns of cpu-clock) goes to o
 
 - device: the stack holds a frame of the simulated link's connection events or deliveries, or
   of a device model (the simulated peripheral's work), split in two by the first frame from the
-  leaf outside OTACore: a protocol module's (*device model*: what a real device computes,
-  with the OTACore helpers it calls) or the simulator's (*device link and flash*);
+  leaf that is either a device model's (a protocol module's: *device model*, what a real device
+  computes, with the OTACore helpers and flash reads it calls) or the link's own work or a call
+  back into it (flash writes, erases, settling, notifications: *device link and flash*);
 - OTACore code the simulated transport calls for its own writes (requireFits, the link's
   parameters) -> simulated transport, as the transport's own cost;
 - otherwise the first project frame from the leaf: OTACore -> engine; OTAProtocol* -> client
@@ -31,6 +32,12 @@ import sys
 DEVICE = re.compile(
     r"connectionEvent|deliverToDevice|deliverToCentral|runEvent|scheduleEvent|DeviceModel|BootloaderModel|"
     r"ApplicationModel|ReceiveBufferPool|FramedJournal|NORFlash|SimulatedFlash|SimulatedPeripheral"
+)
+# The simulator's side of a device's work: the link's events and deliveries, and what a model
+# calls back into (flash writes, erases and settling, notifications).
+LINK_WORK = re.compile(
+    r"SimulatedConnectionC(8runEvent|15connectionEvent|15deliverToDevice|20deliverNextToCentral|16deliverToCentral|6notify)|"
+    r"SimulatedFlashC(5write|5erase|6settle)|NORFlashSectorsV(5write|5erase)|SimulatedDeviceC"
 )
 IMAGE_HASH = re.compile(
     r"7OTACore6SHA256V|FirmwareImageV6sha256|FirmwareImageV5crc32|MCUbootImageV7reading|SHA256Cache|CRC32Cache|AppImageV11xorChecksum"
@@ -54,13 +61,16 @@ def module_of(symbol):
 
 def share(frames):
     if any(DEVICE.search(f) for f in frames):
-        # The device model's own work (a protocol module's frame, with the OTACore helpers it
-        # calls) apart from the link and the flash it calls back into (the simulator's frames).
+        # The device model's own work (a protocol module's frame, with what it calls: OTACore
+        # helpers, flash reads and the CRCs over them) apart from the link and the flash writes,
+        # erases, settling and notifications it calls back into: whichever comes first from the
+        # leaf decides, as instructions-per-write.py splits them.
         for f in frames:
+            if LINK_WORK.search(f):
+                return "device link and flash"
             mod = module_of(f)
-            if mod is None or mod == "OTACore":
-                continue
-            return "device model" if mod.startswith("OTAProtocol") else "device link and flash"
+            if mod is not None and mod.startswith("OTAProtocol"):
+                return "device model"
         return "device link and flash"
     # A synchronous call from the benchmark itself: making and wrapping the image, not the update.
     if any(module_of(f) == "OTACommandLine" for f in frames):
@@ -97,13 +107,17 @@ def share(frames):
     return "async runtime, libc, kernel"
 
 
-def samples(stream):
-    period, frames = None, []
+def samples(stream, kernel=None):
+    """(period, frames) per sample, frames from the leaf; with a list as `kernel`, also appends
+    to it whether each sample's leaf is in the kernel."""
+    period, frames, leaf_in_kernel = None, [], False
     for line in stream:
         if not line.strip():
             if period is not None:
+                if kernel is not None:
+                    kernel.append(leaf_in_kernel)
                 yield period, frames
-            period, frames = None, []
+            period, frames, leaf_in_kernel = None, [], False
             continue
         if not line[0].isspace():
             fields = line.split()
@@ -112,8 +126,12 @@ def samples(stream):
         else:
             parts = line.split(None, 1)
             if len(parts) == 2:
+                if not frames:
+                    leaf_in_kernel = "[kernel" in parts[1].rsplit(" (", 1)[-1]
                 frames.append(parts[1].rsplit(" (", 1)[0].split("+0x")[0])
     if period is not None:
+        if kernel is not None:
+            kernel.append(leaf_in_kernel)
         yield period, frames
 
 
@@ -123,13 +141,17 @@ SHARES = (
 )
 
 
-def attribute(stream, top=False):
+def attribute(stream, top=False, user_only=False):
     """CPU time (ns) per share, the whole-image hashes' part of each, and (with `top`) engine +
-    client time by leaf-most project function."""
+    client time by leaf-most project function. With `user_only`, samples whose leaf is in the
+    kernel are left out (the profiler's own interrupts land there, and on a VM the host's)."""
     totals = collections.Counter()
     hashes = collections.Counter()
     leaves = collections.Counter()
-    for period, frames in samples(stream):
+    kernel = []
+    for period, frames in samples(stream, kernel):
+        if user_only and kernel[-1]:
+            continue
         s = share(frames)
         totals[s] += period
         if s in ("engine", "client") and any(IMAGE_HASH.search(f) for f in frames):
