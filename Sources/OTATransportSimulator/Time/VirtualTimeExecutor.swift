@@ -16,7 +16,7 @@ import Synchronization
 public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: the fields are in two groups.
     //
-    // Owned by the run loop's thread (`jobs`, `jobsHead`, `timers`, `virtualNow`, `wallAnchor`):
+    // Owned by the run loop's thread (`jobs`, `jobsHead`, `timers`, `virtualNow`, `wallAnchor`, `runningAhead`):
     // read and written only there, with no lock. A job or timer set from that thread (nearly all
     // of them: the simulation's tasks, the link's events and replies run there) goes straight in.
     // Between two run loops they are touched by nobody but `prepareForRun()`, before the next
@@ -57,6 +57,8 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// A reference: `ContinuousClock.Instant` is resilient, so an optional holding one inline
     /// made every run-loop step reserve, copy and destroy it through value witnesses.
     @exclusivity(unchecked) private var wallAnchor: WallAnchor?
+    /// Whether ``runAhead(until:)`` is firing timers (on the run loop's thread).
+    @exclusivity(unchecked) private var runningAhead = false
 
     /// What another thread hands the run loop.
     private enum Handover {
@@ -325,18 +327,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
                     condition.unlock()
                     continue
                 }
-                let entry = timers.removeFirst()
-                let action: TimerAction
-                if let call = entry.call {
-                    action = .call(call)
-                } else {
-                    condition.lock()
-                    let continuation = actions.removeValue(forKey: entry.id)
-                    condition.unlock()
-                    guard let continuation else { continue }
-                    action = continuation
-                }
-                if entry.deadline > virtualNow { virtualNow = entry.deadline }
+                guard let action = takeFirstTimer() else { continue }
                 return .fire(action)
             }
             // Nothing runnable and no timer: only another thread can make progress now.
@@ -350,6 +341,56 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
             }
             condition.unlock()
         }
+    }
+
+    /// Takes the earliest timer out of the queue and moves virtual time to it; `nil` when it was
+    /// a sleep cancelled since (nothing to fire, the clock unmoved).
+    private func takeFirstTimer() -> TimerAction? {
+        let entry = timers.removeFirst()
+        let action: TimerAction
+        if let call = entry.call {
+            action = .call(call)
+        } else {
+            condition.lock()
+            let continuation = actions.removeValue(forKey: entry.id)
+            condition.unlock()
+            guard let continuation else { return nil }
+            action = continuation
+        }
+        if entry.deadline > virtualNow { virtualNow = entry.deadline }
+        return action
+    }
+
+    // MARK: - Running ahead
+
+    /// Fires timers on the calling job's own stack, exactly as the run loop would fire them next,
+    /// until `answered()` holds; returns whether it does.
+    ///
+    /// A task that would suspend until timers bring its answer (a simulated request waiting for
+    /// the link's events and the device's reply) calls this first: while nothing else is
+    /// runnable, the run loop's next steps are those timers, so firing them here changes nothing
+    /// in what happens or when, and the task goes on without suspending and being resumed
+    /// (decision 0069). It stops, returning `false`, as soon as the run loop would do anything
+    /// else first: a job is runnable (a timer resumed a task), another thread handed something
+    /// over, a stop was asked, no timer is set, or the executor follows the wall clock; the
+    /// caller then suspends as it would have, and the run loop carries on from there. Off the
+    /// run loop's thread, or inside another run-ahead (a timer's call that requests), it fires
+    /// nothing.
+    func runAhead(until answered: () -> Bool) -> Bool {
+        guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
+        runningAhead = true
+        defer { runningAhead = false }
+        while !answered() {
+            guard jobsHead == jobs.count, !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
+                timers.firstDeadline != nil
+            else { return false }
+            switch takeFirstTimer() {
+            case .call(let action): action()
+            case .resume(let continuation): continuation.resume()
+            case nil: continue
+            }
+        }
+        return true
     }
 
     /// Seconds of wall time to wait before virtual time may reach `deadline`, or `nil`.

@@ -43,7 +43,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         var id: UInt64
         var characteristic: CharacteristicID
         var value: Data
-        var continuation: UnsafeContinuation<Result<Void, TransportError>, Never>
+        /// `nil` while the writer runs the link ahead on its own task: when woken, its outcome
+        /// goes to `wokenAhead` for it to take.
+        var continuation: UnsafeContinuation<Result<Void, TransportError>, Never>?
     }
 
     private let lock = NSRecursiveLock()
@@ -83,9 +85,21 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     @exclusivity(unchecked) private var peripheral: [PeripheralPDU?] = []
     @exclusivity(unchecked) private var peripheralHead = 0
     @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
+    /// Writers woken (their command queued, or the link down) while they ran the link ahead,
+    /// with the outcome each takes.
+    @exclusivity(unchecked) private var wokenAhead: [(id: UInt64, outcome: Result<Void, TransportError>)] = []
+    /// Requests answered (or the link down) while they ran the link ahead, with the answer each
+    /// takes.
+    @exclusivity(unchecked) private var answeredAhead: [(id: UInt64, answer: Result<Data, TransportError>)] = []
+    /// Whether `wokenAhead` or `answeredAhead` may hold something: set under the lock with each
+    /// entry, so that a task running the link ahead checks for its answer after each timer
+    /// without the lock while none came.
+    private let answersAhead = Atomic<Bool>(false)
     /// Requests and reads waiting for their answer, in the order sent: a short list (ATT has
     /// one request out at a time), searched rather than hashed.
-    @exclusivity(unchecked) private var pendingReplies: [(id: UInt64, continuation: UnsafeContinuation<Result<Data, TransportError>, Never>)] = []
+    /// `nil` continuation: the request runs the link ahead on its own task, and its answer goes
+    /// to `answeredAhead`.
+    @exclusivity(unchecked) private var pendingReplies: [(id: UInt64, continuation: UnsafeContinuation<Result<Data, TransportError>, Never>?)] = []
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
@@ -284,39 +298,79 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     }
 
     private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Result<Void, TransportError> {
-        await suspend { id, continuation in
+        let id = makeID()
+        if let refused: Result<Void, TransportError> = withLock({
+            if let reason = disconnectReason { return .failure(.disconnected(reason)) }
+            if Task.isCancelled { return .failure(Self.cancelled) }
             statistics.writerWaits += 1
-            blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: continuation))
-        } withdraw: { id in
-            blockedWriters.firstIndex(where: { $0.id == id }).map { blockedWriters.remove(at: $0).continuation }
+            blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: nil))
+            return nil
+        }) {
+            return refused
+        }
+        return await awaitAnswer {
+            guard let index = wokenAhead.firstIndex(where: { $0.id == id }) else { return nil }
+            let outcome = wokenAhead.remove(at: index).outcome
+            clearAnswersAheadIfNone()
+            return outcome
+        } file: { continuation in
+            guard let index = blockedWriters.firstIndex(where: { $0.id == id }) else { return false }
+            if let continuation {
+                blockedWriters[index].continuation = continuation
+            } else {
+                blockedWriters.remove(at: index)
+            }
+            return true
+        } withdraw: {
+            guard let index = blockedWriters.firstIndex(where: { $0.id == id }), blockedWriters[index].continuation != nil else { return nil }
+            return blockedWriters.remove(at: index).continuation
         }
     }
 
-    /// Suspends until the radio answers: under the lock, `register` files the continuation (unless
-    /// the link is down or the task cancelled, which answer at once); on cancellation `withdraw`
-    /// takes it back, if the radio has not answered yet, to answer "cancelled".
+    /// Waits for the answer to something the caller filed under the lock (a request, a blocked
+    /// write), which only the link's timers bring: its connection events, the device's reply,
+    /// the delivery.
     ///
-    /// The continuations are unchecked (a checked one allocates and frees a canary each time,
-    /// per write on a link whose queue is full): each is resumed exactly once because whoever
-    /// resumes it (this function at once, the radio, `withdraw`, ``drop(_:)``) first takes it
-    /// out of its table under the lock.
-    private func suspend<Value: Sendable>(
-        register: (UInt64, UnsafeContinuation<Result<Value, TransportError>, Never>) -> Void,
-        withdraw: @Sendable (UInt64) -> UnsafeContinuation<Result<Value, TransportError>, Never>?
+    /// First it runs those timers itself (``VirtualTimeExecutor/runAhead(until:)``): when nothing
+    /// else is runnable the answer comes at the same virtual time and in the same order as if the
+    /// task had suspended, without the suspension, its task switches and its cancellation
+    /// handler (decision 0069). Otherwise it suspends until the answer comes.
+    ///
+    /// Each closure runs under the lock: `take` takes the answer out if it came; `file` puts
+    /// the continuation in the caller's entry (or, given `nil`, removes the entry: the task was
+    /// cancelled first) and returns `false` when the entry is gone; `withdraw` takes the
+    /// continuation back out, if nobody answered yet, to answer "cancelled". The continuations
+    /// are unchecked (a checked one allocates and frees a canary each time): each is resumed
+    /// exactly once because whoever resumes it (this function, the radio, `withdraw`,
+    /// ``drop(_:)``) first takes it out of its table under the lock.
+    @inline(__always)
+    private func awaitAnswer<Value: Sendable>(
+        take: () -> Result<Value, TransportError>?,
+        file: (UnsafeContinuation<Result<Value, TransportError>, Never>?) -> Bool,
+        withdraw: @Sendable () -> UnsafeContinuation<Result<Value, TransportError>, Never>?
     ) async -> Result<Value, TransportError> {
-        let id = makeID()
+        var answer: Result<Value, TransportError>?
+        // A cancellation from another thread meanwhile is noticed at the answer (virtual time
+        // runs on to it at once) or, if none comes, when the suspension below is entered; the
+        // run's own limits are timers that resume a task, which stops running ahead.
+        if executor.runAhead(until: {
+            guard answersAhead.load(ordering: .acquiring) else { return false }
+            answer = withLock(take)
+            return answer != nil
+        }), let answer {
+            return answer
+        }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, TransportError>, Never>) in
                 let immediate: Result<Value, TransportError>? = withLock {
-                    if let reason = disconnectReason { return .failure(.disconnected(reason)) }
-                    if Task.isCancelled { return .failure(Self.cancelled) }
-                    register(id, continuation)
-                    return nil
+                    if let answer = take() { return answer }
+                    if Task.isCancelled { return file(nil) ? .failure(Self.cancelled) : .failure(Self.lost) }
+                    return file(continuation) ? nil : .failure(Self.lost)
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let continuation = withLock { withdraw(id) }
+            let continuation = withLock(withdraw)
             continuation?.resume(returning: .failure(Self.cancelled))
         }
     }
@@ -325,15 +379,59 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
 
     private enum RequestKind { case request, read }
 
+    /// Sends a request (or read) and returns the device's answer (``awaitAnswer(take:file:withdraw:)``).
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
-        await suspend { id, continuation in
-            pendingReplies.append((id, continuation))
+        let id = makeID()
+        if let refused: Result<Data, TransportError> = withLock({
+            if let reason = disconnectReason { return .failure(.disconnected(reason)) }
+            if Task.isCancelled { return .failure(Self.cancelled) }
+            pendingReplies.append((id, nil))
             let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
             central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
             scheduleEvent()
-        } withdraw: { id in
-            takeReply(id)
+            return nil
+        }) {
+            return refused
         }
+        return await awaitAnswer {
+            guard let index = answeredAhead.firstIndex(where: { $0.id == id }) else { return nil }
+            let answer = answeredAhead.remove(at: index).answer
+            clearAnswersAheadIfNone()
+            return answer
+        } file: { continuation in
+            guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return false }
+            if let continuation {
+                pendingReplies[index].continuation = continuation
+            } else {
+                pendingReplies.remove(at: index)
+            }
+            return true
+        } withdraw: {
+            guard let index = pendingReplies.firstIndex(where: { $0.id == id }), pendingReplies[index].continuation != nil else { return nil }
+            return pendingReplies.remove(at: index).continuation
+        }
+    }
+
+    private static let lost = TransportError(.other, "the simulated link lost track of a waiting write")
+
+    /// Hands request `id` its answer: returns its continuation to resume (outside the lock) if
+    /// its task is suspended, or keeps the answer for it if it runs the link ahead.
+    private func answer(_ id: UInt64, with reply: Result<Data, TransportError>) -> UnsafeContinuation<Result<Data, TransportError>, Never>? {
+        guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
+        let entry = pendingReplies.remove(at: index)
+        if entry.continuation == nil { keepAhead(answer: reply, for: id) }
+        return entry.continuation
+    }
+
+    /// Clears `answersAhead` once the last answer kept for a task running ahead was taken.
+    private func clearAnswersAheadIfNone() {
+        if wokenAhead.isEmpty && answeredAhead.isEmpty { answersAhead.store(false, ordering: .relaxed) }
+    }
+
+    /// Keeps `answer` for request `id`, which runs the link ahead.
+    private func keepAhead(answer: Result<Data, TransportError>, for id: UInt64) {
+        answeredAhead.append((id, answer))
+        answersAhead.store(true, ordering: .releasing)
     }
 
     // MARK: - Radio
@@ -490,7 +588,18 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         while commandsQueued < profile.writeQueueDepth, !blockedWriters.isEmpty {
             let writer = blockedWriters.removeFirst()
             enqueueCommand(writer.value, to: writer.characteristic)
-            writer.continuation.resume(returning: .success(()))
+            finish(writer, .success(()))
+        }
+    }
+
+    /// Ends a blocked writer's wait: resumes its task, or leaves the outcome for it if it runs
+    /// the link ahead.
+    private func finish(_ writer: BlockedWriter, _ outcome: Result<Void, TransportError>) {
+        if let continuation = writer.continuation {
+            continuation.resume(returning: outcome)
+        } else {
+            wokenAhead.append((writer.id, outcome))
+            answersAhead.store(true, ordering: .releasing)
         }
     }
 
@@ -588,24 +697,18 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             lock.unlock()
             return
         case .writeResponse(let id, let status):
-            resume = takeReply(id)
-            lock.unlock()
             reply =
                 status == .success
                 ? .success(Data())
                 : .failure(TransportError(.attError(status.rawValue), "device answered the write with \(status)"))
-        case .readResponse(let id, let result):
-            resume = takeReply(id)
+            resume = answer(id, with: reply)
             lock.unlock()
+        case .readResponse(let id, let result):
             reply = result.mapError { TransportError(.attError($0.rawValue), "device answered the read with \($0)") }
+            resume = answer(id, with: reply)
+            lock.unlock()
         }
         resume?.resume(returning: reply)
-    }
-
-    /// Takes the continuation of request `id` out of `pendingReplies`, if it is there.
-    private func takeReply(_ id: UInt64) -> UnsafeContinuation<Result<Data, TransportError>, Never>? {
-        guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
-        return pendingReplies.remove(at: index).continuation
     }
 
     // MARK: - PeripheralContext
@@ -636,15 +739,22 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
         let wasUp: Bool = withLock {
             guard let notice = disconnectWatchers.markDown(reason) else { return false }
             let error = TransportError.disconnected(reason)
-            for writer in blockedWriters { writer.continuation.resume(returning: .failure(error)) }
+            for writer in blockedWriters { finish(writer, .failure(error)) }
             blockedWriters.removeAll()
-            for (_, continuation) in pendingReplies { continuation.resume(returning: .failure(error)) }
+            // A suspended request is resumed; one running ahead finds the failure as its answer.
+            for (id, continuation) in pendingReplies {
+                if let continuation {
+                    continuation.resume(returning: .failure(error))
+                } else {
+                    keepAhead(answer: .failure(error), for: id)
+                }
+            }
+            pendingReplies.removeAll()
             if let floor = busyFloor {
                 // A settling done without the flash's lock: the flash keeps it, as it would have.
                 device.flash.raiseBusy(to: floor)
                 busyFloor = nil
             }
-            pendingReplies.removeAll()
             for (_, subscription) in subscriptions { subscription.subscriber.finish() }
             subscriptions.removeAll()
             notice.deliver()
