@@ -139,10 +139,7 @@ enum BenchmarkCommand: Command {
             for variant in variants(descriptor) {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
-                        streams.out(
-                            (json
-                                ? skippedJSONLine(descriptor.name, variant: variant, profile: profile, image: image)
-                                : table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"])) + "\n")
+                        streams.out(skippedRow(descriptor.name, variant: variant, profile: profile, image: image, json: json, table: table))
                         continue
                     }
                     do {
@@ -221,10 +218,7 @@ enum BenchmarkCommand: Command {
             for variant in variants(descriptor) {
                 for profile in profiles {
                     guard image.count <= profile.slotSize else {
-                        streams.out(
-                            (json
-                                ? skippedJSONLine(descriptor.name, variant: variant, profile: profile, image: image)
-                                : table.row([label(descriptor.name, variant), profile.name, "skipped: image larger than the slot"])) + "\n")
+                        streams.out(skippedRow(descriptor.name, variant: variant, profile: profile, image: image, json: json, table: table))
                         continue
                     }
                     do {
@@ -432,14 +426,17 @@ enum BenchmarkCommand: Command {
         ]).serialized
     }
 
-    /// A row not measured because the profile's slot cannot hold the image: in `--json` too, so
-    /// a reader of the lines sees every combination it asked for.
-    private static func skippedJSONLine(_ protocolName: String, variant: ProtocolParameters, profile: DeviceProfile, image: FirmwareImage) -> String {
-        JSONValue.object([
+    /// The line of a row not measured because the profile's slot cannot hold the image: in
+    /// `--json` too, so that a reader of the lines sees every combination it asked for.
+    private static func skippedRow(
+        _ protocolName: String, variant: ProtocolParameters, profile: DeviceProfile, image: FirmwareImage, json: Bool, table: TextTable
+    ) -> String {
+        let reason = "image larger than the slot"
+        guard json else { return table.row([label(protocolName, variant), profile.name, "skipped: \(reason)"]) + "\n" }
+        return JSONValue.object([
             "protocol": .string(protocolName), "variant": .string(label(protocolName, variant)), "profile": .string(profile.name),
-            "imageSize": .number(Double(image.count)), "slotSize": .number(Double(profile.slotSize)),
-            "skipped": .string("image larger than the slot"),
-        ]).serialized
+            "imageSize": .number(Double(image.count)), "slotSize": .number(Double(profile.slotSize)), "skipped": .string(reason),
+        ]).serialized + "\n"
     }
 
     private static func shortLink(_ link: LinkProfile) -> String {
