@@ -61,6 +61,7 @@ import Testing
     @Test("upload, list, test, reset into a test boot, confirm, reset: the image stays")
     func testBootThenConfirm() async throws {
         let state = try await Self.uploaded()
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let hash = try Self.fixtureHash()
         var slots = try await Self.slots(state)
         #expect(slots[0]?["hash"] == .string(Self.factoryHash))
@@ -95,6 +96,7 @@ import Testing
     @Test("a test boot that is not confirmed is reverted at the next reset")
     func unconfirmedTestBootReverts() async throws {
         let state = try await Self.uploaded()
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let hash = try Self.fixtureHash()
         #expect(await Self.run(["image", "test", hash], state: state).code == 0)
         #expect(await Self.run(["reset"], state: state).code == 0)
@@ -108,6 +110,7 @@ import Testing
     @Test("confirm HASH of slot 1 swaps it in for good; erase clears slot 1")
     func permanentConfirmAndErase() async throws {
         let state = try await Self.uploaded()
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let hash = try Self.fixtureHash()
         let confirmed = await Self.run(["image", "confirm", hash, "--json"], state: state)
         #expect(confirmed.code == 0, "\(confirmed.streams.standardError)")
@@ -130,6 +133,7 @@ import Testing
     @Test("bad input: one line on standard error, the right exit code, the device unchanged")
     func badInput() async throws {
         let state = try await Self.uploaded()
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let hash = try Self.fixtureHash()
         let cases: [([String], Int32, String)] = [
             (["image", "test", "xyz"], 2, "ota: error: 'xyz' is not an image hash: expected 64 hex digits"),
@@ -165,6 +169,7 @@ import Testing
     @Test("confirming slot 1 while a test of it is pending is refused with MCUboot's code 28")
     func confirmWhilePending() async throws {
         let state = try await Self.uploaded()
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let hash = try Self.fixtureHash()
         #expect(await Self.run(["image", "test", hash], state: state).code == 0)
         let (code, streams) = await Self.run(["image", "confirm", hash], state: state)

@@ -23,6 +23,7 @@ import Testing
         script.adapters = [("hci0", "00:AA:01:00:00:00", true), ("hci1", "00:AA:01:01:00:01", false)]
         try await FakeBlueZ.with(script) { bus, _ in
             let sysfs = try Self.controllers(["hci0", "hci1", "hci0:64"])
+            defer { try? FileManager.default.removeItem(atPath: sysfs) }
             let report = await BlueZDoctor(
                 bus: .address(bus.address), controllerDirectory: sysfs, versionProbe: { "5.66" }
             ).examine()
@@ -44,8 +45,10 @@ import Testing
 
     @Test func saysBluetoothdIsMissingAndWhy() async throws {
         try await PrivateBus.with { bus in
+            let sysfs = try Self.controllers([])
+            defer { try? FileManager.default.removeItem(atPath: sysfs) }
             let report = await BlueZDoctor(
-                bus: .address(bus.address), controllerDirectory: try Self.controllers([]), versionProbe: { nil }
+                bus: .address(bus.address), controllerDirectory: sysfs, versionProbe: { nil }
             ).examine()
             #expect(report.isBusReachable)
             #expect(!report.isBluetoothdRunning)
@@ -96,8 +99,10 @@ import Testing
             let eatt = BluetoothdGATTSettings(
                 channels: 3, source: .versionDefault(file: "/etc/bluetooth/main.conf", version: "5.66"))
             let transport = try await FakeBlueZ.connector(on: bus) { $0.bluetoothdSettings = eatt }.connectTransport()
+            let sysfs = try Self.controllers(["hci0"])
+            defer { try? FileManager.default.removeItem(atPath: sysfs) }
             let report = await BlueZDoctor(
-                bus: .address(bus.address), controllerDirectory: try Self.controllers(["hci0"]), versionProbe: { "5.66" },
+                bus: .address(bus.address), controllerDirectory: sysfs, versionProbe: { "5.66" },
                 settingsProbe: { version in
                     #expect(version == "5.66")
                     return eatt
@@ -116,8 +121,10 @@ import Testing
 
     @Test func saysEATTIsOffWithOneChannel() async throws {
         try await FakeBlueZ.with { bus, _ in
+            let sysfs = try Self.controllers(["hci0"])
+            defer { try? FileManager.default.removeItem(atPath: sysfs) }
             let report = await BlueZDoctor(
-                bus: .address(bus.address), controllerDirectory: try Self.controllers(["hci0"]), versionProbe: { "5.66" },
+                bus: .address(bus.address), controllerDirectory: sysfs, versionProbe: { "5.66" },
                 settingsProbe: { _ in BluetoothdGATTSettings(channels: 1, source: .file("/etc/bluetooth/main.conf")) }
             ).examine()
             #expect(

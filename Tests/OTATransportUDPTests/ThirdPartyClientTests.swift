@@ -74,6 +74,7 @@ struct ThirdPartyClientTests {
         .enabled(if: isInstalled, skipReason))
     func smpclient() async throws {
         let image = try await Self.imgtoolImage(size: 200 * 1024, version: "2.0.0")
+        defer { try? FileManager.default.removeItem(at: image.deletingLastPathComponent()) }
         let bytes = try Data(contentsOf: image)
         let mcuboot = try MCUbootImage(parsing: bytes)
         let (server, model) = try Self.server()
@@ -91,6 +92,7 @@ struct ThirdPartyClientTests {
     @Test("smpclient's test boot: after its reset the image runs unconfirmed in slot 0", .enabled(if: isInstalled, skipReason))
     func smpclientReset() async throws {
         let image = try await Self.imgtoolImage(size: 20_000, version: "2.1.0")
+        defer { try? FileManager.default.removeItem(at: image.deletingLastPathComponent()) }
         let mcuboot = try MCUbootImage(parsing: try Data(contentsOf: image))
         let (server, model) = try Self.server()
         defer { server.stop() }
@@ -107,6 +109,7 @@ struct ThirdPartyClientTests {
         .enabled(if: isInstalled, skipReason))
     func detectsMismatch() async throws {
         let sent = try await Self.imgtoolImage(size: 8_000, version: "3.0.0")
+        defer { try? FileManager.default.removeItem(at: sent.deletingLastPathComponent()) }
         let (server, _) = try Self.server()
         defer { server.stop() }
         let script = Self.repository.appendingPathComponent("Tests/ThirdParty/smpclient_udp.py").path
