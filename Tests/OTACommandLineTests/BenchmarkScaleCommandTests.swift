@@ -1,4 +1,5 @@
 import Foundation
+import OTATransportSimulator
 import Testing
 
 @testable import OTACommandLine
@@ -157,5 +158,28 @@ import Testing
                 == "ota: error: --size 16M (16000000 bytes) does not fit esp32s3-mtu244-2m's slot, which holds 12582912 bytes (see 'ota benchmark --help')\n"
         )
         #expect(streams.standardOutput.isEmpty)
+    }
+}
+
+/// The benchmark's image: the same bytes from the same seed, eight per SplitMix64 draw, at any
+/// length (a tail shorter than eight bytes included).
+@Suite struct BenchmarkImageTests {
+    @Test(arguments: [0, 1, 7, 8, 9, 4099])
+    func bytesComeFromTheSeedEightPerDraw(count: Int) {
+        let bytes = BenchmarkCommand.pseudoRandomBytes(count, seed: 1)
+        #expect(bytes.count == count)
+        #expect(bytes == BenchmarkCommand.pseudoRandomBytes(count, seed: 1))
+        // Drawn here one byte at a time from the same generator, least significant byte first.
+        var random = SeededRandom(seed: 1 ^ 0x5EED)
+        var expected = [UInt8]()
+        while expected.count < count {
+            var draw = random.next()
+            for _ in 0..<8 where expected.count < count {
+                expected.append(UInt8(truncatingIfNeeded: draw))
+                draw >>= 8
+            }
+        }
+        #expect([UInt8](bytes) == expected)
+        if count >= 8 { #expect(bytes != BenchmarkCommand.pseudoRandomBytes(count, seed: 2)) }
     }
 }
