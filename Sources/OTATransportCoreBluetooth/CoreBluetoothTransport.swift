@@ -21,7 +21,7 @@ import CoreBluetoothStandIn
 /// - ``link`` takes its lengths from `maximumWriteValueLength(for: .withoutResponse)` after
 ///   discovery (ATT MTU − 3); writes with response are held to the same length, not iOS's 512
 ///   (see docs/decisions/0018-corebluetooth-transport.md).
-public final class CoreBluetoothTransport: Transport, NotificationPushing, @unchecked Sendable {
+public final class CoreBluetoothTransport: Transport, NotificationPushing, ImmediateWriting, @unchecked Sendable {
     // @unchecked: every mutable field is confined to the bridge's queue.
 
     typealias Resume<T: Sendable> = CentralBridge.Resume<T>
@@ -95,21 +95,34 @@ public final class CoreBluetoothTransport: Transport, NotificationPushing, @unch
         case rediscovering
     }
 
+    /// Sends a write without response at once when CoreBluetooth can take it
+    /// (`canSendWriteWithoutResponse`, or the connection's first write); `false`, having sent
+    /// nothing, when it must wait for `peripheralIsReady` or for services being discovered again
+    /// (``write(_:to:kind:)`` then waits).
+    public func writeWithoutResponseIfReady(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) -> Bool {
+        try requireWritable(value, to: characteristic, kind: .withoutResponse)
+        return try send(value, to: characteristic) == .sent
+    }
+
+    /// One attempt to send a write without response, on the bridge's queue.
+    private func send(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) -> SendOutcome {
+        try bridge.onQueue { () throws(TransportError) in
+            if let down { throw TransportError.disconnected(down) }
+            if discovering { return .rediscovering }
+            guard let target = table[characteristic] else {
+                throw TransportError(.unknownCharacteristic(characteristic), "device no longer has characteristic \(characteristic)")
+            }
+            // The flag often reads false before the first write of a connection.
+            guard peripheral.canSendWriteWithoutResponse || !sentWithoutResponse else { return .mustWait }
+            sentWithoutResponse = true
+            peripheral.writeValue(value, for: target, type: .withoutResponse)
+            return .sent
+        }
+    }
+
     private func writeWithoutResponse(_ value: Data, to characteristic: CharacteristicID) async throws(TransportError) {
         while true {
-            let outcome: SendOutcome = try bridge.onQueue { () throws(TransportError) in
-                if let down { throw TransportError.disconnected(down) }
-                if discovering { return .rediscovering }
-                guard let target = table[characteristic] else {
-                    throw TransportError(.unknownCharacteristic(characteristic), "device no longer has characteristic \(characteristic)")
-                }
-                // The flag often reads false before the first write of a connection.
-                guard peripheral.canSendWriteWithoutResponse || !sentWithoutResponse else { return .mustWait }
-                sentWithoutResponse = true
-                peripheral.writeValue(value, for: target, type: .withoutResponse)
-                return .sent
-            }
-            switch outcome {
+            switch try send(value, to: characteristic) {
             case .sent: return
             case .rediscovering: try await waitForDiscovery()
             case .mustWait: try await waitUntilReady()

@@ -95,5 +95,38 @@ private final class NaiveDelegate: NSObject, CBCentralManagerDelegate, CBPeriphe
         // Back-pressure was at work: the writer waited for room.
         #expect(pauses > 0, "\(name)")
     }
+
+    /// ``ImmediateWriting``, as the engine uses it: each chunk offered at once first and written
+    /// with `write` (which waits for the ready signal) only when refused. The refused ones
+    /// were not sent: nothing is lost or doubled, under every quirk.
+    @Test(arguments: quirks)
+    func immediateWritesSendOnlyWhatCoreBluetoothCanTake(name: String, quirks: StandInWorld.Configuration) async throws {
+        let world = StandInWorld(seed: 3)
+        world.configuration = quirks
+        let model = SinkDeviceModel()
+        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: world.simulation)
+        let handle = world.addPeripheral(device)
+        let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
+        let chunks = Self.chunks(count: 400, size: 244)
+        let (immediate, refused) = try await world.run {
+            let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
+            var immediate = 0
+            var refused = 0
+            for chunk in chunks {
+                if try transport.writeWithoutResponseIfReady(chunk, to: SinkDeviceModel.data) {
+                    immediate += 1
+                } else {
+                    refused += 1
+                    try await transport.write(chunk, to: SinkDeviceModel.data, kind: .withoutResponse)
+                }
+            }
+            try await world.clock.sleep(for: .seconds(1))
+            await transport.disconnect()
+            return (immediate, refused)
+        }
+        #expect(handle.writesDropped == 0, "\(name)")
+        #expect(model.bytes == chunks.reduce(Data(), +), "\(name)")
+        #expect(immediate > 0 && refused > 0, "\(name): \(immediate) at once, \(refused) refused")
+    }
 }
 #endif

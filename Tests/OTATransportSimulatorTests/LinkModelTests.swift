@@ -94,6 +94,48 @@ import Testing
         #expect(refused == 40 - DeviceProfile.esp32S3MTU244TwoM.link.writeQueueDepth)
     }
 
+    /// ``ImmediateWriting``: a write is taken at once while the queue has room, refused (nothing
+    /// queued) while it is full, a writer waiting in `write` keeps its turn, a refused write is
+    /// refused with the link down; one the link could never take throws as `write` does.
+    @Test func immediateWritesTakeTheQueuesRoomAndNoMore() async throws {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let depth = DeviceProfile.esp32S3MTU244TwoM.link.writeQueueDepth
+        let (taken, afterWaiter, afterDrop, errors, stats) = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            var taken = 0
+            for index in 0..<(depth + 5) {
+                if try connection.writeWithoutResponseIfReady(Data(repeating: UInt8(index), count: 244), to: RecordingDevice.data) { taken += 1 }
+            }
+            // A writer waiting for room, and the queue still full: refused, and the waiter's
+            // bytes follow the queued ones.
+            async let waiting: Void = connection.write(Data(repeating: 0xEE, count: 244), to: RecordingDevice.data, kind: .withoutResponse)
+            await Task.yield()
+            let afterWaiter = try connection.writeWithoutResponseIfReady(Data(count: 244), to: RecordingDevice.data)
+            try await waiting
+            var errors: [TransportError.Kind?] = []
+            for (value, characteristic) in [(Data(count: 245), RecordingDevice.data), (Data(count: 4), RecordingDevice.control)] {
+                do throws(TransportError) {
+                    _ = try connection.writeWithoutResponseIfReady(value, to: characteristic)
+                    errors.append(nil)
+                } catch {
+                    errors.append(error.kind)
+                }
+            }
+            try await world.simulation.clock.sleep(for: .seconds(1))
+            connection.drop(DisconnectReason("supervision timeout"))
+            let afterDrop = try connection.writeWithoutResponseIfReady(Data(count: 244), to: RecordingDevice.data)
+            return (taken, afterWaiter, afterDrop, errors, connection.stats)
+        }
+        #expect(taken == depth)
+        #expect(!afterWaiter)
+        #expect(!afterDrop)
+        #expect(errors.count == 2 && errors[0] == .valueTooLong(length: 245, maximum: 244))
+        #expect(errors.count == 2 && errors[1] != nil, "the control point takes no write without response")
+        #expect(stats.writesDropped == 0)
+        let expected = Data((0..<depth).flatMap { Array(repeating: UInt8($0), count: 244) }) + Data(repeating: 0xEE, count: 244)
+        #expect(world.model.received == expected)
+    }
+
     @Test func cooperativeWriterNeverLosesAByte() async throws {
         let world = SimulatorWorld(profile: .esp32MTU23)
         let stats = try await world.simulation.run {

@@ -10,6 +10,9 @@ import Synchronization
 public final class UpdateContext: Sendable {
     /// The connected link. Internal: protocols go through the context's services.
     let transport: any Transport
+    /// `transport`, when it can take a write without response on the spot (cast once here, not
+    /// per write).
+    private let immediateWriter: (any ImmediateWriting)?
     /// The engine's configuration.
     public let configuration: UpdateConfiguration
     /// The engine's clock; protocols sleep on it (``sleep(for:purpose:)``), never on a clock of
@@ -50,6 +53,7 @@ public final class UpdateContext: Sendable {
         )
         chunkPlan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
         self.transport = transport
+        immediateWriter = transport as? any ImmediateWriting
         self.configuration = configuration
         self.clock = clock
         self.recorder = recorder
@@ -307,7 +311,9 @@ public final class UpdateContext: Sendable {
         switch chunkPlan.writeKind {
         case .withoutResponse:
             do {
-                try await transport.write(value, to: characteristic, kind: .withoutResponse)
+                if try immediateWriter?.writeWithoutResponseIfReady(value, to: characteristic) != true {
+                    try await transport.write(value, to: characteristic, kind: .withoutResponse)
+                }
             } catch {
                 throw Self.describe(error, doing: "sending data at byte \(range.lowerBound)")
             }

@@ -8,7 +8,7 @@ import Synchronization
 /// Writes without response wait for room in the central's queue of ``LinkProfile/writeQueueDepth``
 /// writes; connection events drain it into the device. A write with response or a read waits
 /// for the device's answer to come back over the link. See ``LinkProfile`` for the radio model.
-public final class SimulatedConnection: Transport, NotificationPushing, PeripheralContext, @unchecked Sendable {
+public final class SimulatedConnection: Transport, NotificationPushing, ImmediateWriting, PeripheralContext, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
     // device model runs inside a connection event and calls back into the link (`notify`).
 
@@ -190,20 +190,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind) async throws(TransportError) {
         switch kind {
         case .withoutResponse:
-            try requireFits(value, in: kind)
-            // Fast path: room in the queue, nobody waiting ahead of us.
-            let queued: Bool = try withLock { () throws(TransportError) -> Bool in
-                // A data stream writes one characteristic: look it up once, not per write (the
-                // comparison is cheap when the caller passes the same value every time).
-                if lastUnacknowledgedTarget != characteristic {
-                    try check(characteristic, allows: .writeWithoutResponse)
-                    lastUnacknowledgedTarget = characteristic
-                }
-                guard disconnectReason == nil, blockedWriters.isEmpty, commandsQueued < profile.writeQueueDepth else { return false }
-                enqueueCommand(value, to: characteristic)
-                return true
-            }
-            if queued { return }
+            if try writeWithoutResponseIfReady(value, to: characteristic) { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
             // As above: a stream of writes with response (esp-ble-ota's packets) goes to one
@@ -216,6 +203,24 @@ public final class SimulatedConnection: Transport, NotificationPushing, Peripher
             }
             try requireFits(value, in: kind)
             _ = try await request(.request, value: value, characteristic: characteristic).get()
+        }
+    }
+
+    /// Queues a write without response if the queue has room and no writer waits ahead of it;
+    /// `false` otherwise (``write(_:to:kind:)`` then waits for room). A link that is down is
+    /// `false` too: the wait reports it.
+    public func writeWithoutResponseIfReady(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) -> Bool {
+        try requireFits(value, in: .withoutResponse)
+        return try withLock { () throws(TransportError) -> Bool in
+            // A data stream writes one characteristic: look it up once, not per write (the
+            // comparison is cheap when the caller passes the same value every time).
+            if lastUnacknowledgedTarget != characteristic {
+                try check(characteristic, allows: .writeWithoutResponse)
+                lastUnacknowledgedTarget = characteristic
+            }
+            guard disconnectReason == nil, blockedWriters.isEmpty, commandsQueued < profile.writeQueueDepth else { return false }
+            enqueueCommand(value, to: characteristic)
+            return true
         }
     }
 
