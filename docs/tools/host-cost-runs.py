@@ -4,7 +4,7 @@ profiles, scaled to the host's quietest run: the measure issue 18's time goals u
 (docs/benchmarks.md, "Round 7").
 
 Usage:
-    docs/tools/host-cost-runs.py OTA_BINARY [--runs 5] [--quiet-runs 8] [--frequency 15000] SPEC...
+    docs/tools/host-cost-runs.py OTA_BINARY [--baseline OTA_BEFORE] [--runs 5] [--quiet-runs 8] [--frequency 15000] SPEC...
 
 SPEC is PROTOCOL:PROFILE:SIZE, for example `nordic-dfu:esp32s3-mtu244-2m:4M`.
 
@@ -28,6 +28,11 @@ with its range, and each part in µs per write at the quietest and the median ru
 profiles' own median µs, for comparison: those are inflated by the profiler (a cpu-clock sample
 at 15 kHz costs this VM's guest kernel a good share of the time it measures) and the host's load. The parts assume the whole process slows evenly, which the stable shares
 support; startup (loading, the image) is in the whole and in the harness/runtime shares alike.
+
+With `--baseline`, every profile and every run without a profiler is made with both binaries in
+turn (the baseline first), and each part is printed for both with their ratio: on this VM one
+binary's CPU per write drifts by 1.2-1.5x over minutes, so only runs interleaved like this compare
+two builds; figures from separate invocations do not.
 
 Needs perf and host-cost.py beside this file.
 """
@@ -87,46 +92,65 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binary")
     parser.add_argument("specs", nargs="+", metavar="PROTOCOL:PROFILE:SIZE")
+    parser.add_argument("--baseline", help="another ota binary, measured interleaved with the first")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--quiet-runs", type=int, default=8)
     parser.add_argument("--frequency", type=int, default=15000)
     options = parser.parse_args()
+    binaries = [("before", options.baseline), ("after", options.binary)] if options.baseline else [("", options.binary)]
     items = []
     for text in options.specs:
         fields = text.split(":")
         if len(fields) != 3:
             sys.exit(f"host-cost-runs: '{text}' is not PROTOCOL:PROFILE:SIZE")
         items.append(tuple(fields))
-    shares = {item: {name: [] for name in PARTS} for item in items}
-    raw = {item: {name: [] for name in PARTS} for item in items}
+    keys = [(item, label) for item in items for label, _ in binaries]
+    path = dict(binaries)
+    shares = {key: {name: [] for name in PARTS} for key in keys}
+    raw = {key: {name: [] for name in PARTS} for key in keys}
     writes = {}
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(options.runs):
-            for item in items:
-                count, parts, whole = profiled(options.binary, item, options.frequency, workdir)
-                writes[item] = count
+            for key in keys:
+                item, label = key
+                count, parts, whole = profiled(path[label], item, options.frequency, workdir)
+                writes[key] = count
                 for name, ns in parts.items():
-                    shares[item][name].append(ns / whole)
-                    raw[item][name].append(ns / 1000 / count)
+                    shares[key][name].append(ns / whole)
+                    raw[key][name].append(ns / 1000 / count)
     for item in items:
-        runs = [quiet_cpu(options.binary, item) for _ in range(options.quiet_runs)]
-        # The kernel splits a process's CPU time into user and system by the ticks it sampled,
-        # a few dozen in a run this short: the split of one run is noisy, the sum is exact. So the
-        # user part of the least and of the median run is taken at the runs' overall user share.
-        user_share = sum(user for user, _ in runs) / sum(total for _, total in runs)
-        totals = [total * 1e6 / writes[item] for _, total in runs]
-        least, middle = min(totals) * user_share, statistics.median(totals) * user_share
-        print(
-            f"{item[0]} on {item[1]}, {item[2]}: {writes[item]} data writes; user CPU without a profiler"
-            f" {least:.3f} µs per write at the quietest run, {middle:.3f} at the median"
-        )
-        for name in PARTS:
-            values = shares[item][name]
-            share = statistics.median(values)
+        runs = {label: [] for label, _ in binaries}
+        for _ in range(options.quiet_runs):
+            for label, binary in binaries:
+                runs[label].append(quiet_cpu(binary, item))
+        figures = {}
+        for label, _ in binaries:
+            key = (item, label)
+            # The kernel splits a process's CPU time into user and system by the ticks it sampled,
+            # a few dozen in a run this short: the split of one run is noisy, the sum is exact. So
+            # the user part of the least and of the median run is taken at the runs' overall user
+            # share.
+            user_share = sum(user for user, _ in runs[label]) / sum(total for _, total in runs[label])
+            totals = [total * 1e6 / writes[key] for _, total in runs[label]]
+            least, middle = min(totals) * user_share, statistics.median(totals) * user_share
+            tag = f" [{label}]" if label else ""
             print(
-                f"  {name:16s} {share * least:6.3f} µs quietest, {share * middle:6.3f} median  (share {share:.3f},"
-                f" {min(values):.3f}-{max(values):.3f}; the profiles' own median {statistics.median(raw[item][name]):.3f} µs)"
+                f"{item[0]} on {item[1]}, {item[2]}{tag}: {writes[key]} data writes; user CPU without a profiler"
+                f" {least:.3f} µs per write at the quietest run, {middle:.3f} at the median"
             )
+            for name in PARTS:
+                values = shares[key][name]
+                share = statistics.median(values)
+                figures[(label, name)] = (share * least, share * middle)
+                print(
+                    f"  {name:16s} {share * least:6.3f} µs quietest, {share * middle:6.3f} median  (share {share:.3f},"
+                    f" {min(values):.3f}-{max(values):.3f}; the profiles' own median {statistics.median(raw[key][name]):.3f} µs)"
+                )
+        if options.baseline:
+            for name in PARTS:
+                before, after = figures[("before", name)], figures[("after", name)]
+                ratios = [a / b if b else float("nan") for a, b in zip(after, before)]
+                print(f"  {name:16s} after/before {ratios[0]:.2f} quietest, {ratios[1]:.2f} median")
 
 
 main()
