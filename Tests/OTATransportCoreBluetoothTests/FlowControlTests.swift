@@ -72,61 +72,45 @@ private final class NaiveDelegate: NSObject, CBCentralManagerDelegate, CBPeriphe
         ]
     }()
 
-    @Test(arguments: quirks)
-    func theTransportLosesNothing(name: String, quirks: StandInWorld.Configuration) async throws {
+    /// The transport's writes, through `write` alone or, as the engine sends data, offered at
+    /// once first (``ImmediateWriting``) and written with `write` (which waits for the ready
+    /// signal) only when refused: nothing lost or doubled under any quirk, and back-pressure at
+    /// work (the writer waited, or writes were refused and not sent).
+    @Test(arguments: quirks, [false, true])
+    func theTransportLosesNothing(quirk: (name: String, configuration: StandInWorld.Configuration), immediate: Bool) async throws {
         let world = StandInWorld(seed: 3)
-        world.configuration = quirks
+        world.configuration = quirk.configuration
         let model = SinkDeviceModel()
         let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: world.simulation)
         let handle = world.addPeripheral(device)
         let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
         let chunks = Self.chunks(count: 400, size: 244)
-        let pauses = try await world.run {
+        let (pauses, taken, refused) = try await world.run {
             let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
             #expect(transport.link.maximumWriteWithoutResponse == 244)
-            for chunk in chunks { try await transport.write(chunk, to: SinkDeviceModel.data, kind: .withoutResponse) }
+            var taken = 0
+            var refused = 0
+            for chunk in chunks {
+                if immediate, try transport.writeWithoutResponseIfReady(chunk, to: SinkDeviceModel.data) {
+                    taken += 1
+                    continue
+                }
+                if immediate { refused += 1 }
+                try await transport.write(chunk, to: SinkDeviceModel.data, kind: .withoutResponse)
+            }
             try await world.clock.sleep(for: .seconds(1))
             let pauses = transport.writerPauses
             await transport.disconnect()
-            return pauses
+            return (pauses, taken, refused)
         }
+        let name = "\(quirk.name)\(immediate ? ", immediate" : "")"
         #expect(handle.writesDropped == 0, "\(name)")
         #expect(model.bytes == chunks.reduce(Data(), +), "\(name)")
-        // Back-pressure was at work: the writer waited for room.
-        #expect(pauses > 0, "\(name)")
-    }
-
-    /// ``ImmediateWriting``, as the engine uses it: each chunk offered at once first and written
-    /// with `write` (which waits for the ready signal) only when refused. The refused ones
-    /// were not sent: nothing is lost or doubled, under every quirk.
-    @Test(arguments: quirks)
-    func immediateWritesSendOnlyWhatCoreBluetoothCanTake(name: String, quirks: StandInWorld.Configuration) async throws {
-        let world = StandInWorld(seed: 3)
-        world.configuration = quirks
-        let model = SinkDeviceModel()
-        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: world.simulation)
-        let handle = world.addPeripheral(device)
-        let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
-        let chunks = Self.chunks(count: 400, size: 244)
-        let (immediate, refused) = try await world.run {
-            let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
-            var immediate = 0
-            var refused = 0
-            for chunk in chunks {
-                if try transport.writeWithoutResponseIfReady(chunk, to: SinkDeviceModel.data) {
-                    immediate += 1
-                } else {
-                    refused += 1
-                    try await transport.write(chunk, to: SinkDeviceModel.data, kind: .withoutResponse)
-                }
-            }
-            try await world.clock.sleep(for: .seconds(1))
-            await transport.disconnect()
-            return (immediate, refused)
+        if immediate {
+            #expect(taken > 0 && refused > 0, "\(name): \(taken) taken at once, \(refused) refused")
+        } else {
+            #expect(pauses > 0, "\(name)")
         }
-        #expect(handle.writesDropped == 0, "\(name)")
-        #expect(model.bytes == chunks.reduce(Data(), +), "\(name)")
-        #expect(immediate > 0 && refused > 0, "\(name): \(immediate) at once, \(refused) refused")
     }
 }
 #endif
