@@ -193,8 +193,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             if try writeWithoutResponseIfReady(value, to: characteristic) { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
-            // As above: a stream of writes with response (esp-ble-ota's packets) goes to one
-            // characteristic, checked once rather than hashed per write.
+            // As for writes without response (`writeWithoutResponseIfReady`): a stream of writes
+            // with response (esp-ble-ota's packets) goes to one characteristic, checked once
+            // rather than hashed per write.
             try withLock { () throws(TransportError) in
                 if lastAcknowledgedTarget != characteristic {
                     try check(characteristic, allows: .write)
