@@ -1,8 +1,8 @@
 import Foundation
-import OTACore
 import Synchronization
 import Testing
 
+@testable import OTACore
 @testable import OTATransportSimulator
 
 /// A task that only timers can answer fires them itself (decision 0069): the same timers at the
@@ -52,6 +52,67 @@ import Testing
         #expect(!answered)
         #expect(stoppedAt == .milliseconds(2))
         #expect(order.lines == ["timer at 0.001 seconds", "sleeper woke at 0.002 seconds", "answer at 0.003 seconds"])
+    }
+
+    /// With a bound (a wait's deadline), a timer due at or after it is left to the run loop.
+    @Test func runningAheadStopsBeforeTheBound() async throws {
+        let simulation = Simulation()
+        let log = Mutex<[Duration]>([])
+        let (answered, stoppedAt) = try await simulation.run {
+            for delay in [1, 2, 3] {
+                simulation.schedule(at: .milliseconds(delay)) { log.withLock { $0.append(simulation.now) } }
+            }
+            let answered = simulation.executor.runAhead(before: .milliseconds(2)) { false }
+            let stoppedAt = simulation.now
+            try await simulation.clock.sleep(for: .milliseconds(10))
+            return (answered, stoppedAt)
+        }
+        #expect(!answered)
+        #expect(stoppedAt == .milliseconds(1))
+        #expect(log.withLock { $0 } == [.milliseconds(1), .milliseconds(2), .milliseconds(3)])
+    }
+
+    /// A wait for a notification the device sends 50 ms on, over the simulated link, with the
+    /// inbox running the link ahead (decision 0071) or suspending: what it gets, and when.
+    private static func notificationWait(limit: Duration, runningAhead: Bool) async throws -> String {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        return try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            let inbox = NotificationInbox(
+                characteristic: RecordingDevice.control, clock: world.simulation.clock, defaultTimeout: .seconds(5),
+                runner: runningAhead ? connection : nil)
+            let subscription = try await connection.pushNotifications(
+                from: RecordingDevice.control, to: NotificationReceiver(receive: { inbox.deliver($0) }, finished: { inbox.close() }))
+            let timer = Task(executorPreference: world.simulation.executor) { await inbox.runTimer() }
+            await Task.yield()  // the inbox's timer parks: nothing is runnable when the wait begins
+            defer {
+                timer.cancel()
+                subscription.cancel()
+            }
+            let start = world.simulation.now
+            world.simulation.schedule(at: start + .milliseconds(50)) { connection.notify(Data([5]), on: RecordingDevice.control) }
+            let outcome: String
+            do throws(OTAError) {
+                outcome = "value \(Array(try await inbox.next(timeout: limit, awaiting: "the notification")))"
+            } catch {
+                outcome = "\(error.code)"
+            }
+            return "\(outcome) at \(world.simulation.now - start)"
+        }
+    }
+
+    @Test func aNotificationWaitThatRunsAheadEndsAsOneThatSuspends() async throws {
+        let suspended = try await Self.notificationWait(limit: .seconds(1), runningAhead: false)
+        #expect(suspended.hasPrefix("value [5] at "), "\(suspended)")
+        #expect(try await Self.notificationWait(limit: .seconds(1), runningAhead: true) == suspended)
+    }
+
+    /// The notification comes after the wait's limit: running ahead stops before the deadline,
+    /// and the wait times out exactly then, as it does suspended.
+    @Test func aNotificationWaitThatRunsAheadTimesOutAtItsDeadline() async throws {
+        let suspended = try await Self.notificationWait(limit: .milliseconds(20), runningAhead: false)
+        #expect(suspended == "timeout at 0.02 seconds")
+        #expect(try await Self.notificationWait(limit: .milliseconds(20), runningAhead: true) == suspended)
     }
 
     /// Off the run loop's thread nothing is fired: the timers are the run loop's.

@@ -13,6 +13,10 @@ import Synchronization
 /// comes), so a wait finds it waking in time (decision 0065); only the first wait with a limit
 /// shorter than any before, whose deadline comes before the timer's next wake, is bounded by
 /// ``withTimeout(_:clock:timeoutError:operation:)``.
+///
+/// Over a transport that can run its link ahead (``RunningAhead``, the simulator), a wait first
+/// fires the link's timers itself until the notification is in, and suspends only when that
+/// stops short (decision 0071).
 public final class NotificationInbox: Sendable {
     /// How a wait ended.
     private enum Arrival: Sendable {
@@ -55,12 +59,15 @@ public final class NotificationInbox: Sendable {
     private let clock: any Clock<Duration>
     private let stopwatch: Stopwatch
     private let defaultTimeout: Duration
+    /// The link, when a wait can run it ahead instead of suspending.
+    private let runner: (any RunningAhead)?
 
-    init(characteristic: CharacteristicID, clock: any Clock<Duration>, defaultTimeout: Duration) {
+    init(characteristic: CharacteristicID, clock: any Clock<Duration>, defaultTimeout: Duration, runner: (any RunningAhead)? = nil) {
         self.characteristic = characteristic
         self.clock = clock
         self.stopwatch = Stopwatch(clock: clock)
         self.defaultTimeout = defaultTimeout
+        self.runner = runner
         state = Mutex(State(longestSleep: defaultTimeout))
     }
 
@@ -163,10 +170,10 @@ public final class NotificationInbox: Sendable {
 
     // MARK: - Waiting
 
-    /// The next notification; with a `limit`, at most that long on the inbox's timer.
-    private func receive(limit: Duration?) async -> Arrival {
-        let deadline = limit.map { stopwatch.elapsed + $0 }
-        return await withTaskCancellationHandler {
+    /// The next notification; with a `limit`, until `deadline` (on ``stopwatch``) on the inbox's
+    /// timer.
+    private func receive(limit: Duration?, deadline: Duration?) async -> Arrival {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Arrival, Never>) in
                 let (immediate, timer): (Arrival?, CheckedContinuation<Void, Never>?) = state.withLock { state in
                     if !state.buffered.isEmpty { return (.value(state.buffered.removeFirst()), nil) }
@@ -190,6 +197,11 @@ public final class NotificationInbox: Sendable {
         }
     }
 
+    /// The oldest notification not yet taken, taken.
+    private func takeBuffered() -> Data? {
+        state.withLock { $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }
+    }
+
     /// The error of a wait for `purpose` that ran out after `limit`.
     private func timedOut(after limit: Duration, awaiting purpose: String) -> OTAError {
         OTAError(
@@ -211,14 +223,23 @@ public final class NotificationInbox: Sendable {
     public func next(timeout: Duration? = nil, awaiting purpose: @autoclosure @Sendable () -> String) async throws(OTAError) -> Data {
         // A notification that already arrived is the answer, as a device that answers a burst of
         // requests at once leaves several here.
-        if let ready = state.withLock({ $0.buffered.isEmpty ? nil : $0.buffered.removeFirst() }) { return ready }
+        if let ready = takeBuffered() { return ready }
         let limit = timeout ?? defaultTimeout
-        var arrival = await receive(limit: limit)
+        // The deadline is taken before running ahead, so that the wait ends when it would have.
+        let deadline = stopwatch.elapsed + limit
+        if let runner, runner.runAhead(for: limit, until: { state.withLock { !$0.buffered.isEmpty || $0.closed } }),
+            let ready = takeBuffered()
+        {
+            return ready
+        }
+        var arrival = await receive(limit: limit, deadline: deadline)
         if case .needsOwnTimer = arrival {
             let described = purpose()
             do {
-                arrival = try await withTimeout(limit, clock: clock, timeoutError: timedOut(after: limit, awaiting: described)) { [self] in
-                    await receive(limit: nil)
+                let remaining = max(deadline - stopwatch.elapsed, .zero)
+                arrival = try await withTimeout(remaining, clock: clock, timeoutError: timedOut(after: limit, awaiting: described)) {
+                    [self] in
+                    await receive(limit: nil, deadline: nil)
                 }
             } catch {
                 throw OTAError.wrapping(error, context: "waiting for the \(described)")

@@ -13,6 +13,9 @@ public final class UpdateContext: Sendable {
     /// `transport`, when it can take a write without response on the spot (cast once here, not
     /// per write).
     private let immediateWriter: (any ImmediateWriting)?
+    /// `transport`, when a wait for its notifications can run its link ahead (cast once here, not
+    /// per inbox).
+    private let runner: (any RunningAhead)?
     /// The engine's configuration.
     public let configuration: UpdateConfiguration
     /// The engine's clock; protocols sleep on it (``sleep(for:purpose:)``), never on a clock of
@@ -54,6 +57,7 @@ public final class UpdateContext: Sendable {
         chunkPlan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
         self.transport = transport
         immediateWriter = transport as? any ImmediateWriting
+        runner = transport as? any RunningAhead
         self.configuration = configuration
         self.clock = clock
         self.recorder = recorder
@@ -262,7 +266,9 @@ public final class UpdateContext: Sendable {
         from characteristic: CharacteristicID,
         _ body: (NotificationInbox) async throws(OTAError) -> R
     ) async throws(OTAError) -> R {
-        let inbox = NotificationInbox(characteristic: characteristic, clock: clock, defaultTimeout: configuration.responseTimeout)
+        let inbox = NotificationInbox(
+            characteristic: characteristic, clock: clock, defaultTimeout: configuration.responseTimeout, runner: runner
+        )
         // A transport that pushes notifications hands them to the inbox itself; otherwise a
         // child task reads its stream into the inbox (decision 0066).
         let source: (stream: AsyncStream<Data>?, subscription: NotificationSubscription?)

@@ -36,6 +36,8 @@ struct TimerQueue {
     var isEmpty: Bool { heap.isEmpty }
     /// The deadline of the timer that fires next.
     var firstDeadline: Duration? { heap.first.map { Duration(attoseconds: $0.deadline) } }
+    /// ``firstDeadline`` in attoseconds, compared inline.
+    var firstDeadlineAttoseconds: Int128? { heap.first?.deadline }
 
     /// Whether the key at `a` fires before the one at `b`.
     private func before(_ a: Int, _ b: Int) -> Bool {

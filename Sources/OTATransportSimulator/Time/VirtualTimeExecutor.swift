@@ -376,13 +376,18 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// caller then suspends as it would have, and the run loop carries on from there. Off the
     /// run loop's thread, or inside another run-ahead (a timer's call that requests), it fires
     /// nothing.
-    func runAhead(until answered: () -> Bool) -> Bool {
+    ///
+    /// With a `bound`, it also stops before a timer due at or after it: a caller whose wait has
+    /// a deadline passes it, so that running ahead never carries virtual time past the timeout
+    /// the caller sets once it suspends (decision 0071).
+    func runAhead(before bound: Duration? = nil, until answered: () -> Bool) -> Bool {
         guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
         runningAhead = true
         defer { runningAhead = false }
+        let limit = bound?.attoseconds
         while !answered() {
             guard jobsHead == jobs.count, !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
-                timers.firstDeadline != nil
+                let next = timers.firstDeadlineAttoseconds, limit.map({ next < $0 }) ?? true
             else { return false }
             switch takeFirstTimer() {
             case .call(let action): action()

@@ -8,7 +8,9 @@ import Synchronization
 /// Writes without response wait for room in the central's queue of ``LinkProfile/writeQueueDepth``
 /// writes; connection events drain it into the device. A write with response or a read waits
 /// for the device's answer to come back over the link. See ``LinkProfile`` for the radio model.
-public final class SimulatedConnection: Transport, NotificationPushing, ImmediateWriting, PeripheralContext, @unchecked Sendable {
+public final class SimulatedConnection: Transport, NotificationPushing, ImmediateWriting, RunningAhead, PeripheralContext,
+    @unchecked Sendable
+{
     // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
     // device model runs inside a connection event and calls back into the link (`notify`).
 
@@ -267,6 +269,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     public var disconnections: AsyncStream<DisconnectReason> {
         withLock { disconnectWatchers.watch() }
+    }
+
+    /// Fires the simulation's timers on the calling task until `answered()` holds, none due
+    /// `limit` or more from now (``VirtualTimeExecutor/runAhead(before:until:)``): the link's
+    /// events and deliveries, and whatever else the run loop would fire next.
+    public func runAhead(for limit: Duration, until answered: () -> Bool) -> Bool {
+        executor.runAhead(before: executor.now + limit, until: answered)
     }
 
     public func disconnect() async {
