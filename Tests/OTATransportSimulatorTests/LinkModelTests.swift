@@ -210,6 +210,34 @@ import Testing
         #expect(world.device.connection == nil)
     }
 
+    /// The link's timers hold it strongly (a weak reference cost every retain and release of it
+    /// the runtime's slow path): once it drops and the timers still set then have fired, nothing
+    /// holds it, in the middle of a stream, a round trip and a notification subscription alike.
+    @Test(arguments: [false, true])
+    func aDroppedLinkIsReleasedOnceItsTimersHaveFired(byTheDevice: Bool) async throws {
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let released = try await world.simulation.run {
+            let link = WeakBox()
+            try await {
+                let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+                link.connection = connection
+                let stream = try await connection.notifications(from: RecordingDevice.control)
+                let pushed = try await connection.pushNotifications(
+                    from: RecordingDevice.control, to: NotificationReceiver(receive: { _ in }, finished: {}))
+                try await connection.write(Data([1]), to: RecordingDevice.control, kind: .withResponse)
+                for _ in 0..<20 {
+                    try await connection.write(Data(count: 200), to: RecordingDevice.data, kind: .withoutResponse)
+                }
+                // Events and deliveries are still set: the queue is full and the device busy.
+                if byTheDevice { world.device.dropConnection() } else { await connection.disconnect() }
+                _ = (stream, pushed)
+            }()
+            try await world.simulation.clock.sleep(for: .seconds(1))
+            return link.connection == nil
+        }
+        #expect(released, "a dropped link was kept alive")
+    }
+
     /// Pushed notifications (decision 0066) arrive in order, only while subscribed: a second
     /// subscription finishes the first, cancelling stops delivery and disables them (the device
     /// sees no subscriber), and a dropped link finishes the receiver once.
@@ -343,4 +371,10 @@ struct SimulatedAdapterTests {
         #expect(ratio > 1.8 && ratio < 2.2, "ratio \(ratio)")
         #expect((separateRadios - setup) / (alone - setup) < 1.1)
     }
+}
+
+/// A weak reference to a link, to see whether anything still holds it.
+private final class WeakBox: @unchecked Sendable {
+    // @unchecked: set and read by one task.
+    weak var connection: SimulatedConnection?
 }

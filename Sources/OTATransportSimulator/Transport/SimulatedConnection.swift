@@ -131,7 +131,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// scheduled at times that never go back), so that every timer calls one closure made once.
     @exclusivity(unchecked) private var toCentral: [PeripheralPDU?] = []
     @exclusivity(unchecked) private var toCentralHead = 0
-    /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context).
+    /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context);
+    /// `nil` once the link is down.
     @exclusivity(unchecked) private var eventCall: (@Sendable () -> Void)?
     @exclusivity(unchecked) private var deliveryCall: (@Sendable () -> Void)?
     /// The characteristic the last write without response went to, already checked.
@@ -163,11 +164,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             table.merge(service.characteristicTable) { $1 }
         }
         characteristics = table
-        // A weak reference held in a constant: a `[weak self]` capture is a mutable box, read
-        // through the runtime's exclusivity check at every call (every event and every reply).
-        let link = WeakLink(self)
-        eventCall = { link.connection?.connectionEvent() }
-        deliveryCall = { link.connection?.deliverNextToCentral() }
+        // Strong references, a cycle that `drop(_:)` breaks (as the device's own reference to
+        // its connection is one until then): a weak one gave the link a side table, which sent
+        // every retain and release of it down the runtime's slow path, besides loading the weak
+        // reference at every event and every reply. A timer still set when the link drops keeps
+        // it until it fires, and then finds it down.
+        eventCall = { self.connectionEvent() }
+        deliveryCall = { self.deliverNextToCentral() }
         adapter?.adapter.bind(adapter!.slot, to: self)
     }
 
@@ -260,9 +263,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             return (id, subscriptions[characteristic]?.subscriber)
         }
         previous?.finish()
-        return { [weak self] in
-            self?.withLock {
-                if self?.subscriptions[characteristic]?.id == id { self?.subscriptions[characteristic] = nil }
+        // A strong reference, for the same reason as the timers' (`init`): whoever holds the
+        // subscription holds the link.
+        return {
+            self.withLock {
+                if self.subscriptions[characteristic]?.id == id { self.subscriptions[characteristic] = nil }
             }
         }
     }
@@ -485,9 +490,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var earliest = eventNow ?? executor.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
         if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
+        guard let call = eventCall else { return }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        executor.schedule(at: Duration(attoseconds: time), eventCall!)
+        executor.schedule(at: Duration(attoseconds: time), call)
     }
 
     private func connectionEvent() {
@@ -671,13 +677,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 let device = self.device
                 simulation.schedule(at: at) { device.reboot() }
             } else if outcome.disconnect {
-                simulation.schedule(at: at) { [weak self] in
-                    self?.drop(DisconnectReason("injected fault"))
-                }
+                simulation.schedule(at: at) { self.drop(DisconnectReason("injected fault")) }
             }
             if let delay = outcome.dropAfter {
-                simulation.schedule(at: at + delay) { [weak self] in
-                    self?.drop(DisconnectReason("link lost (injected fault: the data path died \(delay.humanReadable) earlier)"))
+                simulation.schedule(at: at + delay) {
+                    self.drop(DisconnectReason("link lost (injected fault: the data path died \(delay.humanReadable) earlier)"))
                 }
             }
         case .request(let id):
@@ -716,8 +720,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     private func deliverToCentral(_ pdu: PeripheralPDU, at time: Int128) {
+        guard let call = deliveryCall else { return }
         toCentral.append(pdu)
-        executor.schedule(at: Duration(attoseconds: time), deliveryCall!)
+        executor.schedule(at: Duration(attoseconds: time), call)
     }
 
     /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
@@ -803,6 +808,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             commandsQueued = 0
             peripheral.removeAll()
             peripheralHead = 0
+            // The timers' calls hold the link: without them it goes once nothing else holds it.
+            eventCall = nil
+            deliveryCall = nil
             return true
         }
         guard wasUp else { return }
@@ -810,12 +818,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         device.detach(self)
         device.model.disconnected()
     }
-}
-
-/// A weak reference to a link, for the timers' calls to capture as a constant.
-private struct WeakLink: Sendable {
-    weak var connection: SimulatedConnection?
-    init(_ connection: SimulatedConnection) { self.connection = connection }
 }
 
 /// The link's times, precomputed in attoseconds (`Duration.attoseconds`): a connection event
