@@ -12,7 +12,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @unchecked Sendable
 {
     // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
-    // device model runs inside a connection event and calls back into the link (`notify`).
+    // device model runs inside a connection event and calls back into the link (`notify`)
+    // (``RecursiveLock``).
 
     private enum CentralKind {
         case command
@@ -62,7 +63,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var continuation: UnsafeContinuation<Result<Data, TransportError>, Never>?
     }
 
-    private let lock = NSRecursiveLock()
+    private let lock = RecursiveLock()
     private let device: SimulatedDevice
     // Unowned for the same reason as SimulatedDevice.simulation.
     private unowned let simulation: Simulation
@@ -198,16 +199,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             if try writeWithoutResponseIfReady(value, to: characteristic) { return }
             try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
-            // As for writes without response (`writeWithoutResponseIfReady`): a stream of writes
-            // with response (esp-ble-ota's packets) goes to one characteristic, checked once
-            // rather than hashed per write.
-            try withLock { () throws(TransportError) in
-                if lastAcknowledgedTarget != characteristic {
-                    try check(characteristic, allows: .write)
-                    lastAcknowledgedTarget = characteristic
-                }
-            }
-            try requireFits(value, in: kind)
+            // The characteristic and the length are checked under the request's own lock.
             _ = try await request(.request, value: value, characteristic: characteristic).get()
         }
     }
@@ -407,9 +399,24 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     private enum RequestKind { case request, read }
 
     /// Sends a request (or read) and returns the device's answer (``awaitAnswer(take:file:withdraw:)``).
+    /// A write's characteristic and length are checked first, under the same lock.
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
         let id = makeID()
         if let refused: Result<Data, TransportError> = withLock({
+            if kind == .request {
+                // As for writes without response (`writeWithoutResponseIfReady`): a stream of
+                // writes with response (esp-ble-ota's packets) goes to one characteristic,
+                // checked once rather than hashed per write.
+                do throws(TransportError) {
+                    if lastAcknowledgedTarget != characteristic {
+                        try check(characteristic, allows: .write)
+                        lastAcknowledgedTarget = characteristic
+                    }
+                    try requireFits(value, in: .withResponse)
+                } catch {
+                    return .failure(error)
+                }
+            }
             if let refusal { return .failure(refusal) }
             pendingReplies.append(PendingRequest(id: id))
             let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
