@@ -72,7 +72,7 @@ import Testing
         #expect(log.withLock { $0 } == [.milliseconds(1), .milliseconds(2), .milliseconds(3)])
     }
 
-    /// A wait for a notification the device sends 50 ms on, over the simulated link, with the
+    /// A wait for the first of two notifications the device sends 50 ms on, over the simulated link, with the
     /// inbox running the link ahead (decision 0071) or suspending: what it gets, and when.
     private static func notificationWait(limit: Duration, runningAhead: Bool) async throws -> String {
         let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
@@ -90,7 +90,12 @@ import Testing
                 subscription.cancel()
             }
             let start = world.simulation.now
-            world.simulation.schedule(at: start + .milliseconds(50)) { connection.notify(Data([5]), on: RecordingDevice.control) }
+            // Two notifications, carried by one connection event and delivered one after the
+            // other: the wait ends at the first's delivery, not at the second's.
+            world.simulation.schedule(at: start + .milliseconds(50)) {
+                connection.notify(Data([5]), on: RecordingDevice.control)
+                connection.notify(Data([6]), on: RecordingDevice.control)
+            }
             let outcome: String
             do throws(OTAError) {
                 outcome = "value \(Array(try await inbox.next(timeout: limit, awaiting: "the notification")))"
@@ -113,6 +118,30 @@ import Testing
         let suspended = try await Self.notificationWait(limit: .milliseconds(20), runningAhead: false)
         #expect(suspended == "timeout at 0.02 seconds")
         #expect(try await Self.notificationWait(limit: .milliseconds(20), runningAhead: true) == suspended)
+    }
+
+    /// A task woken at the very instant a reply reaches the central, by a timer set before the
+    /// request: the task runs first, then the reply's delivery, in the order their timers were
+    /// set (the timer queue's front slot, decision 0072, keeps that order).
+    @Test func aReplyDeliveredAtOnceKeepsItsPlaceAmongTimersOfTheSameInstant() async throws {
+        let alone = try await Self.round()
+        let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
+        let order = Lines()
+        let finished = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            let start = world.simulation.now
+            let sleeper = Task<Void, Never>(executorPreference: world.simulation.executor) {
+                try? await world.simulation.clock.sleep(for: alone.finished)
+                order.append("sleeper at \(world.simulation.now - start)")
+            }
+            await Task.yield()
+            try await connection.write(Data([1]), to: RecordingDevice.control, kind: .withResponse)
+            order.append("answered at \(world.simulation.now - start)")
+            await sleeper.value
+            return world.simulation.now - start
+        }
+        #expect(finished == alone.finished)
+        #expect(order.lines == ["sleeper at \(alone.finished)", "answered at \(alone.finished)"])
     }
 
     /// Off the run loop's thread nothing is fired: the timers are the run loop's.

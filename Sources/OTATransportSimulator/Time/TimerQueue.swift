@@ -5,6 +5,13 @@
 /// and firing one touches no dictionary; the closures live in a table of reused slots beside the
 /// heap, which moves only plain keys (moving an entry that held a closure would retain and
 /// release it at every step).
+///
+/// In front of the heap, one slot holds a timer set to fire before every timer in the heap: the
+/// simulated link's timers (its next connection event, a delivery) are nearly always the
+/// earliest when they are set, behind sleeps that wake much later (a stall watchdog, a response
+/// timeout), so most timers go in and out of the slot without a trip through the heap
+/// (decision 0072). The order is the same: a timer set earlier than the one in the slot pushes
+/// that one into the heap.
 struct TimerQueue {
     struct Entry {
         var deadline: Duration
@@ -29,15 +36,29 @@ struct TimerQueue {
         var action: @Sendable () -> Void
     }
 
+    /// The timer that fires before every timer in `heap`, if one was set so.
+    private struct Front {
+        var deadline: Int128
+        var id: UInt64
+        var call: Call?
+    }
+
+    private var front: Front?
     private var heap: [Key] = []
     private var calls: [Call?] = []
     private var freeSlots: [Int] = []
 
-    var isEmpty: Bool { heap.isEmpty }
+    var isEmpty: Bool { front == nil && heap.isEmpty }
     /// The deadline of the timer that fires next.
-    var firstDeadline: Duration? { heap.first.map { Duration(attoseconds: $0.deadline) } }
+    var firstDeadline: Duration? { firstDeadlineAttoseconds.map { Duration(attoseconds: $0) } }
     /// ``firstDeadline`` in attoseconds, compared inline.
-    var firstDeadlineAttoseconds: Int128? { heap.first?.deadline }
+    var firstDeadlineAttoseconds: Int128? { front?.deadline ?? heap.first?.deadline }
+
+    /// Whether a timer due at `deadline` in place `id` fires before one due at `otherDeadline` in
+    /// place `otherID`.
+    private static func before(_ deadline: Int128, _ id: UInt64, _ otherDeadline: Int128, _ otherID: UInt64) -> Bool {
+        deadline != otherDeadline ? deadline < otherDeadline : id < otherID
+    }
 
     /// Whether the key at `a` fires before the one at `b`.
     private func before(_ a: Int, _ b: Int) -> Bool {
@@ -45,6 +66,23 @@ struct TimerQueue {
     }
 
     mutating func insert(_ entry: Entry) {
+        let deadline = entry.deadline.attoseconds
+        if let current = front {
+            guard Self.before(deadline, entry.id, current.deadline, current.id) else {
+                insertIntoHeap(entry)
+                return
+            }
+            // Earlier than the one in front: that one goes into the heap, behind it.
+            front = nil
+            insertIntoHeap(Entry(deadline: Duration(attoseconds: current.deadline), id: current.id, call: current.call?.action))
+        } else if let first = heap.first, !Self.before(deadline, entry.id, first.deadline, first.id) {
+            insertIntoHeap(entry)
+            return
+        }
+        front = Front(deadline: deadline, id: entry.id, call: entry.call.map(Call.init(action:)))
+    }
+
+    private mutating func insertIntoHeap(_ entry: Entry) {
         var slot = -1
         if let call = entry.call {
             if let free = freeSlots.popLast() {
@@ -68,6 +106,10 @@ struct TimerQueue {
     /// Forgets the call of the timer `id`, if it is still queued: a linear search, for the rare
     /// cancellation.
     mutating func cancelCall(_ id: UInt64) {
+        if front?.id == id {
+            front?.call = nil
+            return
+        }
         if let key = heap.first(where: { $0.id == id }), key.slot >= 0 { calls[key.slot] = nil }
     }
 
@@ -77,6 +119,9 @@ struct TimerQueue {
     ///   optional `Entry` returned here was destroyed through its type's metadata, a call into
     ///   the runtime per timer fired.)
     mutating func removeFirst() -> Entry {
+        if let first = front.take() {
+            return Entry(deadline: Duration(attoseconds: first.deadline), id: first.id, call: first.call?.action)
+        }
         precondition(!heap.isEmpty, "no timer to take")
         heap.swapAt(0, heap.count - 1)
         let first = heap.removeLast()
