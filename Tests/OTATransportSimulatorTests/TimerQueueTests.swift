@@ -11,7 +11,7 @@ import Testing
     /// removal: deadlines drawn from a few values so that many tie, sleeps (no call) among calls.
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func timersComeOutByDeadlineThenByTheOrderTheyWereSet(seed: UInt64) {
-        var random = SplitMix(state: seed)
+        var random = SeededRandom(seed: seed)
         var queue = TimerQueue()
         var expected: [(deadline: Int, id: UInt64)] = []
         let fired = FiredLog()
@@ -64,16 +64,4 @@ private final class FiredLog: Sendable {
     private let storage = Mutex<[UInt64]>([])
     func append(_ id: UInt64) { storage.withLock { $0.append(id) } }
     var ids: [UInt64] { storage.withLock { $0 } }
-}
-
-/// SplitMix64, for a test's own seeded draws.
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -62,7 +62,7 @@ struct TimerQueue {
 
     /// Whether the key at `a` fires before the one at `b`.
     private func before(_ a: Int, _ b: Int) -> Bool {
-        heap[a].deadline != heap[b].deadline ? heap[a].deadline < heap[b].deadline : heap[a].id < heap[b].id
+        Self.before(heap[a].deadline, heap[a].id, heap[b].deadline, heap[b].id)
     }
 
     mutating func insert(_ entry: Entry) {

@@ -128,15 +128,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// Whether the caller runs on the run loop's thread, where the loop's own fields may be
     /// touched without a lock.
     private var onRunLoopThread: Bool {
-        owner.load(ordering: .acquiring) == Self.currentThread
-    }
-
-    private static var currentThread: UInt {
-        #if canImport(Darwin)
-        UInt(bitPattern: pthread_self())
-        #else
-        UInt(pthread_self())
-        #endif
+        owner.load(ordering: .acquiring) == CurrentThread.id
     }
 
     /// Hands `item` to the run loop from another thread, waking it if it waits.
@@ -279,7 +271,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     ///   and nothing arrived from another thread for a while; it should cancel the work.
     func runLoop(onDeadlock: () -> Void) {
         let executor = asUnownedTaskExecutor()
-        owner.store(Self.currentThread, ordering: .releasing)
+        owner.store(CurrentThread.id, ordering: .releasing)
         defer { owner.store(0, ordering: .releasing) }
         while true {
             switch nextStep() {

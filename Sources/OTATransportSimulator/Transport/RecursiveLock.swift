@@ -28,16 +28,8 @@ final class RecursiveLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    private static var currentThread: UInt {
-        #if canImport(Darwin)
-        UInt(bitPattern: pthread_self())
-        #else
-        UInt(pthread_self())
-        #endif
-    }
-
     func lock() {
-        let me = Self.currentThread
+        let me = CurrentThread.id
         if owner.load(ordering: .relaxed) == me {
             depth += 1
             return
@@ -49,7 +41,7 @@ final class RecursiveLock: @unchecked Sendable {
 
     /// - Precondition: the calling thread holds the lock.
     func unlock() {
-        assert(owner.load(ordering: .relaxed) == Self.currentThread, "unlocked by a thread that does not hold the lock")
+        assert(owner.load(ordering: .relaxed) == CurrentThread.id, "unlocked by a thread that does not hold the lock")
         depth -= 1
         if depth == 0 {
             owner.store(0, ordering: .relaxed)
