@@ -27,40 +27,95 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var value: Data
         var remaining: Int
         var started = false
+
+        /// What a sent PDU leaves in its queue's slot: nothing to release.
+        var vacant: CentralPDU { CentralPDU(kind: .command, characteristic: characteristic, value: Data(), remaining: 0) }
     }
 
     private enum PeripheralKind {
-        case notification(CharacteristicID, Data)
-        case writeResponse(UInt64, ATTStatus)
-        case readResponse(UInt64, Result<Data, ATTStatus>)
+        case notification
+        case writeResponse
+        case readResponse
     }
 
+    /// A PDU on its way from the device: one flat struct, its kind a plain tag. An enum with
+    /// payloads (a `Data` among them), or an optional of a struct holding one, is copied,
+    /// checked for `nil` and destroyed through the runtime's value witnesses (about 800
+    /// instructions per esp-ble-ota write); this is copied and destroyed inline.
     private struct PeripheralPDU {
         var kind: PeripheralKind
+        /// The request a response answers.
+        var request: UInt64 = 0
+        /// A response's status: `.success`, or the ATT error the device answered with.
+        var status: ATTStatus = .success
+        /// A notification's characteristic.
+        var characteristic: CharacteristicID?
+        /// A notification's value, or what a read answered.
+        var value = Data()
         /// Attoseconds, like every time the radio computes (see `LinkClock`).
         var readyAt: Int128
         var remaining: Int
+
+        /// What a sent PDU leaves in its queue's slot: nothing to release.
+        static var vacant: PeripheralPDU { PeripheralPDU(kind: .notification, readyAt: 0, remaining: 0) }
+
+        // Each `remaining` counts the ATT PDU (opcode, handle, value; an error response is 5
+        // bytes) and the L2CAP header (4); `readyAt` is set when the PDU is queued.
+
+        static func notification(_ characteristic: CharacteristicID, _ value: Data) -> PeripheralPDU {
+            PeripheralPDU(kind: .notification, characteristic: characteristic, value: value, readyAt: 0, remaining: value.count + 3 + 4)
+        }
+
+        static func writeResponse(_ request: UInt64, _ status: ATTStatus) -> PeripheralPDU {
+            PeripheralPDU(kind: .writeResponse, request: request, status: status, readyAt: 0, remaining: (status == .success ? 1 : 5) + 4)
+        }
+
+        static func readResponse(_ request: UInt64, _ result: Result<Data, ATTStatus>) -> PeripheralPDU {
+            switch result {
+            case .success(let value):
+                PeripheralPDU(kind: .readResponse, request: request, value: value, readyAt: 0, remaining: value.count + 1 + 4)
+            case .failure(let status):
+                PeripheralPDU(kind: .readResponse, request: request, status: status, readyAt: 0, remaining: 5 + 4)
+            }
+        }
+    }
+
+    /// What a waiting task gets: the device's value (a read's; empty for a write), or why not.
+    ///
+    /// Not a `Result`: a generic enum's copies and destroys go through the runtime's value
+    /// witnesses for its instance (about 400 instructions per esp-ble-ota write), a non-generic
+    /// one's are inline.
+    private enum Answer: Sendable {
+        case value(Data)
+        case failure(TransportError)
+
+        /// The value, or the failure thrown.
+        func get() throws(TransportError) -> Data {
+            switch self {
+            case .value(let value): value
+            case .failure(let error): throw error
+            }
+        }
     }
 
     /// A task waiting for the link's answer, in one of its tables (`blockedWriters`,
     /// `pendingReplies`): its continuation, `nil` while it runs the link ahead on its own task
     /// (its answer then goes to `wokenAhead` or `answeredAhead` for it to take).
     private protocol Waiting {
-        associatedtype Value: Sendable
         var id: UInt64 { get }
-        var continuation: UnsafeContinuation<Result<Value, TransportError>, Never>? { get set }
+        var continuation: UnsafeContinuation<Answer, Never>? { get set }
     }
 
     private struct BlockedWriter: Waiting {
         var id: UInt64
         var characteristic: CharacteristicID
         var value: Data
-        var continuation: UnsafeContinuation<Result<Void, TransportError>, Never>?
+        var continuation: UnsafeContinuation<Answer, Never>?
     }
 
     private struct PendingRequest: Waiting {
         var id: UInt64
-        var continuation: UnsafeContinuation<Result<Data, TransportError>, Never>?
+        var continuation: UnsafeContinuation<Answer, Never>?
     }
 
     private let lock = RecursiveLock()
@@ -91,21 +146,21 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var disconnectWatchers = DisconnectionWatchers()
     private var disconnectReason: DisconnectReason? { disconnectWatchers.reason }
     /// The central's PDUs in order from `centralHead`; those before it were sent and moved out
-    /// (`nil`), so that handing one to the device copies and releases nothing.
-    @exclusivity(unchecked) private var central: [CentralPDU?] = []
+    /// (leaving a vacant PDU), so that handing one to the device copies and releases nothing.
+    @exclusivity(unchecked) private var central: [CentralPDU] = []
     @exclusivity(unchecked) private var centralHead = 0
     @exclusivity(unchecked) private var commandsQueued = 0
     /// The peripheral's PDUs in order from `peripheralHead`, as `central`: those before it were
     /// sent and moved out, so that sending one shifts, copies and releases nothing.
-    @exclusivity(unchecked) private var peripheral: [PeripheralPDU?] = []
+    @exclusivity(unchecked) private var peripheral: [PeripheralPDU] = []
     @exclusivity(unchecked) private var peripheralHead = 0
     @exclusivity(unchecked) private var blockedWriters: [BlockedWriter] = []
     /// Writers woken (their command queued, or the link down) while they ran the link ahead,
     /// with the outcome each takes.
-    @exclusivity(unchecked) private var wokenAhead: [(id: UInt64, answer: Result<Void, TransportError>)] = []
+    @exclusivity(unchecked) private var wokenAhead: [(id: UInt64, answer: Answer)] = []
     /// Requests answered (or the link down) while they ran the link ahead, with the answer each
     /// takes.
-    @exclusivity(unchecked) private var answeredAhead: [(id: UInt64, answer: Result<Data, TransportError>)] = []
+    @exclusivity(unchecked) private var answeredAhead: [(id: UInt64, answer: Answer)] = []
     /// Whether `wokenAhead` or `answeredAhead` may hold something: set under the lock with each
     /// entry, so that a task running the link ahead checks for its answer after each timer
     /// without the lock while none came.
@@ -130,7 +185,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var busyFloor: Int128?
     /// PDUs on their way to the central, in the order their timers fire (a link's deliveries are
     /// scheduled at times that never go back), so that every timer calls one closure made once.
-    @exclusivity(unchecked) private var toCentral: [PeripheralPDU?] = []
+    @exclusivity(unchecked) private var toCentral: [PeripheralPDU] = []
     @exclusivity(unchecked) private var toCentralHead = 0
     /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context);
     /// `nil` once the link is down.
@@ -197,7 +252,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         switch kind {
         case .withoutResponse:
             if try writeWithoutResponseIfReady(value, to: characteristic) { return }
-            try await waitForRoom(value, to: characteristic).get()
+            _ = try await waitForRoom(value, to: characteristic).get()
         case .withResponse:
             // The characteristic and the length are checked under the request's own lock.
             _ = try await request(.request, value: value, characteristic: characteristic).get()
@@ -319,9 +374,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         scheduleEvent()
     }
 
-    private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Result<Void, TransportError> {
+    private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Answer {
         let id = makeID()
-        if let refused: Result<Void, TransportError> = withLock({
+        if let refused: Answer = withLock({
             if let refusal { return .failure(refusal) }
             statistics.writerWaits += 1
             blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: nil))
@@ -357,12 +412,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     // Inlined into its two callers so that their closures are too (about 200 instructions per
     // esp-ble-ota write otherwise).
     @inline(__always)
-    private func awaitAnswer<Value: Sendable>(
-        take: () -> Result<Value, TransportError>?,
-        file: (UnsafeContinuation<Result<Value, TransportError>, Never>?) -> Bool,
-        withdraw: @Sendable () -> UnsafeContinuation<Result<Value, TransportError>, Never>?
-    ) async -> Result<Value, TransportError> {
-        var answer: Result<Value, TransportError>?
+    private func awaitAnswer(
+        take: () -> Answer?,
+        file: (UnsafeContinuation<Answer, Never>?) -> Bool,
+        withdraw: @Sendable () -> UnsafeContinuation<Answer, Never>?
+    ) async -> Answer {
+        var answer: Answer?
         // A cancellation from another thread meanwhile is noticed at the answer (virtual time
         // runs on to it at once) or, if none comes, when the suspension below is entered; the
         // run's own limits are timers that resume a task, which stops running ahead.
@@ -374,8 +429,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             return answer
         }
         return await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, TransportError>, Never>) in
-                let immediate: Result<Value, TransportError>? = withLock {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Answer, Never>) in
+                let immediate: Answer? = withLock {
                     if let answer = takeAnswer(take) { return answer }
                     if Task.isCancelled { return file(nil) ? .failure(Self.cancelled) : .failure(Self.lost) }
                     return file(continuation) ? nil : .failure(Self.lost)
@@ -400,9 +455,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// Sends a request (or read) and returns the device's answer (``awaitAnswer(take:file:withdraw:)``).
     /// A write's characteristic and length are checked first, under the same lock.
-    private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Result<Data, TransportError> {
+    private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Answer {
         let id = makeID()
-        if let refused: Result<Data, TransportError> = withLock({
+        if let refused: Answer = withLock({
             if kind == .request {
                 // As for writes without response (`writeWithoutResponseIfReady`): a stream of
                 // writes with response (esp-ble-ota's packets) goes to one characteristic,
@@ -439,7 +494,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// Hands request `id` its answer: returns its continuation to resume (outside the lock) if
     /// its task is suspended, or keeps the answer for it if it runs the link ahead.
-    private func answer(_ id: UInt64, with reply: Result<Data, TransportError>) -> UnsafeContinuation<Result<Data, TransportError>, Never>? {
+    private func answer(_ id: UInt64, with reply: Answer) -> UnsafeContinuation<Answer, Never>? {
         guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
         let entry = pendingReplies.remove(at: index)
         if entry.continuation == nil { keepAhead(answer: reply, for: id) }
@@ -448,22 +503,25 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// `take()`, and `answersAhead` cleared once it took the last answer kept for a task
     /// running ahead; under the lock.
-    private func takeAnswer<Value>(_ take: () -> Result<Value, TransportError>?) -> Result<Value, TransportError>? {
+    private func takeAnswer(_ take: () -> Answer?) -> Answer? {
         guard let answer = take() else { return nil }
         if wokenAhead.isEmpty && answeredAhead.isEmpty { answersAhead.store(false, ordering: .relaxed) }
         return answer
     }
 
     /// The answer kept for `id` in `kept`, taken out, if it came.
-    private static func take<Value>(_ id: UInt64, from kept: inout [(id: UInt64, answer: Result<Value, TransportError>)]) -> Result<Value, TransportError>? {
+    private static func take(_ id: UInt64, from kept: inout [(id: UInt64, answer: Answer)]) -> Answer? {
         guard let index = kept.firstIndex(where: { $0.id == id }) else { return nil }
-        return kept.remove(at: index).answer
+        // The order of what is kept does not matter (each is found by its id): the last one
+        // takes the gap, and nothing is copied or shifted.
+        if index != kept.count - 1 { kept.swapAt(index, kept.count - 1) }
+        return kept.removeLast().answer
     }
 
     /// Puts `continuation` in entry `id` of `table`, or with `nil` removes the entry; `false` when
     /// the entry is gone.
     private static func file<Entry: Waiting>(
-        _ continuation: UnsafeContinuation<Result<Entry.Value, TransportError>, Never>?, for id: UInt64, in table: inout [Entry]
+        _ continuation: UnsafeContinuation<Answer, Never>?, for id: UInt64, in table: inout [Entry]
     ) -> Bool {
         guard let index = table.firstIndex(where: { $0.id == id }) else { return false }
         if let continuation {
@@ -475,13 +533,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     /// Takes entry `id`'s continuation out of `table`, with the entry, if its task is suspended.
-    private static func withdraw<Entry: Waiting>(_ id: UInt64, from table: inout [Entry]) -> UnsafeContinuation<Result<Entry.Value, TransportError>, Never>? {
+    private static func withdraw<Entry: Waiting>(_ id: UInt64, from table: inout [Entry]) -> UnsafeContinuation<Answer, Never>? {
         guard let index = table.firstIndex(where: { $0.id == id }), table[index].continuation != nil else { return nil }
         return table.remove(at: index).continuation
     }
 
     /// Keeps `answer` for request `id`, which runs the link ahead.
-    private func keepAhead(answer: Result<Data, TransportError>, for id: UInt64) {
+    private func keepAhead(answer: Answer, for id: UInt64) {
         answeredAhead.append((id, answer))
         answersAhead.store(true, ordering: .releasing)
     }
@@ -492,7 +550,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     private func scheduleEvent() {
         guard disconnectReason == nil, eventScheduled == nil else { return }
         let hasCentral = centralHead < central.count
-        let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead]!.readyAt : nil
+        let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead].readyAt : nil
         guard hasCentral || earliestPeripheral != nil else { return }
         var earliest = eventNow ?? executor.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
@@ -522,7 +580,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     func hasAirWork(at time: Duration) -> Bool {
         withLock {
             guard disconnectReason == nil else { return false }
-            return centralHead < central.count || (peripheralHead < peripheral.count && peripheral[peripheralHead]!.readyAt <= time.attoseconds)
+            return centralHead < central.count || (peripheralHead < peripheral.count && peripheral[peripheralHead].readyAt <= time.attoseconds)
         }
     }
 
@@ -556,15 +614,15 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             let now = start + used
             var centralBytes = 0
             if centralHead < central.count {
-                if !central[centralHead]!.started && isDeviceBackedUp(at: now) {
+                if !central[centralHead].started && isDeviceBackedUp(at: now) {
                     flowControlled = true
                 } else {
-                    centralBytes = min(central[centralHead]!.remaining, llPayload)
+                    centralBytes = min(central[centralHead].remaining, llPayload)
                 }
             }
             var peripheralBytes = 0
-            if peripheralHead < peripheral.count, peripheral[peripheralHead]!.readyAt <= now {
-                peripheralBytes = min(peripheral[peripheralHead]!.remaining, llPayload)
+            if peripheralHead < peripheral.count, peripheral[peripheralHead].readyAt <= now {
+                peripheralBytes = min(peripheral[peripheralHead].remaining, llPayload)
             }
             guard centralBytes > 0 || peripheralBytes > 0 else { break }
             let pair = clock.pairFixed + clock.airPerByte &* Int128(centralBytes + peripheralBytes)
@@ -577,10 +635,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 continue
             }
             if centralBytes > 0 {
-                central[centralHead]!.started = true
-                central[centralHead]!.remaining -= centralBytes
-                if central[centralHead]!.remaining == 0 {
-                    let pdu = central[centralHead].take()!
+                central[centralHead].started = true
+                central[centralHead].remaining -= centralBytes
+                if central[centralHead].remaining == 0 {
+                    let pdu = central.take(centralHead, leaving: central[centralHead].vacant)
                     centralHead += 1
                     Self.compact(&central, head: &centralHead)
                     deliverToDevice(pdu, at: now + clock.airFixed + clock.airPerByte &* Int128(centralBytes))
@@ -588,9 +646,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             }
             // (The device may have dropped the link, emptying the queue.)
             if peripheralBytes > 0, peripheralHead < peripheral.count {
-                peripheral[peripheralHead]!.remaining -= peripheralBytes
-                if peripheral[peripheralHead]!.remaining == 0 {
-                    let pdu = peripheral[peripheralHead].take()!
+                peripheral[peripheralHead].remaining -= peripheralBytes
+                if peripheral[peripheralHead].remaining == 0 {
+                    let pdu = peripheral.take(peripheralHead, leaving: .vacant)
                     peripheralHead += 1
                     Self.compact(&peripheral, head: &peripheralHead)
                     deliverToCentral(pdu, at: start + used)
@@ -630,7 +688,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// Drops the sent slots before `head` of one of the link's queues (`central`, `peripheral`,
     /// `toCentral`) once there are more than 256 and they are most of it: the array neither grows
     /// without end nor shifts on every PDU sent.
-    private static func compact<PDU>(_ queue: inout [PDU?], head: inout Int) {
+    private static func compact<PDU>(_ queue: inout [PDU], head: inout Int) {
         if head > 256, head * 2 > queue.count {
             queue.removeFirst(head)
             head = 0
@@ -641,13 +699,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         while commandsQueued < profile.writeQueueDepth, !blockedWriters.isEmpty {
             let writer = blockedWriters.removeFirst()
             enqueueCommand(writer.value, to: writer.characteristic)
-            finish(writer, .success(()))
+            finish(writer, .value(Data()))
         }
     }
 
     /// Ends a blocked writer's wait: resumes its task, or leaves the outcome for it if it runs
     /// the link ahead.
-    private func finish(_ writer: BlockedWriter, _ outcome: Result<Void, TransportError>) {
+    private func finish(_ writer: BlockedWriter, _ outcome: Answer) {
         if let continuation = writer.continuation {
             continuation.resume(returning: outcome)
         } else {
@@ -695,7 +753,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             device.consumeEnergy(receiving: pdu.value.count)
             guard model.acknowledgesWritesOnArrival else {
                 let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
-                enqueuePeripheral(.writeResponse(id, status), length: status == .success ? 1 : 5, after: time)
+                enqueuePeripheral(.writeResponse(id, status), after: time)
                 return
             }
             // The stack answers at once; what the write makes the device do comes after. The
@@ -709,24 +767,25 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             device.willReply()
             // Among the PDUs queued before the write (all of them gone if it dropped the link).
             let end = peripheralHead + min(queued, peripheral.count - peripheralHead)
-            let position = peripheral[peripheralHead..<end].firstIndex { $0!.readyAt > ready } ?? end
-            peripheral.insert(PeripheralPDU(kind: .writeResponse(id, status), readyAt: ready, remaining: (status == .success ? 1 : 5) + 4), at: position)
+            let position = peripheral[peripheralHead..<end].firstIndex { $0.readyAt > ready } ?? end
+            var response = PeripheralPDU.writeResponse(id, status)
+            response.readyAt = ready
+            peripheral.insert(response, at: position)
             scheduleEvent()
         case .read(let id):
             let result = device.readStandard(pdu.characteristic) ?? model.read(pdu.characteristic, peripheral: self)
-            let length = (try? result.get().count).map { $0 + 1 } ?? 5
-            enqueuePeripheral(.readResponse(id, result), length: length, after: time)
+            enqueuePeripheral(.readResponse(id, result), after: time)
         }
     }
 
-    private func enqueuePeripheral(_ kind: PeripheralKind, length: Int, after time: Int128) {
-        let ready = settleDevice(at: time) + clock.processingLatency
+    private func enqueuePeripheral(_ pdu: consuming PeripheralPDU, after time: Int128) {
+        pdu.readyAt = settleDevice(at: time) + clock.processingLatency
         device.willReply()
-        peripheral.append(PeripheralPDU(kind: kind, readyAt: ready, remaining: length + 4))
+        peripheral.append(pdu)
         scheduleEvent()
     }
 
-    private func deliverToCentral(_ pdu: PeripheralPDU, at time: Int128) {
+    private func deliverToCentral(_ pdu: consuming PeripheralPDU, at time: Int128) {
         guard let call = deliveryCall else { return }
         toCentral.append(pdu)
         executor.schedule(at: Duration(attoseconds: time), call)
@@ -734,30 +793,27 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
     private func deliverNextToCentral() {
-        let resume: UnsafeContinuation<Result<Data, TransportError>, Never>?
-        let reply: Result<Data, TransportError>
+        let resume: UnsafeContinuation<Answer, Never>?
+        let reply: Answer
         lock.lock()
-        let pdu = toCentral[toCentralHead].take()!
+        let pdu = toCentral.take(toCentralHead, leaving: .vacant)
         toCentralHead += 1
         Self.compact(&toCentral, head: &toCentralHead)
         switch pdu.kind {
-        case .notification(let characteristic, let value):
-            if disconnectReason == nil, let subscription = subscriptions[characteristic] {
+        case .notification:
+            if disconnectReason == nil, let characteristic = pdu.characteristic, let subscription = subscriptions[characteristic] {
                 statistics.notificationsDelivered += 1
-                subscription.subscriber.deliver(value)
+                subscription.subscriber.deliver(pdu.value)
             }
             lock.unlock()
             return
-        case .writeResponse(let id, let status):
+        case .writeResponse, .readResponse:
+            let status = pdu.status
             reply =
                 status == .success
-                ? .success(Data())
-                : .failure(TransportError(.attError(status.rawValue), "device answered the write with \(status)"))
-            resume = answer(id, with: reply)
-            lock.unlock()
-        case .readResponse(let id, let result):
-            reply = result.mapError { TransportError(.attError($0.rawValue), "device answered the read with \($0)") }
-            resume = answer(id, with: reply)
+                ? .value(pdu.value)
+                : .failure(TransportError(.attError(status.rawValue), "device answered the \(pdu.kind == .writeResponse ? "write" : "read") with \(status)"))
+            resume = answer(pdu.request, with: reply)
             lock.unlock()
         }
         resume?.resume(returning: reply)
@@ -775,7 +831,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         withLock {
             guard disconnectReason == nil, subscriptions[characteristic] != nil else { return }
             let now = eventNow ?? executor.now.attoseconds
-            enqueuePeripheral(.notification(characteristic, value), length: value.count + 3, after: deliveryTime > now ? deliveryTime : now)
+            enqueuePeripheral(.notification(characteristic, value), after: deliveryTime > now ? deliveryTime : now)
         }
     }
 
@@ -935,5 +991,15 @@ struct LinkClock {
         var events = Int64((since / step).rounded(.up))
         if step.exactlyTimes(events) < since { events += 1 }
         return events
+    }
+}
+
+extension Array {
+    /// Moves element `index` out, leaving `vacant` in its place: nothing copied or released
+    /// (the link's queues, which keep their sent slots until they compact).
+    fileprivate mutating func take(_ index: Int, leaving vacant: consuming Element) -> Element {
+        var taken = vacant
+        swap(&taken, &self[index])
+        return taken
     }
 }
