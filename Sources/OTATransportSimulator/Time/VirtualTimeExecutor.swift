@@ -59,6 +59,18 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var wallAnchor: WallAnchor?
     /// Whether ``runAhead(until:)`` is firing timers (on the run loop's thread).
     @exclusivity(unchecked) private var runningAhead = false
+    /// While running ahead: whether the caller's condition turns true only with an answer its
+    /// link keeps for it, and the bound it runs before (attoseconds), for
+    /// ``advance(toNextStepAt:)``.
+    @exclusivity(unchecked) private var aheadForAnswer = false
+    @exclusivity(unchecked) private var aheadBound: Int128?
+    /// Whether a timer's call runs (on the run loop's thread): only it may take a step at once.
+    @exclusivity(unchecked) private var firingTimer = false
+    /// Whether ``advance(toNextStepAt:)`` may say yes: `false` makes every step a timer again,
+    /// for tests that compare the two. Set before a run.
+    @exclusivity(unchecked) var takesStepsAtOnce = true
+    /// How many times ``advance(toNextStepAt:)`` said yes (on the run loop's thread).
+    @exclusivity(unchecked) private(set) var stepsTakenAtOnce = 0
 
     /// What another thread hands the run loop.
     private enum Handover {
@@ -200,6 +212,14 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
         lastTimerID.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
+    /// Sets a timer whose place among those due at the same instant was taken earlier
+    /// (``reserveTimerID()``): it fires as if set then. On the run loop's thread only (a link's
+    /// connection event sets its timers when it ends, in the places they took while it ran).
+    func schedule(at deadline: Duration, id: UInt64, _ action: @escaping @Sendable () -> Void) {
+        precondition(onRunLoopThread, "a timer with a reserved place is set on the run loop's thread")
+        timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
+    }
+
     /// Suspends the current task until `deadline`; throws `CancellationError` when the task is
     /// cancelled first.
     func sleep(until deadline: Duration) async throws {
@@ -280,7 +300,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
             case .fire(.resume(let continuation)):
                 continuation.resume()
             case .fire(.call(let action)):
-                action()
+                fire(action)
             case .deadlock:
                 onDeadlock()
             case .stop:
@@ -372,21 +392,65 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// With a `bound`, it also stops before a timer due at or after it: a caller whose wait has
     /// a deadline passes it, so that running ahead never carries virtual time past the timeout
     /// the caller sets once it suspends (decision 0071).
-    func runAhead(before bound: Duration? = nil, until answered: () -> Bool) -> Bool {
+    ///
+    /// With `forAnswer`, the caller vouches that `answered()` turns true only when its link keeps
+    /// an answer for it (a simulated request or blocked write): a link's timer may then take
+    /// its next steps at once while it has kept none (``advance(toNextStepAt:)``). A condition
+    /// that anything else can satisfy (a notification buffered, time passing) leaves it `false`.
+    func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, until answered: () -> Bool) -> Bool {
         guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
         runningAhead = true
-        defer { runningAhead = false }
         let limit = bound?.attoseconds
+        aheadForAnswer = forAnswer
+        aheadBound = limit
+        defer {
+            runningAhead = false
+            aheadForAnswer = false
+            aheadBound = nil
+        }
         while !answered() {
             guard jobsHead == jobs.count, !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
                 let next = timers.firstDeadlineAttoseconds, limit.map({ next < $0 }) ?? true
             else { return false }
             switch takeFirstTimer() {
-            case .call(let action): action()
+            case .call(let action): fire(action)
             case .resume(let continuation): continuation.resume()
             case nil: continue
             }
         }
+        return true
+    }
+
+    /// Calls a timer's action, marked as one (``advance(toNextStepAt:)``).
+    private func fire(_ action: @Sendable () -> Void) {
+        let outer = firingTimer
+        firingTimer = true
+        action()
+        firingTimer = outer
+    }
+
+    // MARK: - Taking a step at once
+
+    /// From a timer's call: whether a timer set now for `deadline` would be the run loop's very
+    /// next step, and if so virtual time moved to `deadline`, so that the caller does that step's
+    /// work at once instead of setting the timer (decision 0073).
+    ///
+    /// It would be when nothing else can come first: no job is runnable, nothing was handed over
+    /// from another thread, no stop was asked, the executor does not follow the wall clock, and
+    /// every timer set is due *after* `deadline` (at the same instant one set earlier would fire
+    /// first: that is `false` too). While running ahead, also `deadline` before the run's bound
+    /// and the run ``runAhead(before:forAnswer:until:)`` `forAnswer`, whose caller checks that
+    /// it has kept no answer first: the run's condition is not asked between the steps taken so.
+    /// Anywhere else (a job, another thread) it is `false` and changes nothing.
+    func advance(toNextStepAt deadline: Duration) -> Bool {
+        let target = deadline.attoseconds
+        guard takesStepsAtOnce, onRunLoopThread, firingTimer, wallAnchor == nil, !runningAhead || aheadForAnswer, jobsHead == jobs.count,
+            !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
+            timers.firstDeadlineAttoseconds.map({ $0 > target }) ?? true, aheadBound.map({ target < $0 }) ?? true
+        else { return false }
+        // (Compared as attoseconds: `Duration`'s comparison is a call into the standard library.)
+        if target > virtualNow.attoseconds { virtualNow = deadline }
+        stepsTakenAtOnce &+= 1
         return true
     }
 

@@ -52,9 +52,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var characteristic: CharacteristicID?
         /// A notification's value, or what a read answered.
         var value = Data()
-        /// Attoseconds, like every time the radio computes (see `LinkClock`).
+        /// Attoseconds, like every time the radio computes (see `LinkClock`): when the device
+        /// may send it, and once sent, when it reaches the central.
         var readyAt: Int128
         var remaining: Int
+        /// Once sent: the place its delivery's timer took among timers due at the same instant.
+        var deliveryTimer: UInt64 = 0
 
         /// What a sent PDU leaves in its queue's slot: nothing to release.
         static var vacant: PeripheralPDU { PeripheralPDU(kind: .notification, readyAt: 0, remaining: 0) }
@@ -187,6 +190,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// scheduled at times that never go back), so that every timer calls one closure made once.
     @exclusivity(unchecked) private var toCentral: [PeripheralPDU] = []
     @exclusivity(unchecked) private var toCentralHead = 0
+    /// How many of `toCentral`'s last PDUs the running event sent, their timers not set yet.
+    @exclusivity(unchecked) private var deliveriesToSet = 0
+    /// The place the next event's timer took, asked for while an event ran and not set yet.
+    @exclusivity(unchecked) private var eventTimerToSet: UInt64?
     /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context);
     /// `nil` once the link is down.
     @exclusivity(unchecked) private var eventCall: (@Sendable () -> Void)?
@@ -420,14 +427,15 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var answer: Answer?
         // A cancellation from another thread meanwhile is noticed at the answer (virtual time
         // runs on to it at once) or, if none comes, when the suspension below is entered; the
-        // run's own limits are timers that resume a task, which stops running ahead.
-        if executor.runAhead(until: {
+        // run's own limits are timers that resume a task, which stops running ahead. Only an
+        // answer kept here (`answersAhead`) ends the run, so the link's events may take their
+        // next steps at once while none is kept (`forAnswer`, decision 0073).
+        let answered = executor.runAhead(forAnswer: true) {
             guard answersAhead.load(ordering: .acquiring) else { return false }
             answer = withLock { takeAnswer(take) }
             return answer != nil
-        }), let answer {
-            return answer
         }
+        if answered, let answer { return answer }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Answer, Never>) in
                 let immediate: Answer? = withLock {
@@ -558,23 +566,80 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         guard let call = eventCall else { return }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        executor.schedule(at: Duration(attoseconds: time), call)
+        if eventNow != nil {
+            // Asked for while an event runs: set when it ends (`setTimers`), in this place.
+            eventTimerToSet = executor.reserveTimerID()
+        } else {
+            executor.schedule(at: Duration(attoseconds: time), call)
+        }
     }
 
+    /// The event timer fired: runs the event, then sets the timers it leaves — or takes the
+    /// next step at once when nothing else can come before it (decision 0073): the response it
+    /// delivers, or the next event, and so on.
     private func connectionEvent() {
-        withLock {
-            // The one event scheduled (`scheduleEvent` sets no other while this is).
-            guard let start = eventScheduled else { return }
-            eventScheduled = nil
+        lock.lock()
+        // The one event scheduled (`scheduleEvent` sets no other while this is).
+        guard var start = eventScheduled else {
+            lock.unlock()
+            return
+        }
+        eventScheduled = nil
+        var resume: (UnsafeContinuation<Answer, Never>, Answer)?
+        while disconnectReason == nil {
             lastEvent = start
-            guard disconnectReason == nil else { return }
             eventNow = executor.now.attoseconds
-            defer { eventNow = nil }
             runEvent(at: start)
             wakeBlockedWriters()
             scheduleEvent()
+            eventNow = nil
+            guard let next = setTimers(resuming: &resume) else { break }
+            start = next
         }
+        lock.unlock()
+        if let (continuation, answer) = resume { continuation.resume(returning: answer) }
     }
+
+    /// After an event: sets the timers of the deliveries it made and of the next event, in the
+    /// places they took while it ran. When one of them is the run loop's very next step
+    /// (``VirtualTimeExecutor/advance(toNextStepAt:)``) and no answer is kept for a task running
+    /// ahead, that step is taken at once instead: a lone response is delivered (its task's
+    /// continuation, if it waits suspended, left in `resume`), or the next event's start is
+    /// returned for the caller to run. Under the lock.
+    private func setTimers(resuming resume: inout (UnsafeContinuation<Answer, Never>, Answer)?) -> Int128? {
+        if deliveriesToSet > 0 {
+            let first = toCentral.count - deliveriesToSet
+            deliveriesToSet = 0
+            if first == toCentralHead, first == toCentral.count - 1, toCentral[first].kind != .notification,
+                eventTimerToSet == nil || toCentral[first].readyAt < eventScheduled!,
+                !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
+            {
+                let pdu = toCentral.take(toCentralHead, leaving: .vacant)
+                toCentralHead += 1
+                Self.compact(&toCentral, head: &toCentralHead)
+                let reply = Self.answer(from: pdu)
+                if let continuation = answer(pdu.request, with: reply) { resume = (continuation, reply) }
+            } else {
+                // A link that went down meanwhile still sets them, as it did: each fires, moves the
+                // clock and finds what it delivers refused or unanswered.
+                let call = deliveryCall ?? Self.nothing
+                for index in first..<toCentral.count {
+                    executor.schedule(at: Duration(attoseconds: toCentral[index].readyAt), id: toCentral[index].deliveryTimer, call)
+                }
+            }
+        }
+        guard let id = eventTimerToSet, let time = eventScheduled else { return nil }
+        eventTimerToSet = nil
+        if resume == nil, disconnectReason == nil, !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: time)) {
+            eventScheduled = nil
+            return time
+        }
+        executor.schedule(at: Duration(attoseconds: time), id: id, eventCall ?? Self.nothing)
+        return nil
+    }
+
+    /// What a timer set for a link that went down calls.
+    private static let nothing: @Sendable () -> Void = {}
 
     /// Whether the link has packets to send at `time` (for the adapter's airtime sharing).
     func hasAirWork(at time: Duration) -> Bool {
@@ -785,10 +850,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         scheduleEvent()
     }
 
+    /// Puts a PDU the event sent on its way to the central: its timer, in the place taken now,
+    /// is set when the event ends (`setTimers`).
     private func deliverToCentral(_ pdu: consuming PeripheralPDU, at time: Int128) {
-        guard let call = deliveryCall else { return }
+        guard deliveryCall != nil else { return }
+        pdu.readyAt = time
+        pdu.deliveryTimer = executor.reserveTimerID()
         toCentral.append(pdu)
-        executor.schedule(at: Duration(attoseconds: time), call)
+        deliveriesToSet += 1
     }
 
     /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
@@ -808,15 +877,19 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             lock.unlock()
             return
         case .writeResponse, .readResponse:
-            let status = pdu.status
-            reply =
-                status == .success
-                ? .value(pdu.value)
-                : .failure(TransportError(.attError(status.rawValue), "device answered the \(pdu.kind == .writeResponse ? "write" : "read") with \(status)"))
+            reply = Self.answer(from: pdu)
             resume = answer(pdu.request, with: reply)
             lock.unlock()
         }
         resume?.resume(returning: reply)
+    }
+
+    /// What a response tells the task that asked: the value, or the device's ATT error.
+    private static func answer(from response: PeripheralPDU) -> Answer {
+        let status = response.status
+        guard status != .success else { return .value(response.value) }
+        let operation = response.kind == .writeResponse ? "write" : "read"
+        return .failure(TransportError(.attError(status.rawValue), "device answered the \(operation) with \(status)"))
     }
 
     // MARK: - PeripheralContext
