@@ -622,7 +622,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             } else {
                 // A link that went down meanwhile still sets them, as it did: each fires, moves the
                 // clock and finds what it delivers refused or unanswered.
-                let call = deliveryCall ?? Self.nothing
+                let call = Self.call(deliveryCall)
                 for index in first..<toCentral.count {
                     executor.schedule(at: Duration(attoseconds: toCentral[index].readyAt), id: toCentral[index].deliveryTimer, call)
                 }
@@ -634,12 +634,16 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             eventScheduled = nil
             return time
         }
-        executor.schedule(at: Duration(attoseconds: time), id: id, eventCall ?? Self.nothing)
+        executor.schedule(at: Duration(attoseconds: time), id: id, Self.call(eventCall))
         return nil
     }
 
-    /// What a timer set for a link that went down calls.
-    private static let nothing: @Sendable () -> Void = {}
+    /// `call`, or for a link that went down a call that does nothing. (Not `call ?? nothing`:
+    /// `??` is generic, and a closure through it is wrapped in two allocated thunks.)
+    private static func call(_ call: (@Sendable () -> Void)?) -> @Sendable () -> Void {
+        if let call { return call }
+        return {}
+    }
 
     /// Whether the link has packets to send at `time` (for the adapter's airtime sharing).
     func hasAirWork(at time: Duration) -> Bool {
