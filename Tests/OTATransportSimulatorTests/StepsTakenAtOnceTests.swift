@@ -83,6 +83,26 @@ import Testing
         #expect(answer == expected)
     }
 
+    /// A paced run fires nothing ahead: the request's first event, whose place was reserved for
+    /// the run ahead, is set as a timer, and the writes end when they do unpaced.
+    @Test func aPacedRunSetsTheRequestsFirstEventAsATimer() async throws {
+        func writes(pace: Double?) async throws -> Duration {
+            let simulation = Simulation(pace: pace)
+            let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: RecordingDevice(), simulation: simulation)
+            return try await simulation.run {
+                let connection = try await SimulatedConnector(device: device).connectSimulated()
+                let start = simulation.now
+                for index in 1...3 {
+                    try await connection.write(Data([UInt8(index)]), to: RecordingDevice.control, kind: .withResponse)
+                }
+                return simulation.now - start
+            }
+        }
+        let unpaced = try await writes(pace: nil)
+        #expect(unpaced > .zero)
+        #expect(try await writes(pace: 1_000) == unpaced)
+    }
+
     // MARK: - The link: the same run either way
 
     /// Everything a run over the simulated link shows, in the order it happened, with the steps

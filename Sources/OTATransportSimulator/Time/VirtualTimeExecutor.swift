@@ -212,12 +212,28 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
         lastTimerID.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    /// Sets a timer whose place among those due at the same instant was taken earlier
-    /// (``reserveTimerID()``): it fires as if set then. On the run loop's thread only (a link's
-    /// connection event sets its timers when it ends, in the places they took while it ran).
-    func schedule(at deadline: Duration, id: UInt64, _ action: @escaping @Sendable () -> Void) {
-        precondition(onRunLoopThread, "a timer with a reserved place is set on the run loop's thread")
-        timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
+    /// A timer whose place among those due at the same instant was taken earlier
+    /// (``reserveTimerID()``), not set yet; ``none`` without a call. (Not an optional: an
+    /// optional of it was checked and destroyed through value witnesses.)
+    struct ReservedTimer {
+        /// Attoseconds.
+        var deadline: Int128
+        var id: UInt64
+        var call: (@Sendable () -> Void)?
+
+        static var none: ReservedTimer { ReservedTimer(deadline: 0, id: 0, call: nil) }
+    }
+
+    /// Sets a timer whose place among those due at the same instant was taken earlier: it fires
+    /// as if set then (a link's connection event sets its timers when it ends, in the places
+    /// they took while it ran).
+    func schedule(_ timer: ReservedTimer) {
+        let deadline = Duration(attoseconds: timer.deadline)
+        if onRunLoopThread {
+            timers.insert(.init(deadline: max(deadline, virtualNow), id: timer.id, call: timer.call))
+        } else {
+            hand(.timer(.init(deadline: deadline, id: timer.id, call: timer.call)))
+        }
     }
 
     /// Suspends the current task until `deadline`; throws `CancellationError` when the task is
@@ -397,8 +413,16 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// an answer for it (a simulated request or blocked write): a link's timer may then take
     /// its next steps at once while it has kept none (``advance(toNextStepAt:)``). A condition
     /// that anything else can satisfy (a notification buffered, time passing) leaves it `false`.
-    func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, until answered: () -> Bool) -> Bool {
-        guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
+    ///
+    /// `first` is a timer the caller would have set just before (its place reserved with
+    /// ``reserveTimerID()``): a link's first event for the request that waits. When it is the run
+    /// loop's next step it fires at once, without entering the queue (decision 0073); otherwise,
+    /// and wherever nothing is fired, it is set as any timer.
+    func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, first: ReservedTimer = .none, until answered: () -> Bool) -> Bool {
+        guard onRunLoopThread, wallAnchor == nil, !runningAhead else {
+            if first.call != nil { schedule(first) }
+            return answered()
+        }
         runningAhead = true
         let limit = bound?.attoseconds
         aheadForAnswer = forAnswer
@@ -407,6 +431,14 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
             runningAhead = false
             aheadForAnswer = false
             aheadBound = nil
+        }
+        if let call = first.call {
+            if takesStepsAtOnce, isNextStep(first.deadline) {
+                takeStep(at: first.deadline)
+                fire(call)
+            } else {
+                schedule(first)
+            }
         }
         while !answered() {
             guard jobsHead == jobs.count, !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
@@ -444,14 +476,27 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// Anywhere else (a job, another thread) it is `false` and changes nothing.
     func advance(toNextStepAt deadline: Duration) -> Bool {
         let target = deadline.attoseconds
-        guard takesStepsAtOnce, onRunLoopThread, firingTimer, wallAnchor == nil, !runningAhead || aheadForAnswer, jobsHead == jobs.count,
-            !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
-            timers.firstDeadlineAttoseconds.map({ $0 > target }) ?? true, aheadBound.map({ target < $0 }) ?? true
+        guard takesStepsAtOnce, onRunLoopThread, firingTimer, wallAnchor == nil, !runningAhead || aheadForAnswer, isNextStep(target)
         else { return false }
-        // (Compared as attoseconds: `Duration`'s comparison is a call into the standard library.)
-        if target > virtualNow.attoseconds { virtualNow = deadline }
-        stepsTakenAtOnce &+= 1
+        takeStep(at: target)
         return true
+    }
+
+    /// Whether a timer due at `deadline` (attoseconds) would be the run loop's next step: no job
+    /// is runnable, nothing was handed over, no stop was asked, every timer set is due later, and
+    /// it is before a run ahead's bound. On the run loop's thread.
+    @inline(__always)
+    private func isNextStep(_ deadline: Int128) -> Bool {
+        jobsHead == jobs.count && !inboxPending.load(ordering: .acquiring) && !stopRequested.load(ordering: .acquiring)
+            && (timers.firstDeadlineAttoseconds.map { $0 > deadline } ?? true) && (aheadBound.map { deadline < $0 } ?? true)
+    }
+
+    /// Moves virtual time to a step taken at once (`deadline` in attoseconds: `Duration`'s
+    /// comparison is a call into the standard library).
+    @inline(__always)
+    private func takeStep(at deadline: Int128) {
+        if deadline > virtualNow.attoseconds { virtualNow = Duration(attoseconds: deadline) }
+        stepsTakenAtOnce &+= 1
     }
 
     /// Seconds of wall time to wait before virtual time may reach `deadline`, or `nil`.

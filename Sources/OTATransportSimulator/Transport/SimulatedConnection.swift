@@ -420,6 +420,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     // esp-ble-ota write otherwise).
     @inline(__always)
     private func awaitAnswer(
+        first: VirtualTimeExecutor.ReservedTimer = .none,
         take: () -> Answer?,
         file: (UnsafeContinuation<Answer, Never>?) -> Bool,
         withdraw: @Sendable () -> UnsafeContinuation<Answer, Never>?
@@ -430,7 +431,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         // run's own limits are timers that resume a task, which stops running ahead. Only an
         // answer kept here (`answersAhead`) ends the run, so the link's events may take their
         // next steps at once while none is kept (`forAnswer`, decision 0073).
-        let answered = executor.runAhead(forAnswer: true) {
+        let answered = executor.runAhead(forAnswer: true, first: first) {
             guard answersAhead.load(ordering: .acquiring) else { return false }
             answer = withLock { takeAnswer(take) }
             return answer != nil
@@ -465,6 +466,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// A write's characteristic and length are checked first, under the same lock.
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Answer {
         let id = makeID()
+        // The event that carries it, if it is the one to set: run first by the wait below.
+        var first = VirtualTimeExecutor.ReservedTimer.none
         if let refused: Answer = withLock({
             if kind == .request {
                 // As for writes without response (`writeWithoutResponseIfReady`): a stream of
@@ -484,12 +487,16 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             pendingReplies.append(PendingRequest(id: id))
             let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
             central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
-            scheduleEvent()
+            scheduleEvent(deferring: true)
+            if let timer = eventTimerToSet, let time = eventScheduled {
+                eventTimerToSet = nil
+                first = .init(deadline: time, id: timer, call: Self.call(eventCall))
+            }
             return nil
         }) {
             return refused
         }
-        return await awaitAnswer {
+        return await awaitAnswer(first: first) {
             Self.take(id, from: &answeredAhead)
         } file: {
             Self.file($0, for: id, in: &pendingReplies)
@@ -555,7 +562,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     // MARK: - Radio
 
     /// Schedules the next connection event if there is work and none is scheduled.
-    private func scheduleEvent() {
+    ///
+    /// Inside an event, or with `deferring` (a request that runs the link ahead next), the timer
+    /// is not set: its place is reserved in `eventTimerToSet`, and it is set (or the event taken
+    /// at once) later, by `setTimers` or the run ahead.
+    private func scheduleEvent(deferring: Bool = false) {
         guard disconnectReason == nil, eventScheduled == nil else { return }
         let hasCentral = centralHead < central.count
         let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead].readyAt : nil
@@ -566,8 +577,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         guard let call = eventCall else { return }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        if eventNow != nil {
-            // Asked for while an event runs: set when it ends (`setTimers`), in this place.
+        if deferring || eventNow != nil {
             eventTimerToSet = executor.reserveTimerID()
         } else {
             executor.schedule(at: Duration(attoseconds: time), call)
@@ -624,7 +634,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 // clock and finds what it delivers refused or unanswered.
                 let call = Self.call(deliveryCall)
                 for index in first..<toCentral.count {
-                    executor.schedule(at: Duration(attoseconds: toCentral[index].readyAt), id: toCentral[index].deliveryTimer, call)
+                    executor.schedule(.init(deadline: toCentral[index].readyAt, id: toCentral[index].deliveryTimer, call: call))
                 }
             }
         }
@@ -634,7 +644,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             eventScheduled = nil
             return time
         }
-        executor.schedule(at: Duration(attoseconds: time), id: id, Self.call(eventCall))
+        executor.schedule(.init(deadline: time, id: id, call: Self.call(eventCall)))
         return nil
     }
 
