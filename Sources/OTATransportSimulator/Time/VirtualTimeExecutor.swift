@@ -57,7 +57,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// A reference: `ContinuousClock.Instant` is resilient, so an optional holding one inline
     /// made every run-loop step reserve, copy and destroy it through value witnesses.
     @exclusivity(unchecked) private var wallAnchor: WallAnchor?
-    /// Whether ``runAhead(until:)`` is firing timers (on the run loop's thread).
+    /// Whether ``runAhead(before:forAnswer:first:until:)`` is firing timers (on the run loop's thread).
     @exclusivity(unchecked) private var runningAhead = false
     /// While running ahead: whether the caller's condition turns true only with an answer its
     /// link keeps for it, and the bound it runs before (attoseconds), for
@@ -66,10 +66,12 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     @exclusivity(unchecked) private var aheadBound: Int128?
     /// Whether a timer's call runs (on the run loop's thread): only it may take a step at once.
     @exclusivity(unchecked) private var firingTimer = false
-    /// Whether ``advance(toNextStepAt:)`` may say yes: `false` makes every step a timer again,
-    /// for tests that compare the two. Set before a run.
+    /// Whether steps may be taken at once (``advance(toNextStepAt:)``, a run ahead's `first`
+    /// timer): `false` makes every step a timer again, for tests that compare the two. Set
+    /// before a run.
     @exclusivity(unchecked) var takesStepsAtOnce = true
-    /// How many times ``advance(toNextStepAt:)`` said yes (on the run loop's thread).
+    /// How many steps were taken at once: ``advance(toNextStepAt:)`` said yes, or a run ahead
+    /// fired its `first` timer without the queue (on the run loop's thread).
     @exclusivity(unchecked) private(set) var stepsTakenAtOnce = 0
 
     /// What another thread hands the run loop.
@@ -433,6 +435,12 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
             aheadBound = nil
         }
         if let call = first.call {
+            // As the loop below would: the condition first (asked once per step: it takes the
+            // answer when it holds), then the timer if it is the next step.
+            if answered() {
+                schedule(first)
+                return true
+            }
             if takesStepsAtOnce, isNextStep(first.deadline) {
                 takeStep(at: first.deadline)
                 fire(call)
@@ -471,7 +479,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// from another thread, no stop was asked, the executor does not follow the wall clock, and
     /// every timer set is due *after* `deadline` (at the same instant one set earlier would fire
     /// first: that is `false` too). While running ahead, also `deadline` before the run's bound
-    /// and the run ``runAhead(before:forAnswer:until:)`` `forAnswer`, whose caller checks that
+    /// and the run ``runAhead(before:forAnswer:first:until:)`` `forAnswer`, whose caller checks that
     /// it has kept no answer first: the run's condition is not asked between the steps taken so.
     /// Anywhere else (a job, another thread) it is `false` and changes nothing.
     func advance(toNextStepAt deadline: Duration) -> Bool {

@@ -331,7 +331,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     /// Fires the simulation's timers on the calling task until `answered()` holds, none due
-    /// `limit` or more from now (``VirtualTimeExecutor/runAhead(before:until:)``): the link's
+    /// `limit` or more from now (``VirtualTimeExecutor/runAhead(before:forAnswer:first:until:)``): the link's
     /// events and deliveries, and whatever else the run loop would fire next.
     public func runAhead(for limit: Duration, until answered: () -> Bool) -> Bool {
         executor.runAhead(before: executor.now + limit, until: answered)
@@ -404,7 +404,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// write), which only the link's timers bring: its connection events, the device's reply,
     /// the delivery.
     ///
-    /// First it runs those timers itself (``VirtualTimeExecutor/runAhead(until:)``): when nothing
+    /// First it runs those timers itself (``VirtualTimeExecutor/runAhead(before:forAnswer:first:until:)``): when nothing
     /// else is runnable the answer comes at the same virtual time and in the same order as if the
     /// task had suspended, without the suspension, its task switches and its cancellation
     /// handler (decision 0069). Otherwise it suspends until the answer comes.
