@@ -101,9 +101,13 @@ def main():
     parser.add_argument("protocol")
     parser.add_argument("--profile", default="esp32s3-mtu244-2m")
     parser.add_argument("--sizes", nargs=2, default=["1M", "2M"])
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="after --: more `ota benchmark` arguments")
-    options = parser.parse_args()
-    extra = [a for a in options.rest if a != "--"]
+    # Everything after `--` goes to `ota benchmark`; options before it are this tool's, on
+    # either side of the positional arguments. (An `argparse.REMAINDER` positional took the
+    # options written after PROTOCOL as more `ota benchmark` arguments: `--profile P` there ran
+    # the profile twice, making the image once for two rows, until 2026-12-06.)
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    options = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     args = ["--protocol", options.protocol, "--profile", options.profile] + extra
     with tempfile.TemporaryDirectory() as workdir:
         source = os.path.join(workdir, "shim.c")
