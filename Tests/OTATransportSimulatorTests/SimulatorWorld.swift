@@ -48,3 +48,10 @@ struct SimulatorWorld: Sendable {
         device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
     }
 }
+
+/// Lines appended from timers and tasks, in order.
+final class Lines: Sendable {
+    private let storage = Mutex<[String]>([])
+    func append(_ line: String) { storage.withLock { $0.append(line) } }
+    var lines: [String] { storage.withLock { $0 } }
+}

@@ -229,10 +229,3 @@ private final class NotifyingDevice: DeviceModel {
         return .success
     }
 }
-
-/// Lines appended from timers and tasks, in order.
-private final class Lines: Sendable {
-    private let storage = Mutex<[String]>([])
-    func append(_ line: String) { storage.withLock { $0.append(line) } }
-    var lines: [String] { storage.withLock { $0 } }
-}

@@ -190,12 +190,20 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     @discardableResult
     public func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
         let id = reserveTimerID()
-        if onRunLoopThread {
-            timers.insert(.init(deadline: max(deadline, virtualNow), id: id, call: action))
-        } else {
-            hand(.timer(.init(deadline: deadline, id: id, call: action)))
-        }
+        set(.init(deadline: deadline, id: id, call: action))
         return id
+    }
+
+    /// Puts a timer in the queue (never before now) on the run loop's thread, or hands it over
+    /// from another.
+    private func set(_ entry: TimerQueue.Entry) {
+        if onRunLoopThread {
+            var entry = entry
+            if entry.deadline < virtualNow { entry.deadline = virtualNow }
+            timers.insert(entry)
+        } else {
+            hand(.timer(entry))
+        }
     }
 
     /// Cancels a timer set with ``schedule(at:_:)``; does nothing if it already fired.
@@ -230,12 +238,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// as if set then (a link's connection event sets its timers when it ends, in the places
     /// they took while it ran).
     func schedule(_ timer: ReservedTimer) {
-        let deadline = Duration(attoseconds: timer.deadline)
-        if onRunLoopThread {
-            timers.insert(.init(deadline: max(deadline, virtualNow), id: timer.id, call: timer.call))
-        } else {
-            hand(.timer(.init(deadline: deadline, id: timer.id, call: timer.call)))
-        }
+        set(.init(deadline: Duration(attoseconds: timer.deadline), id: timer.id, call: timer.call))
     }
 
     /// Suspends the current task until `deadline`; throws `CancellationError` when the task is

@@ -462,7 +462,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private enum RequestKind { case request, read }
 
-    /// Sends a request (or read) and returns the device's answer (``awaitAnswer(take:file:withdraw:)``).
+    /// Sends a request (or read) and returns the device's answer (``awaitAnswer(first:take:file:withdraw:)``).
     /// A write's characteristic and length are checked first, under the same lock.
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Answer {
         let id = makeID()
@@ -624,11 +624,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 eventTimerToSet == nil || toCentral[first].readyAt < eventScheduled!,
                 !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
             {
-                let pdu = toCentral.take(toCentralHead, leaving: .vacant)
-                toCentralHead += 1
-                Self.compact(&toCentral, head: &toCentralHead)
-                let reply = Self.answer(from: pdu)
-                if let continuation = answer(pdu.request, with: reply) { resume = (continuation, reply) }
+                let (continuation, reply) = deliver(response: takeNextDelivery())
+                if let continuation { resume = (continuation, reply) }
             } else {
                 // A link that went down meanwhile still sets them, as it did: each fires, moves the
                 // clock and finds what it delivers refused or unanswered.
@@ -876,34 +873,44 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// A delivery timer fired: the PDU at the head of `toCentral` reaches the central.
     private func deliverNextToCentral() {
-        let resume: UnsafeContinuation<Answer, Never>?
-        let reply: Answer
         lock.lock()
-        let pdu = toCentral.take(toCentralHead, leaving: .vacant)
-        toCentralHead += 1
-        Self.compact(&toCentral, head: &toCentralHead)
-        switch pdu.kind {
-        case .notification:
+        let pdu = takeNextDelivery()
+        guard pdu.kind != .notification else {
             if disconnectReason == nil, let characteristic = pdu.characteristic, let subscription = subscriptions[characteristic] {
                 statistics.notificationsDelivered += 1
                 subscription.subscriber.deliver(pdu.value)
             }
             lock.unlock()
             return
-        case .writeResponse, .readResponse:
-            reply = Self.answer(from: pdu)
-            resume = answer(pdu.request, with: reply)
-            lock.unlock()
         }
-        resume?.resume(returning: reply)
+        let (continuation, reply) = deliver(response: pdu)
+        lock.unlock()
+        continuation?.resume(returning: reply)
     }
 
-    /// What a response tells the task that asked: the value, or the device's ATT error.
-    private static func answer(from response: PeripheralPDU) -> Answer {
-        let status = response.status
-        guard status != .success else { return .value(response.value) }
-        let operation = response.kind == .writeResponse ? "write" : "read"
-        return .failure(TransportError(.attError(status.rawValue), "device answered the \(operation) with \(status)"))
+    /// The PDU at the head of `toCentral`, taken out; under the lock.
+    @inline(__always)
+    private func takeNextDelivery() -> PeripheralPDU {
+        let pdu = toCentral.take(toCentralHead, leaving: .vacant)
+        toCentralHead += 1
+        Self.compact(&toCentral, head: &toCentralHead)
+        return pdu
+    }
+
+    /// Hands a response to the task that asked (``answer(_:with:)``): the value, or the device's
+    /// ATT error. Returns the answer, with the task's continuation if it waits suspended, for the
+    /// caller to resume outside the lock; under the lock. (Not an optional pair: that was checked
+    /// and destroyed through value witnesses.)
+    @inline(__always)
+    private func deliver(response: PeripheralPDU) -> (UnsafeContinuation<Answer, Never>?, Answer) {
+        let reply: Answer
+        if response.status == .success {
+            reply = .value(response.value)
+        } else {
+            let operation = response.kind == .writeResponse ? "write" : "read"
+            reply = .failure(TransportError(.attError(response.status.rawValue), "device answered the \(operation) with \(response.status)"))
+        }
+        return (answer(response.request, with: reply), reply)
     }
 
     // MARK: - PeripheralContext
