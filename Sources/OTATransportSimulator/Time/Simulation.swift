@@ -6,6 +6,9 @@ import Synchronization
 /// Everything simulated (links, devices, the engine driving them) runs inside ``run(_:)``. The
 /// same seed gives the same run, event for event.
 ///
+/// When the simulation goes, timers still set are forgotten, and its devices go once nothing
+/// else holds them; a link still up holds its device, so disconnect it first (the engine does).
+///
 /// ```swift
 /// let simulation = Simulation(seed: 42)
 /// let report = try await simulation.run {
@@ -33,6 +36,13 @@ public final class Simulation: Sendable {
         clock = VirtualClock(executor: executor)
         self.seed = seed
         random = SimulationRandom(seed: seed)
+    }
+
+    // A timer still set when the world goes (a link's next event, a delivery, a device's restart)
+    // holds its link or device, which hold the executor: without this, every such world lived as
+    // long as the process (`ota benchmark --scale` kept a thousand devices and their flash).
+    deinit {
+        executor.discardPending()
     }
 
     /// Virtual time since the simulation started.

@@ -290,6 +290,28 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Forgets every queued timer's call and every job and handover still waiting, when the
+    /// ``Simulation`` that runs this executor goes: nothing can fire them any more, and a timer's
+    /// call may hold what holds the executor (a link and its device, its flash) in a cycle that
+    /// would outlive the world. Sleeping tasks are not resumed; they go with their world.
+    /// Not while a run loop runs.
+    func discardPending() {
+        condition.lock()
+        precondition(owner.load(ordering: .acquiring) == 0, "a simulation went while its run loop ran")
+        let discarded = (timers, actions, inbox)
+        timers = TimerQueue()
+        actions.removeAll()
+        cancelledBeforeArming.removeAll()
+        inbox.removeAll()
+        inboxPending.store(false, ordering: .releasing)
+        jobs.removeAll()
+        jobsHead = 0
+        condition.unlock()
+        // The calls are released here, outside the lock: a link released with its last timer
+        // releases the executor's other holders, never the executor itself (its caller holds it).
+        withExtendedLifetime(discarded) {}
+    }
+
     /// Asks the run loop to return once the job queue is empty.
     func stop() {
         stopRequested.store(true, ordering: .releasing)
