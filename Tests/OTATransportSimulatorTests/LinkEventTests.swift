@@ -106,6 +106,26 @@ import Testing
         #expect(drawn == expected)
     }
 
+    /// Draws from several threads at once are taken one at a time: together they are the
+    /// sequence, none drawn twice or lost.
+    @Test func drawsFromManyThreadsAreTheSequence() async {
+        let reference = Simulation(seed: 5)
+        let expected = (0..<4000).map { _ in reference.randomUnit() }
+        let shared = Simulation(seed: 5)
+        let drawn = await withTaskGroup(of: [Double].self) { group in
+            for _ in 0..<4 {
+                group.addTask { (0..<1000).map { _ in shared.randomUnit() } }
+            }
+            var all: [Double] = []
+            for await values in group { all += values }
+            return all
+        }
+        // Counts, not the 4,000 values, in a failure's message.
+        let distinct = Set(drawn).count
+        let missing = Set(expected).subtracting(drawn).count
+        #expect(drawn.count == 4000 && distinct == 4000 && missing == 0)
+    }
+
     /// Air and pair times from the link's precomputed lines equal the PHY's formulas.
     @Test(arguments: PHY.allCases)
     func theAirTimeLineIsThePHYsFormula(phy: PHY) {

@@ -65,6 +65,9 @@ public final class SimulatedDevice: Sendable {
     /// Whether a stall fault holds the device: asked before every packet, so an atomic rather
     /// than a lock (set and cleared under `state`'s lock, on the simulation's thread).
     private let stalled = Atomic<Bool>(false)
+    /// Whether ``persistence`` is set (stored under `state`'s lock with it): a device without one,
+    /// the usual case, answers without taking the lock (``willReply()``).
+    private let hasPersistence = Atomic<Bool>(false)
 
     /// Creates a device running `model` on `profile`'s hardware inside `simulation`, reached at
     /// `address` (by default `sim:` and the profile's name; a named fleet device passes its own).
@@ -147,7 +150,12 @@ public final class SimulatedDevice: Sendable {
     /// as its simulation.
     public var persistence: Persistence? {
         get { state.withLock { $0.persistence } }
-        set { state.withLock { $0.persistence = newValue } }
+        set {
+            state.withLock {
+                $0.persistence = newValue
+                hasPersistence.store(newValue != nil, ordering: .relaxed)
+            }
+        }
     }
 
     /// Payload bytes of data writes (writes without response) the device took in over its life,
@@ -200,6 +208,7 @@ public final class SimulatedDevice: Sendable {
 
     /// The device is about to answer the central: its ``persistence`` keeps it first.
     func willReply() {
+        guard hasPersistence.load(ordering: .relaxed) else { return }
         let persistence: Persistence? = state.withLock { state in
             guard let persistence = state.persistence, !state.persistPending else { return nil }
             state.persistPending = true

@@ -121,40 +121,55 @@ public final class Simulation: Sendable {
 }
 
 /// A simulation's seeded random source: one sequence, drawn by the simulation and by the links'
-/// connection events, which borrow it for an event.
-final class SimulationRandom: Sendable {
-    private let state: Mutex<(source: SeededRandom, lent: Bool)>
+/// connection events, which borrow it for their events.
+///
+/// Held by a three-state flag rather than a lock: a connection event lends and takes it back
+/// once (two events of an esp-ble-ota packet used to cost four rounds of a mutex, eight atomic
+/// read-modify-writes; now one compare-and-exchange and a store).
+final class SimulationRandom: @unchecked Sendable {
+    // @unchecked: `source` is read and written only by whoever moved `holder` away from `free`,
+    // until it stores `free` again (acquiring, then releasing).
+    private static let free = 0
+    private static let drawing = 1
+    private static let lent = 2
+    private let holder = Atomic<Int>(0)
+    @exclusivity(unchecked) private var source: SeededRandom
 
     init(seed: UInt64) {
-        state = Mutex((SeededRandom(seed: seed), false))
+        source = SeededRandom(seed: seed)
+    }
+
+    /// Takes the source for `state`: waits while another thread draws one value (a few
+    /// instructions); a source lent to a connection event cannot be taken.
+    private func take(for state: Int, _ message: @autoclosure () -> String) {
+        while true {
+            let (exchanged, original) = holder.compareExchange(expected: Self.free, desired: state, ordering: .acquiring)
+            if exchanged { return }
+            precondition(original != Self.lent, message())
+        }
     }
 
     /// The next value in `0..<1`.
     func unit() -> Double {
-        state.withLock {
-            precondition(!$0.lent, "the random source is lent to a connection event")
-            return $0.source.unit()
-        }
+        take(for: Self.drawing, "the random source is lent to a connection event")
+        let value = source.unit()
+        holder.store(Self.free, ordering: .releasing)
+        return value
     }
 
     /// Lends the source to a connection event, which draws a value per packet without a lock and
     /// hands it back with ``giveBack(_:)`` before anything else can draw: the same sequence, in
     /// the same order, as calls to ``unit()``.
     func lend() -> SeededRandom {
-        state.withLock {
-            precondition(!$0.lent, "the random source is already lent")
-            $0.lent = true
-            return $0.source
-        }
+        take(for: Self.lent, "the random source is already lent")
+        return source
     }
 
     /// Takes back the source ``lend()`` lent, as it is after the draws made with it.
     func giveBack(_ source: SeededRandom) {
-        state.withLock {
-            precondition($0.lent, "the random source was not lent")
-            $0.source = source
-            $0.lent = false
-        }
+        precondition(holder.load(ordering: .relaxed) == Self.lent, "the random source was not lent")
+        self.source = source
+        holder.store(Self.free, ordering: .releasing)
     }
 }
 

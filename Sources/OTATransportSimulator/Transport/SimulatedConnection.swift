@@ -596,16 +596,20 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
         eventScheduled = nil
         var resume: (UnsafeContinuation<Answer, Never>, Answer)?
+        // Lent for the events run here at once, one after another: nothing else draws between
+        // them (only this link's work runs until the loop ends).
+        var random = self.random.lend()
         while disconnectReason == nil {
             lastEvent = start
             eventNow = executor.now.attoseconds
-            runEvent(at: start)
+            runEvent(at: start, drawing: &random)
             wakeBlockedWriters()
             scheduleEvent()
             eventNow = nil
             guard let next = setTimers(resuming: &resume) else { break }
             start = next
         }
+        self.random.giveBack(random)
         lock.unlock()
         if let (continuation, answer) = resume { continuation.resume(returning: answer) }
     }
@@ -661,10 +665,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     /// One connection event, its packets computed in one pass under the link's lock: times in
-    /// attoseconds, the random source borrowed for the event, the device's busy time settled
+    /// attoseconds, drawing from the random source its caller borrowed, the device's busy time settled
     /// through the flash's lock only where flash work can have been added (after a packet
     /// reached the model, and once at the start of the event).
-    private func runEvent(at start: Int128) {
+    private func runEvent(at start: Int128, drawing random: inout SeededRandom) {
         let cap = profile.packetsPerEvent ?? .max
         var share = clock.interval
         var left = clock.interval
@@ -681,11 +685,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var flowControlled = false
         // Between events anything may have used the flash (a reboot, the model, a test).
         knownBusy = nil
-        var random = self.random.lend()
-        defer {
-            self.random.giveBack(random)
-            adapter?.adapter.charge(Duration(attoseconds: used))
-        }
+        defer { adapter?.adapter.charge(Duration(attoseconds: used)) }
         while packets < cap, disconnectReason == nil {
             let now = start + used
             var centralBytes = 0
