@@ -139,6 +139,23 @@ import Testing
         }
     }
 
+    /// On an otherwise idle link a write with response sets no timer: the event that carries it
+    /// (run by the writing task, under the link's lock, before it waits), the response's event
+    /// and the response's delivery are each a step taken at once, three per write.
+    @Test func aWriteWithResponseOnAnIdleLinkSetsNoTimer() async throws {
+        let simulation = Simulation(seed: 7)
+        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: AcknowledgingDevice(), simulation: simulation)
+        let (before, after) = try await simulation.run {
+            let connection = try await SimulatedConnector(device: device).connectSimulated()
+            let before = simulation.executor.stepsTakenAtOnce
+            for index in 1...10 {
+                try await connection.write(Data(repeating: UInt8(index), count: 200), to: RecordingDevice.control, kind: .withResponse)
+            }
+            return (before, simulation.executor.stepsTakenAtOnce)
+        }
+        #expect(after - before == 30)
+    }
+
     /// A sleeper that wakes every `period`, `count` times, noting when.
     private static func sleeper(_ simulation: Simulation, _ lines: Lines, period: Duration, count: Int) -> Task<Void, Never> {
         Task(executorPreference: simulation.executor) {
@@ -227,5 +244,14 @@ private final class NotifyingDevice: DeviceModel {
         peripheral.notify(value + Data([1]), on: RecordingDevice.control)
         peripheral.notify(value + Data([2]), on: RecordingDevice.control)
         return .success
+    }
+}
+
+/// A device that acknowledges every write and does nothing else.
+private final class AcknowledgingDevice: DeviceModel {
+    var services: [GATTServiceDefinition] { RecordingDevice().services }
+
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        .success
     }
 }

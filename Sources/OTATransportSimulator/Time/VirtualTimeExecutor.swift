@@ -57,7 +57,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// A reference: `ContinuousClock.Instant` is resilient, so an optional holding one inline
     /// made every run-loop step reserve, copy and destroy it through value witnesses.
     @exclusivity(unchecked) private var wallAnchor: WallAnchor?
-    /// Whether ``runAhead(before:forAnswer:first:until:)`` is firing timers (on the run loop's thread).
+    /// Whether ``runAhead(before:forAnswer:until:)`` is firing timers (on the run loop's thread).
     @exclusivity(unchecked) private var runningAhead = false
     /// While running ahead: whether the caller's condition turns true only with an answer its
     /// link keeps for it, and the bound it runs before (attoseconds), for
@@ -440,39 +440,18 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// an answer for it (a simulated request or blocked write): a link's timer may then take
     /// its next steps at once while it has kept none (``advance(toNextStepAt:)``). A condition
     /// that anything else can satisfy (a notification buffered, time passing) leaves it `false`.
-    ///
-    /// `first` is a timer the caller would have set just before (its place reserved with
-    /// ``reserveTimerID()``): a link's first event for the request that waits. When it is the run
-    /// loop's next step it fires at once, without entering the queue (decision 0073); otherwise,
-    /// and wherever nothing is fired, it is set as any timer.
-    func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, first: ReservedTimer = .none, until answered: () -> Bool) -> Bool {
-        guard onRunLoopThread, wallAnchor == nil, !runningAhead else {
-            if first.call != nil { schedule(first) }
-            return answered()
-        }
+
+    func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, until answered: () -> Bool) -> Bool {
+        guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
         runningAhead = true
-        let limit = bound?.attoseconds
         aheadForAnswer = forAnswer
-        aheadBound = limit
+        aheadBound = bound?.attoseconds
         defer {
             runningAhead = false
             aheadForAnswer = false
             aheadBound = nil
         }
-        if let call = first.call {
-            // As the loop below would: the condition first (asked once per step: it takes the
-            // answer when it holds), then the timer if it is the next step.
-            if answered() {
-                schedule(first)
-                return true
-            }
-            if takesStepsAtOnce, isNextStep(first.deadline) {
-                takeStep(at: first.deadline)
-                fire(call)
-            } else {
-                schedule(first)
-            }
-        }
+        let limit = aheadBound
         while !answered() {
             guard jobsHead == jobs.count, !inboxPending.load(ordering: .acquiring), !stopRequested.load(ordering: .acquiring),
                 let next = timers.firstDeadlineAttoseconds, limit.map({ next < $0 }) ?? true
@@ -483,6 +462,26 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
             case nil: continue
             }
         }
+        return true
+    }
+
+    /// The first step of a run ahead for an answer, taken before the run starts by a caller
+    /// that holds its own lock around it: `first` is a timer the caller would set now (its place
+    /// reserved with ``reserveTimerID()``; a link's first event for the request that waits).
+    /// When it is the run loop's very next step, and a run ahead for an answer may start here
+    /// (``runAhead(before:forAnswer:until:)`` with `forAnswer` and no bound), it fires at once,
+    /// without entering the queue, marked as that run's step (decision 0073), and the answer is
+    /// `true`. Otherwise nothing is done and the caller sets `first` as any timer.
+    func takeFirstStepAhead(_ first: ReservedTimer) -> Bool {
+        guard let call = first.call, takesStepsAtOnce, onRunLoopThread, wallAnchor == nil, !runningAhead, isNextStep(first.deadline) else {
+            return false
+        }
+        runningAhead = true
+        aheadForAnswer = true
+        takeStep(at: first.deadline)
+        fire(call)
+        runningAhead = false
+        aheadForAnswer = false
         return true
     }
 
@@ -504,7 +503,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// from another thread, no stop was asked, the executor does not follow the wall clock, and
     /// every timer set is due *after* `deadline` (at the same instant one set earlier would fire
     /// first: that is `false` too). While running ahead, also `deadline` before the run's bound
-    /// and the run ``runAhead(before:forAnswer:first:until:)`` `forAnswer`, whose caller checks that
+    /// and the run ``runAhead(before:forAnswer:until:)`` `forAnswer`, whose caller checks that
     /// it has kept no answer first: the run's condition is not asked between the steps taken so.
     /// Anywhere else (a job, another thread) it is `false` and changes nothing.
     func advance(toNextStepAt deadline: Duration) -> Bool {

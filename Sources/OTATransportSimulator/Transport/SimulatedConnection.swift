@@ -174,7 +174,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
-    private let nextID = Atomic<UInt64>(0)
+    @exclusivity(unchecked) private var lastID: UInt64 = 0
     @exclusivity(unchecked) private var statistics = LinkStatistics()
     @exclusivity(unchecked) private var deliveryTime: Int128 = 0
     /// Virtual time while a connection event runs (the executor's clock, read once per event).
@@ -249,8 +249,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// Whether the link is up.
     public var isConnected: Bool { withLock { disconnectReason == nil } }
 
+    /// A fresh identifier for a waiting task or a subscription; under the lock.
     private func makeID() -> UInt64 {
-        nextID.wrappingAdd(1, ordering: .relaxed).newValue
+        lastID &+= 1
+        return lastID
     }
 
     // MARK: - Transport
@@ -331,7 +333,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     /// Fires the simulation's timers on the calling task until `answered()` holds, none due
-    /// `limit` or more from now (``VirtualTimeExecutor/runAhead(before:forAnswer:first:until:)``): the link's
+    /// `limit` or more from now (``VirtualTimeExecutor/runAhead(before:forAnswer:until:)``): the link's
     /// events and deliveries, and whatever else the run loop would fire next.
     public func runAhead(for limit: Duration, until answered: () -> Bool) -> Bool {
         executor.runAhead(before: executor.now + limit, until: answered)
@@ -382,15 +384,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     private func waitForRoom(_ value: Data, to characteristic: CharacteristicID) async -> Answer {
-        let id = makeID()
-        if let refused: Answer = withLock({
-            if let refusal { return .failure(refusal) }
+        let (id, refused): (UInt64, Answer?) = withLock {
+            if let refusal { return (0, .failure(refusal)) }
+            let id = makeID()
             statistics.writerWaits += 1
             blockedWriters.append(BlockedWriter(id: id, characteristic: characteristic, value: value, continuation: nil))
-            return nil
-        }) {
-            return refused
+            return (id, nil)
         }
+        if let refused { return refused }
         return await awaitAnswer {
             Self.take(id, from: &wokenAhead)
         } file: {
@@ -404,7 +405,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// write), which only the link's timers bring: its connection events, the device's reply,
     /// the delivery.
     ///
-    /// First it runs those timers itself (``VirtualTimeExecutor/runAhead(before:forAnswer:first:until:)``): when nothing
+    /// First it runs those timers itself (``VirtualTimeExecutor/runAhead(before:forAnswer:until:)``): when nothing
     /// else is runnable the answer comes at the same virtual time and in the same order as if the
     /// task had suspended, without the suspension, its task switches and its cancellation
     /// handler (decision 0069). Otherwise it suspends until the answer comes.
@@ -420,7 +421,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     // esp-ble-ota write otherwise).
     @inline(__always)
     private func awaitAnswer(
-        first: VirtualTimeExecutor.ReservedTimer = .none,
         take: () -> Answer?,
         file: (UnsafeContinuation<Answer, Never>?) -> Bool,
         withdraw: @Sendable () -> UnsafeContinuation<Answer, Never>?
@@ -431,7 +431,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         // run's own limits are timers that resume a task, which stops running ahead. Only an
         // answer kept here (`answersAhead`) ends the run, so the link's events may take their
         // next steps at once while none is kept (`forAnswer`, decision 0073).
-        let answered = executor.runAhead(forAnswer: true, first: first) {
+        let answered = executor.runAhead(forAnswer: true) {
             guard answersAhead.load(ordering: .acquiring) else { return false }
             answer = withLock { takeAnswer(take) }
             return answer != nil
@@ -462,41 +462,54 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private enum RequestKind { case request, read }
 
-    /// Sends a request (or read) and returns the device's answer (``awaitAnswer(first:take:file:withdraw:)``).
+    /// Sends a request (or read) and returns the device's answer (``awaitAnswer(take:file:withdraw:)``).
     /// A write's characteristic and length are checked first, under the same lock.
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Answer {
+        lock.lock()
+        if kind == .request {
+            // As for writes without response (`writeWithoutResponseIfReady`): a stream of
+            // writes with response (esp-ble-ota's packets) goes to one characteristic,
+            // checked once rather than hashed per write.
+            do throws(TransportError) {
+                if lastAcknowledgedTarget != characteristic {
+                    try check(characteristic, allows: .write)
+                    lastAcknowledgedTarget = characteristic
+                }
+                try requireFits(value, in: .withResponse)
+            } catch {
+                lock.unlock()
+                return .failure(error)
+            }
+        }
+        if let refusal {
+            lock.unlock()
+            return .failure(refusal)
+        }
         let id = makeID()
-        // The event that carries it, if it is the one to set: run first by the wait below.
+        pendingReplies.append(PendingRequest(id: id))
+        let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
+        central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
+        scheduleEvent(deferring: true)
+        // The event that carries it, if it is the one to set: the wait's first step.
         var first = VirtualTimeExecutor.ReservedTimer.none
-        if let refused: Answer = withLock({
-            if kind == .request {
-                // As for writes without response (`writeWithoutResponseIfReady`): a stream of
-                // writes with response (esp-ble-ota's packets) goes to one characteristic,
-                // checked once rather than hashed per write.
-                do throws(TransportError) {
-                    if lastAcknowledgedTarget != characteristic {
-                        try check(characteristic, allows: .write)
-                        lastAcknowledgedTarget = characteristic
-                    }
-                    try requireFits(value, in: .withResponse)
-                } catch {
-                    return .failure(error)
+        if let timer = eventTimerToSet, let time = eventScheduled {
+            eventTimerToSet = nil
+            first = .init(deadline: time, id: timer, call: Self.call(eventCall))
+            // When it is the run loop's next step it runs here, still under the lock (the
+            // event's own take of it is a nested one), and the answer it may bring is taken in
+            // the same round; otherwise it is set, after the lock, as any timer. Nothing can
+            // have answered before the event: the lock was held since the request was queued.
+            if executor.takeFirstStepAhead(first) {
+                first = .none
+                if answersAhead.load(ordering: .acquiring), let answer = takeAnswer({ Self.take(id, from: &answeredAhead) }) {
+                    lock.unlock()
+                    return answer
                 }
             }
-            if let refusal { return .failure(refusal) }
-            pendingReplies.append(PendingRequest(id: id))
-            let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
-            central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
-            scheduleEvent(deferring: true)
-            if let timer = eventTimerToSet, let time = eventScheduled {
-                eventTimerToSet = nil
-                first = .init(deadline: time, id: timer, call: Self.call(eventCall))
-            }
-            return nil
-        }) {
-            return refused
         }
-        return await awaitAnswer(first: first) {
+        lock.unlock()
+        if first.call != nil { executor.schedule(first) }
+        return await awaitAnswer {
             Self.take(id, from: &answeredAhead)
         } file: {
             Self.file($0, for: id, in: &pendingReplies)
