@@ -7,14 +7,15 @@ Usage:
 
 For each of two image sizes it runs `ota benchmark --protocol PROTOCOL --profile P --size S
 --json ARGS` twice under valgrind's callgrind: once for the whole process, once collecting only
-while the simulated link's two timer closures run (connection events and deliveries to the
-central). It prints, per data write and *marginal* (the larger run minus the smaller, divided by
+while the simulated link's connection events and deliveries to the central run (its
+`connectionEvent()` and `deliverNextToCentral()`, whoever calls them: the link's timers, or a
+request that runs its first event at once). It prints, per data write and *marginal* (the larger run minus the smaller, divided by
 the extra writes, so start-up and everything done once per update drops out):
 
 - whole: the whole process, the SHA-256 compression taken out (valgrind hides the CPU's SHA
   extensions, so the portable code runs there and would dominate);
-- link closures: what runs under the two closures, SHA-256 out (link, timers, executor, flash,
-  device model);
+- link closures: what runs under those two functions, SHA-256 out (link, timers, executor,
+  flash, device model);
 - model: the device model's `write`/`read` less its calls back into the simulator (flash
   writes, erases and settling, `notify`): what a real device computes too;
 - simulator: link closures less model;
@@ -40,9 +41,11 @@ SHIM = r"""
 #include <sys/syscall.h>
 int sigsuspend(const sigset_t *mask) { sigset_t copy = *mask; return syscall(SYS_rt_sigsuspend, &copy, 8); }
 """
-# The partial-apply thunks of SimulatedConnection's two timer closures (its init's closures #1
-# and #2): every connection event and every delivery to the central runs under one of them.
-CLOSURE = re.compile(r"SimulatedConnectionC6device10simulation10centralMTU.*cfU[01]_TA$")
+# SimulatedConnection's connection event and delivery to the central: every event and every
+# delivery runs under one of them. (Until 2026-12-06 the tool toggled the link's two timer
+# closures, its init's closures #1 and #2, which called nothing else; a request now runs its
+# first event without a timer, so the functions themselves are toggled.)
+CLOSURE = re.compile(r"SimulatedConnectionC(15connectionEvent|20deliverNextToCentral)33_[0-9A-F]+LLyyF$")
 SHA = re.compile(r"SHA256V16compressPortably")
 MODEL = re.compile(r"AadEP5write_2to4kind10peripheral.*PeripheralContext_ptFTW|AadEP4read_10peripheral.*TW")
 CALLBACK = re.compile(r"SimulatedFlashC7OTACore0D7StorageAadEP(5write|5erase|6settle).*TW|SimulatedConnectionC6notify_2on.*tF$")
@@ -80,7 +83,7 @@ def measure(binary, shim, args, size, workdir):
     symbols = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout.split()
     toggles = [f"--toggle-collect={name}" for name in sorted(set(symbols)) if CLOSURE.search(name)]
     if len(toggles) != 2:
-        sys.exit(f"instructions-per-write: expected the link's two timer closures, found {len(toggles)}")
+        sys.exit(f"instructions-per-write: expected the link's connectionEvent and deliverNextToCentral, found {len(toggles)}")
     closures_out = os.path.join(workdir, f"closures-{size}.out")
     subprocess.run(
         ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={closures_out}"] + toggles + base,

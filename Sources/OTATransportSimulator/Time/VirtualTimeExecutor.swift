@@ -466,27 +466,26 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// The first step of a run ahead for an answer, taken before the run starts by a caller
-    /// that holds its own lock around it: `first` is a timer the caller would set now (its place
-    /// reserved with ``reserveTimerID()``; a link's first event for the request that waits).
-    /// When it is the run loop's very next step, and a run ahead for an answer may start here
-    /// (``runAhead(before:forAnswer:until:)`` with `forAnswer` and no bound), it fires at once,
-    /// without entering the queue, marked as that run's step (decision 0073), and the answer is
-    /// `true`. Otherwise nothing is done and the caller sets `first` as any timer.
-    func takeFirstStepAhead(_ first: ReservedTimer) -> Bool {
-        guard let call = first.call, takesStepsAtOnce, onRunLoopThread, wallAnchor == nil, !runningAhead, isNextStep(first.deadline) else {
-            return false
-        }
+    /// that holds its own lock around it: `step` is what a timer the caller would set now for
+    /// `deadline` (attoseconds) would call (a link's first event for the request that waits).
+    /// When that timer would be the run loop's very next step, and a run ahead for an answer may
+    /// start here (``runAhead(before:forAnswer:until:)`` with `forAnswer` and no bound), virtual
+    /// time moves to `deadline` and `step` runs at once, marked as that run's timer call
+    /// (decision 0073), and the answer is `true`. Otherwise nothing is done and the caller sets
+    /// the timer.
+    func takeFirstStepAhead(at deadline: Int128, _ step: () -> Void) -> Bool {
+        guard takesStepsAtOnce, onRunLoopThread, wallAnchor == nil, !runningAhead, isNextStep(deadline) else { return false }
         runningAhead = true
         aheadForAnswer = true
-        takeStep(at: first.deadline)
-        fire(call)
+        takeStep(at: deadline)
+        fire(step)
         runningAhead = false
         aheadForAnswer = false
         return true
     }
 
     /// Calls a timer's action, marked as one (``advance(toNextStepAt:)``).
-    private func fire(_ action: @Sendable () -> Void) {
+    private func fire(_ action: () -> Void) {
         let outer = firingTimer
         firingTimer = true
         action()

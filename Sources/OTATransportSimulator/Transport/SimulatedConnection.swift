@@ -123,6 +123,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private let lock = RecursiveLock()
     private let device: SimulatedDevice
+    /// The device's model and flash, held here too: reached through `device` each was retained
+    /// and released around every use (a few atomic operations per packet).
+    private let model: any DeviceModel
+    private let deviceFlash: SimulatedFlash
     // Unowned for the same reason as SimulatedDevice.simulation.
     private unowned let simulation: Simulation
     /// The simulation's executor, held strongly (it holds no link): the clock read and the timers
@@ -208,6 +212,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         adapter: (adapter: SimulatedAdapter, slot: UInt64)? = nil
     ) {
         self.device = device
+        self.model = device.model
+        self.deviceFlash = device.flash
         self.adapter = adapter
         self.simulation = simulation
         self.executor = simulation.executor
@@ -272,7 +278,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// `false` otherwise (``write(_:to:kind:)`` then waits for room). A link that is down is
     /// `false` too: the wait reports it.
     public func writeWithoutResponseIfReady(_ value: Data, to characteristic: CharacteristicID) throws(TransportError) -> Bool {
-        try requireFits(value, in: .withoutResponse)
+        if value.count > link.maximumWriteWithoutResponse { try requireFits(value, in: .withoutResponse) }
         return try withLock { () throws(TransportError) -> Bool in
             // A data stream writes one characteristic: look it up once, not per write (the
             // comparison is cheap when the caller passes the same value every time).
@@ -454,10 +460,16 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private static let cancelled = TransportError(.other, "cancelled")
 
+    /// `Task.isCancelled` without retaining and releasing the current task (two atomic
+    /// operations on every request).
+    private static var isCancelled: Bool {
+        withUnsafeCurrentTask { $0?.isCancelled ?? false }
+    }
+
     /// Why a wait cannot start: the link is down or the task cancelled. Under the lock.
     private var refusal: TransportError? {
         if let reason = disconnectReason { return .disconnected(reason) }
-        return Task.isCancelled ? Self.cancelled : nil
+        return Self.isCancelled ? Self.cancelled : nil
     }
 
     private enum RequestKind { case request, read }
@@ -475,7 +487,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                     try check(characteristic, allows: .write)
                     lastAcknowledgedTarget = characteristic
                 }
-                try requireFits(value, in: .withResponse)
+                if value.count > link.maximumWriteWithResponse { try requireFits(value, in: .withResponse) }
             } catch {
                 lock.unlock()
                 return .failure(error)
@@ -490,21 +502,21 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         let centralKind: CentralKind = kind == .request ? .request(id) : .read(id)
         central.append(CentralPDU(kind: centralKind, characteristic: characteristic, value: value, remaining: pduLength(value.count)))
         scheduleEvent(deferring: true)
-        // The event that carries it, if it is the one to set: the wait's first step.
+        // The event that carries it, if it is the one to set: the wait's first step. When it is
+        // the run loop's next step it runs here, still under the lock (the event's own take of
+        // it is a nested one), and the answer it may bring is taken in the same round;
+        // otherwise it is set, after the lock, as any timer. Nothing can have answered before
+        // the event: the lock was held since the request was queued.
         var first = VirtualTimeExecutor.ReservedTimer.none
         if let timer = eventTimerToSet, let time = eventScheduled {
             eventTimerToSet = nil
-            first = .init(deadline: time, id: timer, call: Self.call(eventCall))
-            // When it is the run loop's next step it runs here, still under the lock (the
-            // event's own take of it is a nested one), and the answer it may bring is taken in
-            // the same round; otherwise it is set, after the lock, as any timer. Nothing can
-            // have answered before the event: the lock was held since the request was queued.
-            if executor.takeFirstStepAhead(first) {
-                first = .none
+            if executor.takeFirstStepAhead(at: time, { connectionEvent() }) {
                 if answersAhead.load(ordering: .acquiring), let answer = takeAnswer({ Self.take(id, from: &answeredAhead) }) {
                     lock.unlock()
                     return answer
                 }
+            } else {
+                first = .init(deadline: time, id: timer, call: Self.call(eventCall))
             }
         }
         lock.unlock()
@@ -587,13 +599,15 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var earliest = eventNow ?? executor.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
         if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
-        guard let call = eventCall else { return }
+        // Compared, not bound: binding the closure retains its context, and most events are
+        // set later (`setTimers`) or taken at once.
+        guard eventCall != nil else { return }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
         if deferring || eventNow != nil {
             eventTimerToSet = executor.reserveTimerID()
         } else {
-            executor.schedule(at: Duration(attoseconds: time), call)
+            executor.schedule(at: Duration(attoseconds: time), eventCall!)
         }
     }
 
@@ -768,7 +782,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// Folds the device's flash work into its busy time at `time` (``SimulatedFlash/settle(attoseconds:notBefore:)``),
     /// with any settling done without the lock first; returns when the device will be idle.
     private func settleDevice(at time: Int128) -> Int128 {
-        let busy = device.flash.settle(attoseconds: time, notBefore: busyFloor)
+        let busy = deviceFlash.settle(attoseconds: time, notBefore: busyFloor)
         busyFloor = nil
         knownBusy = busy
         return busy
@@ -805,7 +819,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private func deliverToDevice(_ pdu: CentralPDU, at time: Int128) {
         deliveryTime = time
-        let model = device.model
         // The model (and the persistence's callback) may use the flash.
         knownBusy = nil
         switch pdu.kind {
