@@ -542,7 +542,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// its task is suspended, or keeps the answer for it if it runs the link ahead.
     private func answer(_ id: UInt64, with reply: Answer) -> UnsafeContinuation<Answer, Never>? {
         guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
-        let entry = pendingReplies.remove(at: index)
+        // Nearly always the only request out (ATT has one at a time): `removeLast` shifts nothing.
+        let entry = index == pendingReplies.count - 1 ? pendingReplies.removeLast() : pendingReplies.remove(at: index)
         if entry.continuation == nil { keepAhead(answer: reply, for: id) }
         return entry.continuation
     }
@@ -804,6 +805,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
     }
 
+    // Inlined into the event loop: nearly always nobody waits, and the check is all it does.
+    @inline(__always)
     private func wakeBlockedWriters() {
         while commandsQueued < profile.writeQueueDepth, !blockedWriters.isEmpty {
             let writer = blockedWriters.removeFirst()
