@@ -440,7 +440,6 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// an answer for it (a simulated request or blocked write): a link's timer may then take
     /// its next steps at once while it has kept none (``advance(toNextStepAt:)``). A condition
     /// that anything else can satisfy (a notification buffered, time passing) leaves it `false`.
-
     func runAhead(before bound: Duration? = nil, forAnswer: Bool = false, until answered: () -> Bool) -> Bool {
         guard onRunLoopThread, wallAnchor == nil, !runningAhead else { return answered() }
         runningAhead = true
