@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import Synchronization
 import Testing
 
 @testable import OTATransportSimulator
@@ -106,6 +107,36 @@ import Testing
         #expect(drawn == expected)
     }
 
+    /// Flash work added between two events (here an erase from the test's task while the link is
+    /// idle) is seen by the next event's flow-control check: the busy time the link knew from
+    /// its last event no longer holds once the flash changed, and the packet waits until the
+    /// device's backlog is under the limit.
+    @Test func flashWorkBetweenEventsHoldsTheNextPacket() async throws {
+        let simulation = Simulation(seed: 3)
+        let model = ArrivalTimes(simulation: simulation)
+        let profile = DeviceProfile.esp32S3MTU244TwoM
+        let device = SimulatedDevice(profile: profile, model: model, simulation: simulation)
+        let (erasedAt, busyUntil) = try await simulation.run {
+            let link = try await SimulatedConnector(device: device).connectSimulated()
+            try await link.write(Data(repeating: 1, count: 100), to: RecordingDevice.data, kind: .withoutResponse)
+            try await simulation.clock.sleep(for: .milliseconds(100))
+            let erasedAt = simulation.now
+            try device.flash.erase(0..<(10 * profile.flash.sectorSize))
+            let busyUntil = erasedAt + profile.flash.sectorEraseTime * 10
+            try await link.write(Data(repeating: 2, count: 100), to: RecordingDevice.data, kind: .withoutResponse)
+            try await simulation.clock.sleep(for: .seconds(1))
+            await link.disconnect()
+            return (erasedAt, busyUntil)
+        }
+        let arrivals = model.arrivals
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 {
+            #expect(arrivals[0] < erasedAt)
+            // Held back while more than the backlog limit of work was left.
+            #expect(arrivals[1] >= busyUntil - profile.backlogLimit)
+        }
+    }
+
     /// Draws from several threads at once are taken one at a time: together they are the
     /// sequence, none drawn twice or lost.
     @Test func drawsFromManyThreadsAreTheSequence() async {
@@ -133,5 +164,20 @@ import Testing
         for payload in [0, 1, 27, 100, 251] {
             #expect(Duration(attoseconds: Int128(line.fixed + line.perByte * payload) * 1_000_000_000_000) == phy.airTime(payload: payload))
         }
+    }
+}
+
+/// A device that notes when each data write reaches it.
+private final class ArrivalTimes: DeviceModel {
+    private let simulation: Simulation
+    private let times = Mutex<[Duration]>([])
+    init(simulation: Simulation) { self.simulation = simulation }
+    var arrivals: [Duration] { times.withLock { $0 } }
+    var services: [GATTServiceDefinition] { RecordingDevice().services }
+
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        let now = simulation.now
+        times.withLock { $0.append(now) }
+        return .success
     }
 }

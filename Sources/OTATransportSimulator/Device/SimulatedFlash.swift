@@ -61,6 +61,11 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     public let capacity: Int
     public let sectorSize: Int
     private let state: Mutex<State>
+    /// How many times the slot's work, busy time or contents changed: counted under the lock (one
+    /// writer at a time, so a load and a store, no read-modify-write) and read without it by the
+    /// link, which keeps the busy time it settled while the count has not moved
+    /// (``settleCounting(attoseconds:notBefore:)``).
+    private let changes = Atomic<UInt64>(0)
 
     /// Creates an erased slot of `capacity` bytes.
     public init(capacity: Int, timing: FlashTiming) {
@@ -85,6 +90,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime.attoseconds * Int128(sectors)
             state.markChanged(range, sectorSize: sectorSize)
+            noteChange()
         }
     }
 
@@ -100,6 +106,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             }
             state.pendingCost += state.lastWriteCost
             state.markChanged(offset..<(offset + bytes.count), sectorSize: sectorSize)
+            noteChange()
         }
     }
 
@@ -132,6 +139,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         state.withLock {
             $0.contents = contents
             _ = $0.takeChanged()
+            noteChange()
         }
     }
 
@@ -154,18 +162,38 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// is first raised to it, as that settling would have done, then settled at `time`. The
     /// result is the same as two calls, one at `floor` and one at `time`.
     func settle(attoseconds time: Int128, notBefore floor: Int128? = nil) -> Int128 {
+        settleCounting(attoseconds: time, notBefore: floor).busy
+    }
+
+    /// ``settle(attoseconds:notBefore:)``, with the count of changes as it left it (``changeCount``
+    /// stays there while nothing else touches the flash).
+    func settleCounting(attoseconds time: Int128, notBefore floor: Int128?) -> (busy: Int128, changes: UInt64) {
         state.withLock { state in
             if let floor, floor > state.busyUntil { state.busyUntil = floor }
             state.busyUntil = (time > state.busyUntil ? time : state.busyUntil) + state.pendingCost
             state.pendingCost = 0
-            return state.busyUntil
+            return (state.busyUntil, noteChange())
         }
+    }
+
+    /// How many times the flash changed (see `changes`), read without the lock.
+    var changeCount: UInt64 { changes.load(ordering: .acquiring) }
+
+    /// Counts a change; under the lock. Returns the new count.
+    @discardableResult
+    private func noteChange() -> UInt64 {
+        let count = changes.load(ordering: .relaxed) &+ 1
+        changes.store(count, ordering: .releasing)
+        return count
     }
 
     /// Keeps a settling done without the lock (see ``settle(attoseconds:notBefore:)``): the busy time
     /// becomes at least `floor`, and work not folded in yet stays so.
     func raiseBusy(to floor: Int128) {
-        state.withLock { if floor > $0.busyUntil { $0.busyUntil = floor } }
+        state.withLock {
+            if floor > $0.busyUntil { $0.busyUntil = floor }
+            noteChange()
+        }
     }
 
     /// ``settle(attoseconds:notBefore:)`` in `Duration`s.
@@ -176,6 +204,9 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// The hosting device restarted at `time`: the work it had queued is gone (the time of
     /// operations not folded in yet still counts).
     func resetBusy(to time: Duration) {
-        state.withLock { $0.busyUntil = time.attoseconds }
+        state.withLock {
+            $0.busyUntil = time.attoseconds
+            noteChange()
+        }
     }
 }

@@ -187,6 +187,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// touched its flash since (no model call): a packet's flow-control check then settles
     /// without the flash's lock. `nil` when unknown.
     @exclusivity(unchecked) private var knownBusy: Int128?
+    /// The flash's change count when `knownBusy` was settled through it: an event that finds the
+    /// count moved (a reboot, a model's or a test's use of the flash between events) forgets it.
+    @exclusivity(unchecked) private var knownChanges: UInt64 = 0
     /// A settling done from `knownBusy` that the flash has not seen yet: the next settling
     /// through the flash (or the link going down) folds it in first.
     @exclusivity(unchecked) private var busyFloor: Int128?
@@ -701,7 +704,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// One connection event, its packets computed in one pass under the link's lock: times in
     /// attoseconds, drawing from the random source its caller borrowed, the device's busy time settled
     /// through the flash's lock only where flash work can have been added (after a packet
-    /// reached the model, and once at the start of the event).
+    /// reached the model, and at the start of the event if the flash changed since the last).
     private func runEvent(at start: Int128, drawing random: inout SeededRandom) {
         let cap = profile.packetsPerEvent ?? .max
         var share = clock.interval
@@ -717,8 +720,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var used: Int128 = 0
         var packets = 0
         var flowControlled = false
-        // Between events anything may have used the flash (a reboot, the model, a test).
-        knownBusy = nil
+        // Between events anything may have used the flash (a reboot, the model, a test): the
+        // busy time known still holds only if its change count has not moved.
+        if knownBusy != nil, deviceFlash.changeCount != knownChanges { knownBusy = nil }
         defer { adapter?.adapter.charge(Duration(attoseconds: used)) }
         while packets < cap, disconnectReason == nil {
             let now = start + used
@@ -789,9 +793,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// Folds the device's flash work into its busy time at `time` (``SimulatedFlash/settle(attoseconds:notBefore:)``),
     /// with any settling done without the lock first; returns when the device will be idle.
     private func settleDevice(at time: Int128) -> Int128 {
-        let busy = deviceFlash.settle(attoseconds: time, notBefore: busyFloor)
+        let (busy, changes) = deviceFlash.settleCounting(attoseconds: time, notBefore: busyFloor)
         busyFloor = nil
         knownBusy = busy
+        knownChanges = changes
         return busy
     }
 
