@@ -316,6 +316,25 @@ private let image = try! FirmwareImage(bytes: Data((0..<5_000).map { UInt8(trunc
             })
     }
 
+    /// When the last attempt fails otherwise than the first (a connection that timed out after
+    /// links dropped for want of pairing), the line keeps both: the first one's advice is what
+    /// the person needs.
+    @Test func givingUpKeepsTheFirstAttemptsReasonWhenTheLastDiffers() async throws {
+        let client = ScriptedProtocol { run, context throws(OTAError) in
+            if run < 3 { throw OTAError(.disconnected, "link lost before any data; pass --pairing first") }
+            throw OTAError(.disconnected, "could not connect within 15.0 s")
+        }
+        let (result, _) = await collect(image, client, connector: CountingConnector(), configuration: configuration)
+        guard case .failure(let error) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(
+            error.message
+                == "gave up after 2 restarts from byte 0: could not connect within 15.0 s; the first attempt ended: link lost before any data; pass --pairing first"
+        )
+    }
+
     @Test func restartsAreBoundedBecauseNoneIsProgress() async throws {
         // Every run gets further before the link drops, but the device keeps none of it.
         let client = ScriptedProtocol { run, context throws(OTAError) in

@@ -167,6 +167,9 @@ public struct UpdateEngine: Sendable {
         var connectDuration = recorder.elapsed
         var preflightDone = false
         var failures = RunsWithoutProgress()
+        // The first failure of the current run of attempts without progress: the last may say
+        // less (a connection that timed out after links that dropped for want of pairing).
+        var firstWithoutProgress: OTAError?
         var requests = RunsWithoutProgress()
         var resumes = 0
         var restarts = 0
@@ -232,9 +235,14 @@ public struct UpdateEngine: Sendable {
                 // (its START resets the session), so no restart is progress, and the same
                 // policy bounds the restarts in a row.
                 let attempt = failures.count(acknowledged: resumable ? device.acknowledged : 0)
+                if attempt == 1 { firstWithoutProgress = error }
                 guard attempt <= policy.maximumAttempts else {
                     let what = resumable ? "reconnection attempts without progress" : "restarts from byte 0"
-                    throw OTAError(error.code, "gave up after \(policy.maximumAttempts) \(what): \(error.message)", underlying: error)
+                    var message = "gave up after \(policy.maximumAttempts) \(what): \(error.message)"
+                    if let first = firstWithoutProgress, first.message != error.message {
+                        message += "; the first attempt ended: \(first.message)"
+                    }
+                    throw OTAError(error.code, message, underlying: error)
                 }
                 let delay = policy.delay(beforeAttempt: attempt)
                 if resumable {
