@@ -43,6 +43,50 @@ import Testing
         #expect(checked > 100_000)
     }
 
+    /// The link's next event, found from the last one (the event itself or the one after it,
+    /// without the search), is the old `Double` ceiling too: on a walk through a link's life in
+    /// steps of a fraction of an interval, onto events and an attosecond or a few units in the
+    /// last place either side of them, with jumps hours ahead (where the times round as
+    /// `Double`s) and back, from anchors at zero and far from it.
+    @Test func theNextEventFromTheLastIsTheOldDoubleCeiling() {
+        var random = SeededRandom(seed: 51)
+        let profile = DeviceProfile.esp32S3MTU244TwoM
+        var checked = 0
+        var mismatches: [String] = []
+        for interval in [15_000_000_000_000_000, 7_500_000_000_000_000, 1_250_000_000_000_000, 3, (1 << 60) + 1] as [Int128] {
+            for anchor in [0, 123_456_789_012_345_678_901, 5] as [Int128] {
+                var clock = LinkClock(anchor: Duration(attoseconds: anchor), link: profile.link, device: profile)
+                clock.interval = interval
+                clock.intervalIsExact = LinkClock.isExactDouble(interval)
+                var earliest = anchor
+                for _ in 0..<6000 {
+                    let base = (earliest - anchor) / interval * interval + anchor
+                    let unit = max(1, Int128(1) << max(0, (earliest - anchor).bitWidth - (earliest - anchor).leadingZeroBitCount - 53))
+                    switch random.next() % 12 {
+                    case 0: earliest = anchor + interval * Int128(random.next() % 2_000_000)  // an event, far away
+                    case 1: earliest = base + interval  // onto the next event
+                    case 2: earliest = base + interval - 1
+                    case 3: earliest = base + interval + 1
+                    case 4: earliest = base + interval - unit
+                    case 5: earliest = base + interval - 2 * unit
+                    case 6: earliest = base + interval - 2 * unit - 1
+                    case 7: earliest = base + 2 * interval - 3 * unit
+                    default: earliest += Int128(random.next() % UInt64(clamping: interval * 2 + 1))
+                    }
+                    if earliest < anchor || (earliest - anchor) / interval >= 1 << 62 { earliest = anchor }
+                    let expected = anchor + interval * Int128(LinkClock.doubleEvents(until: earliest - anchor, interval: interval))
+                    let found = clock.nextEvent(atOrAfter: earliest)
+                    if found != expected, mismatches.count < 3 {
+                        mismatches.append("interval \(interval), anchor \(anchor), earliest \(earliest): \(found) for \(expected)")
+                    }
+                    checked += 1
+                }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+        #expect(checked == 90_000)
+    }
+
     /// The test above has teeth: on an exact multiple far into a link's life the old `Double`
     /// path gives one event more than the integer ceiling (the time rounds up as a `Double`),
     /// which is why the link falls back to it there.

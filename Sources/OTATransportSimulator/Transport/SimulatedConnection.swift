@@ -1034,12 +1034,15 @@ struct LinkClock {
     var intervalIsExact = false
     /// The event count (from the anchor) of the last event scheduled: the next is near it.
     var lastEvents: Int64 = 0
+    /// That event's time, `anchor + interval × lastEvents`.
+    var lastTime: Int128
     static let nanosecond: Int128 = 1_000_000_000
 
     init(anchor: Duration, link: LinkProfile, device: DeviceProfile) {
         let microsecond: Int128 = 1_000_000_000_000
         let air = link.phy.airTimeMicroseconds
         self.anchor = anchor.attoseconds
+        lastTime = self.anchor
         interval = link.connectionInterval.attoseconds
         airFixed = Int128(air.fixed) * microsecond
         airPerByte = Int128(air.perByte) * microsecond
@@ -1051,9 +1054,32 @@ struct LinkClock {
 
     /// The first connection event at or after `earliest`, remembered as the start of the next
     /// search.
+    ///
+    /// Nearly always that is the last event found or the one after it: then neither the search
+    /// nor its rounding checks run in full. The count is `events(until:interval:intervalIsExact:near:)`'s
+    /// whenever the time found is at least two units in the last place of its own distance from
+    /// the anchor after `earliest` (or `earliest`'s distance is exact as a `Double`): the unit
+    /// only grows with the distance, so `earliest`'s is no larger, and its check passes too.
     mutating func nextEvent(atOrAfter earliest: Int128) -> Int128 {
+        if intervalIsExact, earliest >= anchor, earliest > lastTime &- interval {
+            var time = lastTime
+            var count = lastEvents
+            if earliest > time {
+                time &+= interval
+                count &+= 1
+            }
+            let distance = time &- anchor
+            if earliest <= time, count < 1 << 52, distance < 1 << 120,
+                time &- earliest >= 2 &* Self.unitInLastPlace(distance) || Self.isExactDouble(earliest &- anchor)
+            {
+                lastEvents = count
+                lastTime = time
+                return time
+            }
+        }
         lastEvents = Self.events(until: earliest - anchor, interval: interval, intervalIsExact: intervalIsExact, near: lastEvents)
-        return anchor + interval &* Int128(lastEvents)
+        lastTime = anchor + interval &* Int128(lastEvents)
+        return lastTime
     }
 
     /// How many intervals from the anchor to the first event at or after `sinceAnchor`
