@@ -13,6 +13,9 @@ public final class UpdateContext: Sendable {
     /// `transport`, when it can take a write without response on the spot (cast once here, not
     /// per write).
     private let immediateWriter: (any ImmediateWriting)?
+    /// `transport`, when it can often answer a write with response within the call that sends it
+    /// (cast once here, not per write).
+    private let immediateRequester: (any ImmediateRequesting)?
     /// `transport`, when a wait for its notifications can run its link ahead (cast once here, not
     /// per inbox).
     private let runner: (any RunningAhead)?
@@ -57,6 +60,7 @@ public final class UpdateContext: Sendable {
         chunkPlan = try ChunkPlan(link: transport.link, shape: updateProtocol.dataWrites, cap: configuration.maximumChunkSize)
         self.transport = transport
         immediateWriter = transport as? any ImmediateWriting
+        immediateRequester = transport as? any ImmediateRequesting
         runner = transport as? any RunningAhead
         self.configuration = configuration
         self.clock = clock
@@ -325,7 +329,24 @@ public final class UpdateContext: Sendable {
             }
         case .withResponse:
             let offset = range.lowerBound
-            if let timer = runTimer {
+            if let timer = runTimer, let requester = immediateRequester {
+                // Sent, and nearly always answered, within one call; awaited only when the answer
+                // is still to come (decision 0076). The run's timer bounds it as `bound` would.
+                let token = timer.starts(failing: .dataWrite(offset: offset))
+                defer { timer.ended(token) }
+                switch requester.startWriteWithResponse(value, to: characteristic) {
+                case .answered:
+                    break
+                case .failed(let error):
+                    throw Self.describe(error, doing: "writing data at byte \(offset)")
+                case .pending(let write):
+                    do {
+                        try await requester.awaitAnswer(to: write)
+                    } catch {
+                        throw Self.describe(error, doing: "writing data at byte \(offset)")
+                    }
+                }
+            } else if let timer = runTimer {
                 // The run's timer bounds the wait for the acknowledgement.
                 try await timer.bound(failing: .dataWrite(offset: offset)) { () throws(OTAError) in
                     do {

@@ -8,8 +8,8 @@ import Synchronization
 /// Writes without response wait for room in the central's queue of ``LinkProfile/writeQueueDepth``
 /// writes; connection events drain it into the device. A write with response or a read waits
 /// for the device's answer to come back over the link. See ``LinkProfile`` for the radio model.
-public final class SimulatedConnection: Transport, NotificationPushing, ImmediateWriting, RunningAhead, PeripheralContext,
-    @unchecked Sendable
+public final class SimulatedConnection: Transport, NotificationPushing, ImmediateWriting, ImmediateRequesting, RunningAhead,
+    PeripheralContext, @unchecked Sendable
 {
     // @unchecked: every mutable field is guarded by `lock`. The lock is recursive because the
     // device model runs inside a connection event and calls back into the link (`notify`)
@@ -303,6 +303,23 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         return try await request(.read, value: Data(), characteristic: characteristic).get()
     }
 
+    /// ``ImmediateRequesting``: the request sent and the link run ahead to its answer, as
+    /// ``write(_:to:kind:)`` does before it would suspend; `pending` where it would suspend.
+    public func startWriteWithResponse(_ value: Data, to characteristic: CharacteristicID) -> StartedWrite {
+        let (answer, id) = startRequest(.request, value: value, characteristic: characteristic)
+        switch answer {
+        case nil: return .pending(PendingWrite(id: id))
+        case .value?: return .answered
+        case .failure(let error)?: return .failed(error)
+        }
+    }
+
+    /// ``ImmediateRequesting``: the rest of ``write(_:to:kind:)``'s wait, suspended until the
+    /// answer comes. A write this link does not know as pending fails ("lost track").
+    public func awaitAnswer(to write: PendingWrite) async throws(TransportError) {
+        _ = try await suspendForAnswer(to: write.id).get()
+    }
+
     public func notifications(from characteristic: CharacteristicID) async throws(TransportError) -> AsyncStream<Data> {
         try await NotificationSubscriber.stream { (subscriber) throws(TransportError) in try subscribe(to: characteristic, subscriber) }
     }
@@ -437,6 +454,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         file: (UnsafeContinuation<Answer, Never>?) -> Bool,
         withdraw: @Sendable () -> UnsafeContinuation<Answer, Never>?
     ) async -> Answer {
+        if let answer = runAheadForAnswer(take: take) { return answer }
+        return await suspendForAnswer(take: take, file: file, withdraw: withdraw)
+    }
+
+    /// ``awaitAnswer(take:file:withdraw:)``'s first part: the link run ahead on the calling task
+    /// until `take` finds the answer; `nil` when it must be waited for.
+    @inline(__always)
+    private func runAheadForAnswer(take: () -> Answer?) -> Answer? {
         var answer: Answer?
         // A cancellation from another thread meanwhile is noticed at the answer (virtual time
         // runs on to it at once) or, if none comes, when the suspension below is entered; the
@@ -448,8 +473,18 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             answer = withLock { takeAnswer(take) }
             return answer != nil
         }
-        if answered, let answer { return answer }
-        return await withTaskCancellationHandler {
+        return answered ? answer : nil
+    }
+
+    /// ``awaitAnswer(take:file:withdraw:)``'s second part: suspends until the answer comes,
+    /// unless it came meanwhile.
+    @inline(__always)
+    private func suspendForAnswer(
+        take: () -> Answer?,
+        file: (UnsafeContinuation<Answer, Never>?) -> Bool,
+        withdraw: @Sendable () -> UnsafeContinuation<Answer, Never>?
+    ) async -> Answer {
+        await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Answer, Never>) in
                 let immediate: Answer? = withLock {
                     if let answer = takeAnswer(take) { return answer }
@@ -486,6 +521,28 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     // (about 140 instructions per esp-ble-ota write).
     @inline(__always)
     private func request(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) async -> Answer {
+        let (answer, id) = startRequest(kind, value: value, characteristic: characteristic)
+        if let answer { return answer }
+        return await suspendForAnswer(to: id)
+    }
+
+    /// Suspends until request `id` is answered (``suspendForAnswer(take:file:withdraw:)``).
+    @inline(__always)
+    private func suspendForAnswer(to id: UInt64) async -> Answer {
+        await suspendForAnswer {
+            Self.take(id, from: &answeredAhead)
+        } file: {
+            Self.file($0, for: id, in: &pendingReplies)
+        } withdraw: {
+            Self.withdraw(id, from: &pendingReplies)
+        }
+    }
+
+    /// The part of a request that needs no suspension: checks and sends it, and runs the link
+    /// ahead for its answer (``runAheadForAnswer(take:)``). Returns the answer if it came (or
+    /// why the request was refused), `nil` with the request's id otherwise.
+    @inline(__always)
+    private func startRequest(_ kind: RequestKind, value: Data, characteristic: CharacteristicID) -> (Answer?, UInt64) {
         lock.lock()
         if kind == .request {
             // As for writes without response (`writeWithoutResponseIfReady`): a stream of
@@ -499,12 +556,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 if value.count > link.maximumWriteWithResponse { try requireFits(value, in: .withResponse) }
             } catch {
                 lock.unlock()
-                return .failure(error)
+                return (.failure(error), 0)
             }
         }
         if let refusal {
             lock.unlock()
-            return .failure(refusal)
+            return (.failure(refusal), 0)
         }
         let id = makeID()
         pendingReplies.append(PendingRequest(id: id))
@@ -522,7 +579,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             if executor.takeFirstStepAhead(at: time, { connectionEvent() }) {
                 if answersAhead.load(ordering: .acquiring), let answer = takeAnswer({ Self.take(id, from: &answeredAhead) }) {
                     lock.unlock()
-                    return answer
+                    return (answer, id)
                 }
             } else {
                 first = .init(deadline: time, id: timer, call: Self.call(eventCall))
@@ -530,13 +587,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
         lock.unlock()
         if first.call != nil { executor.schedule(first) }
-        return await awaitAnswer {
-            Self.take(id, from: &answeredAhead)
-        } file: {
-            Self.file($0, for: id, in: &pendingReplies)
-        } withdraw: {
-            Self.withdraw(id, from: &pendingReplies)
-        }
+        return (runAheadForAnswer { Self.take(id, from: &answeredAhead) }, id)
     }
 
     private static let lost = TransportError(.other, "the simulated link lost track of a waiting write")
