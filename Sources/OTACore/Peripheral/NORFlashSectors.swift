@@ -134,6 +134,15 @@ package struct NORFlashSectors: Sendable {
     package mutating func write(_ data: Data, at offset: Int) {
         guard !data.isEmpty else { return }
         let end = offset + data.count
+        // Most writes (a packet, a page) lie in one sector: programmed there without the split
+        // into spans and its slicing.
+        let index = offset / sectorSize
+        let start = offset - index * sectorSize
+        if start + data.count <= sectorSize {
+            let target = sector(index)
+            data.withUnsafeBytes { target.program($0, at: start) }
+            return
+        }
         data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
             Self.forEachSpan(of: offset..<end, sectorSize: sectorSize) { index, start, count, position in
                 let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
