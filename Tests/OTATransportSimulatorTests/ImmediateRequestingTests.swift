@@ -106,6 +106,34 @@ import Testing
         #expect(error?.description.contains("lost track of a waiting write") == true)
     }
 
+    /// A task already cancelled sends nothing: its write with response is refused before it
+    /// goes out, through `write` and through the started path alike.
+    @Test func aCancelledTasksWriteIsNeverSent() async throws {
+        let simulation = Simulation(seed: 1)
+        let model = CountingDevice()
+        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: simulation)
+        let (thrown, started): (TransportError?, StartedWrite) = try await simulation.run {
+            let connection = try await SimulatedConnector(device: device).connectSimulated()
+            let outcome = await Task(executorPreference: simulation.executor) {
+                withUnsafeCurrentTask { $0?.cancel() }
+                let thrown = await Self.thrown { () throws(TransportError) in
+                    try await connection.write(Data([1]), to: RecordingDevice.control, kind: .withResponse)
+                }
+                return (thrown, connection.startWriteWithResponse(Data([2]), to: RecordingDevice.control))
+            }.value
+            try await simulation.clock.sleep(for: .milliseconds(200))
+            await connection.disconnect()
+            return outcome
+        }
+        #expect(thrown?.description == "cancelled")
+        if case .failed(let error) = started {
+            #expect(error.description == "cancelled")
+        } else {
+            Issue.record("expected a failure, got \(started)")
+        }
+        #expect(model.writes == 0)
+    }
+
     private static func thrown(_ body: () async throws(TransportError) -> Void) async -> TransportError? {
         do {
             try await body()
@@ -113,5 +141,17 @@ import Testing
         } catch {
             return error
         }
+    }
+}
+
+/// A device that counts the writes with response it receives.
+private final class CountingDevice: DeviceModel {
+    private let count = Mutex(0)
+    var writes: Int { count.withLock { $0 } }
+    var services: [GATTServiceDefinition] { RecordingDevice().services }
+
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        if kind == .withResponse { count.withLock { $0 += 1 } }
+        return .success
     }
 }
