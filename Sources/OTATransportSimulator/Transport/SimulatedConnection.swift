@@ -176,6 +176,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// one request out at a time), searched rather than hashed.
     @exclusivity(unchecked) private var pendingReplies: [PendingRequest] = []
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
+    /// The characteristic of the subscription found last, and its subscriber, kept beside
+    /// `subscriptions` (``subscriber(of:)``): a device notifies on one or two characteristics,
+    /// and hashing a characteristic's two UUIDs cost more than the rest of a notification's
+    /// bookkeeping. Cleared whenever `subscriptions` changes.
+    @exclusivity(unchecked) private var lastSubscribed: CharacteristicID?
+    @exclusivity(unchecked) private var lastSubscriber: NotificationSubscriber?
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
     @exclusivity(unchecked) private var lastID: UInt64 = 0
@@ -344,7 +350,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         let (id, previous): (UInt64, NotificationSubscriber?) = try withLock { () throws(TransportError) in
             if let reason = disconnectReason { throw TransportError.disconnected(reason) }
             let id = makeID()
-            defer { subscriptions[characteristic] = (id, subscriber) }
+            defer {
+                subscriptions[characteristic] = (id, subscriber)
+                forgetLastSubscription()
+            }
             return (id, subscriptions[characteristic]?.subscriber)
         }
         previous?.finish()
@@ -352,7 +361,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         // subscription holds the link.
         return {
             self.withLock {
-                if self.subscriptions[characteristic]?.id == id { self.subscriptions[characteristic] = nil }
+                if self.subscriptions[characteristic]?.id == id {
+                    self.subscriptions[characteristic] = nil
+                    self.forgetLastSubscription()
+                }
             }
         }
     }
@@ -966,9 +978,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         lock.lock()
         let pdu = takeNextDelivery()
         guard pdu.kind != .notification else {
-            if disconnectReason == nil, let characteristic = pdu.characteristic, let subscription = subscriptions[characteristic] {
+            if disconnectReason == nil, let characteristic = pdu.characteristic, let subscriber = subscriber(of: characteristic) {
                 statistics.notificationsDelivered += 1
-                subscription.subscriber.deliver(pdu.value)
+                subscriber.deliver(pdu.value)
             }
             lock.unlock()
             return
@@ -1008,15 +1020,38 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     public var flash: any FlashStorage { device.flash }
 
     public func isSubscribed(to characteristic: CharacteristicID) -> Bool {
-        withLock { subscriptions[characteristic] != nil }
+        withLock { hasSubscription(to: characteristic) }
     }
 
     public func notify(_ value: Data, on characteristic: CharacteristicID) {
         withLock {
-            guard disconnectReason == nil, subscriptions[characteristic] != nil else { return }
+            guard disconnectReason == nil, hasSubscription(to: characteristic) else { return }
             let now = eventNow ?? executor.now.attoseconds
             enqueuePeripheral(.notification(characteristic, value), after: deliveryTime > now ? deliveryTime : now)
         }
+    }
+
+    /// The subscriber to `characteristic`, if it has one: the last one found, or looked up and
+    /// kept as the last; under the lock.
+    private func subscriber(of characteristic: CharacteristicID) -> NotificationSubscriber? {
+        if lastSubscribed == characteristic, let lastSubscriber { return lastSubscriber }
+        guard let found = subscriptions[characteristic]?.subscriber else { return nil }
+        lastSubscribed = characteristic
+        lastSubscriber = found
+        return found
+    }
+
+    /// Whether `characteristic` has a subscriber (``subscriber(of:)``, without copying it when
+    /// it is the last one found); under the lock.
+    private func hasSubscription(to characteristic: CharacteristicID) -> Bool {
+        lastSubscribed == characteristic || subscriber(of: characteristic) != nil
+    }
+
+    /// Clears the subscription kept as the last found; under the lock, whenever `subscriptions`
+    /// changes.
+    private func forgetLastSubscription() {
+        lastSubscribed = nil
+        lastSubscriber = nil
     }
 
     public func reboot(after delay: Duration) {
@@ -1049,6 +1084,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             }
             for (_, subscription) in subscriptions { subscription.subscriber.finish() }
             subscriptions.removeAll()
+            forgetLastSubscription()
             notice.deliver()
             central.removeAll()
             centralHead = 0
