@@ -17,9 +17,12 @@ package struct NORFlashSectors: Sendable {
     package let sectorSize: Int
     /// The sectors programmed since their last erase, by index.
     private var kept: [Int: Sector] = [:]
-    /// The sector written last: a stream of writes goes to one sector at a time, so most writes
-    /// find theirs without a lookup.
-    private var recent: (index: Int, sector: Sector)?
+    /// The sector written last (its index, -1 for none): a stream of writes goes to one sector
+    /// at a time, so most writes find theirs without a lookup. Unretained: `kept` holds it for as
+    /// long as it is the recent one (an erase that forgets it clears it here first), and
+    /// a strong reference here was retained and released around every write.
+    private var recentIndex = -1
+    private var recentSector: Unmanaged<Sector>?
 
     /// One programmed sector's bytes, in memory of its own that writes change in place: no
     /// copy-on-write check and no dictionary mutation per write. Used only by its owner, behind
@@ -125,7 +128,10 @@ package struct NORFlashSectors: Sendable {
         guard !erased.isEmpty else { return }
         for index in (erased.lowerBound / sectorSize)..<(erased.upperBound / sectorSize) {
             kept[index] = nil
-            if recent?.index == index { recent = nil }
+            if recentIndex == index {
+                recentIndex = -1
+                recentSector = nil
+            }
         }
     }
 
@@ -139,8 +145,12 @@ package struct NORFlashSectors: Sendable {
         let index = offset / sectorSize
         let start = offset - index * sectorSize
         if start + data.count <= sectorSize {
-            let target = sector(index)
-            data.withUnsafeBytes { target.program($0, at: start) }
+            if index == recentIndex, let recent = recentSector {
+                data.withUnsafeBytes { bytes in recent._withUnsafeGuaranteedRef { $0.program(bytes, at: start) } }
+            } else {
+                let target = sector(index)
+                data.withUnsafeBytes { target.program($0, at: start) }
+            }
             return
         }
         data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
@@ -169,7 +179,7 @@ package struct NORFlashSectors: Sendable {
 
     /// The sector `index`, kept from now on if it was erased.
     private mutating func sector(_ index: Int) -> Sector {
-        if let recent, recent.index == index { return recent.sector }
+        if index == recentIndex, let recent = recentSector { return recent.takeUnretainedValue() }
         let sector: Sector
         if let found = kept[index] {
             sector = found
@@ -177,7 +187,8 @@ package struct NORFlashSectors: Sendable {
             sector = Sector(size: sectorSize)
             kept[index] = sector
         }
-        recent = (index, sector)
+        recentIndex = index
+        recentSector = Unmanaged.passUnretained(sector)
         return sector
     }
 
