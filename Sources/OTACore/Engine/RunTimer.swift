@@ -109,7 +109,12 @@ final class RunTimer: Sendable {
     /// Records that the operation of `token` returned (answered or failed).
     func ended(_ token: UInt64) {
         state.withLock { state in
-            if let index = state.pending.firstIndex(where: { $0.id == token }) { state.pending.remove(at: index) }
+            // Nearly always the one operation pending, or the newest: removed without a shift.
+            if state.pending.last?.id == token {
+                state.pending.removeLast()
+            } else if let index = state.pending.firstIndex(where: { $0.id == token }) {
+                state.pending.remove(at: index)
+            }
         }
     }
 
