@@ -37,10 +37,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             var sector = range.lowerBound / sectorSize
             let last = (range.upperBound - 1) / sectorSize
             while sector <= last {
-                // A stream of writes marks one sector again and again: read first, so that the
-                // array is written (a uniqueness check) only when a bit is new.
-                let bit: UInt64 = 1 << UInt64(sector & 63)
-                if changedSectors[sector >> 6] & bit == 0 { changedSectors[sector >> 6] |= bit }
+                changedSectors[sector >> 6] |= 1 << UInt64(sector & 63)
                 sector += 1
             }
         }
