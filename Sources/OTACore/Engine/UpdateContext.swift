@@ -334,17 +334,14 @@ public final class UpdateContext: Sendable {
                 // is still to come (decision 0076). The run's timer bounds it as `bound` would.
                 let token = timer.starts(failing: .dataWrite(offset: offset))
                 defer { timer.ended(token) }
-                switch requester.startWriteWithResponse(value, to: characteristic) {
-                case .answered:
-                    break
-                case .failed(let error):
-                    throw Self.describe(error, doing: "writing data at byte \(offset)")
-                case .pending(let write):
-                    do {
-                        try await requester.awaitAnswer(to: write)
-                    } catch {
-                        throw Self.describe(error, doing: "writing data at byte \(offset)")
+                do throws(TransportError) {
+                    switch requester.startWriteWithResponse(value, to: characteristic) {
+                    case .answered: break
+                    case .failed(let error): throw error
+                    case .pending(let write): try await requester.awaitAnswer(to: write)
                     }
+                } catch {
+                    throw Self.describe(error, doing: "writing data at byte \(offset)")
                 }
             } else if let timer = runTimer {
                 // The run's timer bounds the wait for the acknowledgement.

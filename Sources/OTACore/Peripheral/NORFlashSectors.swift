@@ -145,18 +145,14 @@ package struct NORFlashSectors: Sendable {
         let index = offset / sectorSize
         let start = offset - index * sectorSize
         if start + data.count <= sectorSize {
-            if index == recentIndex, let recent = recentSector {
-                data.withUnsafeBytes { bytes in recent._withUnsafeGuaranteedRef { $0.program(bytes, at: start) } }
-            } else {
-                let target = sector(index)
-                data.withUnsafeBytes { target.program($0, at: start) }
-            }
+            let target = sector(index)
+            data.withUnsafeBytes { bytes in target._withUnsafeGuaranteedRef { $0.program(bytes, at: start) } }
             return
         }
         data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
             Self.forEachSpan(of: offset..<end, sectorSize: sectorSize) { index, start, count, position in
                 let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
-                sector(index).program(bytes, at: start)
+                sector(index)._withUnsafeGuaranteedRef { $0.program(bytes, at: start) }
             }
         }
     }
@@ -177,9 +173,10 @@ package struct NORFlashSectors: Sendable {
         }
     }
 
-    /// The sector `index`, kept from now on if it was erased.
-    private mutating func sector(_ index: Int) -> Sector {
-        if index == recentIndex, let recent = recentSector { return recent.takeUnretainedValue() }
+    /// The sector `index`, kept from now on if it was erased; unretained, as `kept` holds it
+    /// (used at once, before anything can erase it).
+    private mutating func sector(_ index: Int) -> Unmanaged<Sector> {
+        if index == recentIndex, let recent = recentSector { return recent }
         let sector: Sector
         if let found = kept[index] {
             sector = found
@@ -187,9 +184,10 @@ package struct NORFlashSectors: Sendable {
             sector = Sector(size: sectorSize)
             kept[index] = sector
         }
+        let unretained = Unmanaged.passUnretained(sector)
         recentIndex = index
-        recentSector = Unmanaged.passUnretained(sector)
-        return sector
+        recentSector = unretained
+        return unretained
     }
 
     /// ANDs `bytes` into `target` (of the same length) eight bytes at a time.
