@@ -146,6 +146,58 @@ import Testing
         #expect(flash.read(1020..<1025) == Data([0xFF, 0x0F, 0xF0, 0x55, 0xFF]))
     }
 
+    /// A write from raw bytes (a model that holds a packet's bytes already) stores exactly what a
+    /// `Data` write of the same bytes stores, through the protocol as a model calls it: one sector,
+    /// across sector edges, over programmed bytes, empty; outside the slot it throws and changes
+    /// nothing.
+    @Test func rawWritesProgramWhatDataWritesProgram() throws {
+        let raw: any FlashStorage = NORFlash(capacity: 8192, sectorSize: 1024)
+        let data: any FlashStorage = NORFlash(capacity: 8192, sectorSize: 1024)
+        var random = LinearCongruential(state: 11)
+        for round in 0..<300 {
+            let offset = Int.random(in: 0..<8000, using: &random)
+            let count = round % 50 == 0 ? 0 : Int.random(in: 1...min(700, 8192 - offset), using: &random)
+            let bytes = Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
+            try bytes.withUnsafeBytes { try raw.write($0, at: offset) }
+            try data.write(bytes, at: offset)
+            if round % 40 == 39 {
+                let sector = Int.random(in: 0..<8, using: &random)
+                try raw.erase(sector * 1024..<(sector * 1024 + 1))
+                try data.erase(sector * 1024..<(sector * 1024 + 1))
+            }
+        }
+        #expect(raw.read(0..<8192) == data.read(0..<8192))
+        #expect(raw.read(0..<8192) != Data(repeating: 0xFF, count: 8192))
+        let before = raw.read(0..<8192)
+        #expect(throws: FlashError.self) { try Data(count: 10).withUnsafeBytes { try raw.write($0, at: 8190) } }
+        #expect(throws: FlashError.self) { try Data(count: 1).withUnsafeBytes { try raw.write($0, at: -1) } }
+        #expect(raw.read(0..<8192) == before)
+    }
+
+    /// A host's flash that implements only the `Data` write gets the raw one from the protocol:
+    /// the same bytes, at the same offset, and its error passed on.
+    @Test func aFlashWithoutItsOwnRawWriteIsHandedTheBytesAsData() throws {
+        final class Recording: FlashStorage, @unchecked Sendable {
+            let capacity = 64
+            let sectorSize = 16
+            var writes: [(Data, Int)] = []
+            func erase(_ range: Range<Int>) throws(FlashError) {}
+            func write(_ bytes: Data, at offset: Int) throws(FlashError) {
+                guard offset + bytes.count <= capacity else { throw FlashError("past the end") }
+                writes.append((bytes, offset))
+            }
+            func read(_ range: Range<Int>) -> Data { Data() }
+        }
+        let recording = Recording()
+        let flash: any FlashStorage = recording
+        let bytes = Data([1, 2, 3, 4, 5])
+        try bytes[1...].withUnsafeBytes { try flash.write($0, at: 7) }
+        #expect(recording.writes.count == 1)
+        #expect(recording.writes.first?.0 == Data([2, 3, 4, 5]))
+        #expect(recording.writes.first?.1 == 7)
+        #expect(throws: FlashError("past the end")) { try bytes.withUnsafeBytes { try flash.write($0, at: 62) } }
+    }
+
     /// Bytes past the last one programmed in a sector are copied rather than ANDed: a stream of
     /// writes, then writes over it (before and after an erase, and after a restore, which keeps
     /// no such mark) must still AND.

@@ -58,6 +58,35 @@ import Testing
         #expect(flash.settle(at: .seconds(6)) == .seconds(6) + write)  // unfolded work still counts
     }
 
+    /// A write from raw bytes is the same write: the same contents, time, byte count and changed
+    /// sectors as a `Data` write, the same range check and injected failure, each leaving the
+    /// flash as it was.
+    @Test func aRawWriteIsAccountedAsADataWrite() throws {
+        let raw = SimulatedFlash(capacity: 4096 * 4, timing: timing)
+        let data = SimulatedFlash(capacity: 4096 * 4, timing: timing)
+        let writes: [(Data, Int)] = [(Data(0..<244), 100), (Data(repeating: 0x5A, count: 300), 4000), (Data([0x0F]), 100), (Data(), 9000)]
+        for (bytes, offset) in writes {
+            try bytes.withUnsafeBytes { try raw.write($0, at: offset) }
+            try data.write(bytes, at: offset)
+        }
+        #expect(raw.snapshot() == data.snapshot())
+        #expect(raw.bytesWritten == data.bytesWritten)
+        #expect(raw.bytesWritten == 545)
+        #expect(raw.takeChangedSectors() == [0, 1])
+        #expect(data.takeChangedSectors() == [0, 1])
+        let busy = raw.settle(at: .zero)
+        #expect(busy == data.settle(at: .zero))
+        #expect(busy == timing.writeTime(244) + timing.writeTime(300) + timing.writeTime(1))
+
+        #expect(throws: FlashError.self) { try Data(count: 2).withUnsafeBytes { try raw.write($0, at: 4096 * 4 - 1) } }
+        raw.injectFailure("program failure")
+        #expect(throws: FlashError("program failure")) { try Data(count: 1).withUnsafeBytes { try raw.write($0, at: 0) } }
+        #expect(raw.snapshot() == data.snapshot())
+        #expect(raw.bytesWritten == 545)
+        #expect(raw.takeChangedSectors() == [])
+        #expect(raw.settle(at: .zero) == busy)  // nothing queued behind it
+    }
+
     /// Changed sectors come back sorted and once, whatever order they were touched in, and a
     /// restore forgets them.
     @Test func changedSectorsAreReportedOnceInOrder() throws {

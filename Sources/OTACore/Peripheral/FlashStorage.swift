@@ -15,6 +15,11 @@ public protocol FlashStorage: AnyObject, Sendable {
     func erase(_ range: Range<Int>) throws(FlashError)
     /// Programs `bytes` at `offset`.
     func write(_ bytes: Data, at offset: Int) throws(FlashError)
+    /// Programs the bytes `bytes` points at, at `offset`, as ``write(_:at:)-(Data,_)`` does: for a
+    /// model that already holds a packet's bytes (to check or hash them), so they are not
+    /// reached through `Data` again. The default copies them into `Data`; ``NORFlash`` programs
+    /// them directly.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(FlashError)
     /// Reads `range`, clamped to the slot: bytes outside `0..<capacity` are not returned (see
     /// ``NORFlash``, the model every host uses).
     func read(_ range: Range<Int>) -> Data
@@ -33,6 +38,11 @@ public struct FlashError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension FlashStorage {
+    /// Copies the bytes into `Data` and writes that.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(FlashError) {
+        try write(Data(bytes), at: offset)
+    }
+
     /// Reads `range` one 64 KiB window at a time (``NORFlash`` hands out its sectors instead,
     /// without copying them).
     public func forEachPiece(of range: Range<Int>, _ body: (UnsafeRawBufferPointer) -> Void) {

@@ -84,6 +84,15 @@ public final class NORFlash: FlashStorage, Sendable {
         sectors.withLock { $0.write(data, at: offset) }
     }
 
+    /// Programs the bytes `bytes` points at, at `offset`, as ``write(_:at:)-(Data,_)`` does.
+    ///
+    /// - Throws: ``FlashError`` when the write reaches outside the slot.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(FlashError) {
+        try checkWrite(count: bytes.count, at: offset)
+        guard !bytes.isEmpty else { return }
+        sectors.withLock { $0.write(bytes, at: offset) }
+    }
+
     /// Reads `range`, clamped to the slot (see the type's out-of-range behaviour).
     public func read(_ range: Range<Int>) -> Data {
         sectors.withLock { $0.read(range) }

@@ -139,21 +139,24 @@ package struct NORFlashSectors: Sendable {
     /// there and the new value.
     package mutating func write(_ data: Data, at offset: Int) {
         guard !data.isEmpty else { return }
-        let end = offset + data.count
+        data.withUnsafeBytes { write($0, at: offset) }
+    }
+
+    /// Programs the bytes `source` points at, at `offset` (inside the slot), as
+    /// ``write(_:at:)-(Data,_)`` does.
+    package mutating func write(_ source: UnsafeRawBufferPointer, at offset: Int) {
+        guard !source.isEmpty else { return }
         // Most writes (a packet, a page) lie in one sector: programmed there without the split
         // into spans and its slicing.
         let index = offset / sectorSize
         let start = offset - index * sectorSize
-        if start + data.count <= sectorSize {
-            let target = sector(index)
-            data.withUnsafeBytes { bytes in target._withUnsafeGuaranteedRef { $0.program(bytes, at: start) } }
+        if start + source.count <= sectorSize {
+            sector(index)._withUnsafeGuaranteedRef { $0.program(source, at: start) }
             return
         }
-        data.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-            Self.forEachSpan(of: offset..<end, sectorSize: sectorSize) { index, start, count, position in
-                let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
-                sector(index)._withUnsafeGuaranteedRef { $0.program(bytes, at: start) }
-            }
+        Self.forEachSpan(of: offset..<(offset + source.count), sectorSize: sectorSize) { index, start, count, position in
+            let bytes = UnsafeRawBufferPointer(rebasing: source[(position - offset)..<(position - offset + count)])
+            sector(index)._withUnsafeGuaranteedRef { $0.program(bytes, at: start) }
         }
     }
 

@@ -914,16 +914,20 @@ public final class NordicBootloaderModel: RunningDeviceModel {
             guard let size = run.objectSize, run.offset - run.executedOffset + bytes.count <= size,
                 run.offset + bytes.count <= run.bankCapacity
             else { return .invalidParameter }
-            do {
-                if run.eraseFailed { throw FlashError("the object's pages were not erased") }
-                try flash.write(bytes, at: run.offset)
-            } catch {
-                // nrf_dfu_flash_store() failed: the SDK stops here so the central sees a CRC error.
-                return .success
+            // The packet's bytes reached once, for the flash and the CRC.
+            bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+                do {
+                    if run.eraseFailed { throw FlashError("the object's pages were not erased") }
+                    try flash.write(raw, at: run.offset)
+                } catch {
+                    // nrf_dfu_flash_store() failed: the SDK stops here so the central sees a CRC
+                    // error.
+                    return
+                }
+                run.pool.holdForFlashWrite(bytes: raw.count)
+                run.crc.update(raw)
+                run.offset += raw.count
             }
-            run.pool.holdForFlashWrite(bytes: bytes.count)
-            run.crc.update(bytes)
-            run.offset += bytes.count
             return .success
         }
     }

@@ -95,17 +95,30 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     }
 
     public func write(_ bytes: Data, at offset: Int) throws(FlashError) {
-        try NORFlashSectors.checkWrite(count: bytes.count, at: offset, capacity: capacity)
+        try program(count: bytes.count, at: offset) { $0.write(bytes, at: offset) }
+    }
+
+    /// Programs the bytes `bytes` points at, at `offset`, as ``write(_:at:)-(Data,_)`` does (and
+    /// costs the same time).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(FlashError) {
+        try program(count: bytes.count, at: offset) { $0.write(bytes, at: offset) }
+    }
+
+    /// A write of `count` bytes at `offset`: checked, programmed into the contents by `body`
+    /// under the lock, its time and the sectors it changed accounted.
+    @inline(__always)
+    private func program(count: Int, at offset: Int, _ body: (inout NORFlashSectors) -> Void) throws(FlashError) {
+        try NORFlashSectors.checkWrite(count: count, at: offset, capacity: capacity)
         try state.withLock { (state: inout State) throws(FlashError) in
             if let failing = state.failing { throw FlashError(failing) }
-            state.contents.write(bytes, at: offset)
-            state.bytesWritten += bytes.count
-            if bytes.count != state.lastWriteCount {
-                state.lastWriteCount = bytes.count
-                state.lastWriteCost = timing.writeTime(bytes.count).attoseconds
+            body(&state.contents)
+            state.bytesWritten += count
+            if count != state.lastWriteCount {
+                state.lastWriteCount = count
+                state.lastWriteCost = timing.writeTime(count).attoseconds
             }
             state.pendingCost += state.lastWriteCost
-            state.markChanged(offset..<(offset + bytes.count), sectorSize: sectorSize)
+            state.markChanged(offset..<(offset + count), sectorSize: sectorSize)
             noteChange()
         }
     }
