@@ -297,11 +297,10 @@ public final class FramedDeviceModel: DeviceModel {
         if start > state.expected { return nak(.gap, state: &state) }
         let fresh = payload.suffix(from: payload.startIndex + (state.expected - start))
         do {
-            try program(fresh, state: &state, flash: flash)
+            try store(fresh, state: &state, flash: flash)
         } catch {
             return flashFailed(state: &state)
         }
-        state.runningCRC.update(fresh)
         state.expected = end
         state.nakOutstanding = false
         state.chunksSinceACK += 1
@@ -322,11 +321,10 @@ public final class FramedDeviceModel: DeviceModel {
         // The chunk that completes the image must carry the check of all of it.
         if end == Int(session.size), chunk.batchCRC == nil { return nak(.crcMismatch, state: &state) }
         do {
-            try program(chunk.payload, state: &state, flash: flash)
+            try store(chunk.payload, state: &state, flash: flash)
         } catch {
             return flashFailed(state: &state)
         }
-        state.runningCRC.update(chunk.payload)
         state.expected = end
         state.expectedIndex = (state.expectedIndex &+ 1) & FramedChunk.sequenceMask
         state.nakOutstanding = false
@@ -344,14 +342,24 @@ public final class FramedDeviceModel: DeviceModel {
         return checkpoint(session: session, state: &state, flash: flash)
     }
 
-    /// Writes `bytes` at `expected`, first erasing the sectors they reach that are not erased yet.
-    private func program(_ bytes: Data, state: inout State, flash: any FlashStorage) throws(FlashError) {
+    /// Writes `bytes` at `expected`, first erasing the sectors they reach that are not erased yet,
+    /// and folds them into the running CRC once written (the bytes reached once for both).
+    private func store(_ bytes: Data, state: inout State, flash: any FlashStorage) throws(FlashError) {
         let end = state.expected + bytes.count
         while state.erasedUpTo < end {
             try flash.erase(state.erasedUpTo..<(state.erasedUpTo + flash.sectorSize))
             state.erasedUpTo += flash.sectorSize
         }
-        try flash.write(bytes, at: state.expected)
+        let failure = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> FlashError? in
+            do throws(FlashError) {
+                try flash.write(raw, at: state.expected)
+            } catch {
+                return error
+            }
+            state.runningCRC.update(raw)
+            return nil
+        }
+        if let failure { throw failure }
     }
 
     /// A flash erase or write failed: the session is failed, and one NAK at `expected` says so
