@@ -96,6 +96,38 @@ import Testing
         #expect(report.bytesSent - image.count <= 8 * 3 * 16 * 236)
     }
 
+    /// A link that corrupts every chunk from some point on: each resend is refused again. The
+    /// update fails with one error naming where it stood (a version-2 device NAKs every bad
+    /// batch, which looped forever before; a version-1 device NAKs once and then stays silent
+    /// until the resend it asked for, so the silences stall it), and once the link is clean the
+    /// same image continues from there and completes byte-identical.
+    @Test(arguments: FramedDeviceKind.allCases)
+    func aLinkThatCorruptsEveryResendFailsTheUpdateAndItContinuesOnceClean(kind: FramedDeviceKind) async throws {
+        let harness = kind.harness()
+        var faults = LinkFaults()
+        faults.corruptWrites = Set(100..<1_000_000)
+        harness.device.faults = faults
+        let image = try UpdateHarness.image(size: 200_000)
+        let outcome = try await harness.update(image, using: Self.client)
+        guard case .failure(let error) = outcome.result else {
+            Issue.record("an update whose every resend is corrupted succeeded")
+            return
+        }
+        if kind == .swiftVersion1 {
+            #expect(error.code == .stalled)
+        } else {
+            #expect(error.code == .deviceRejected)
+            #expect(error.message.contains(" 33 times in a row (last: chunk CRC mismatch)"))
+            #expect(error.message.contains("run the update again (it resumes)"))
+        }
+        harness.device.faults = LinkFaults()
+        let again = try await harness.update(image, using: Self.client)
+        let report = try again.result.get()
+        #expect(harness.flashContents(image.count) == image.bytes)
+        #expect(again.notes.contains { $0.hasPrefix("continuing at byte ") })
+        #expect(report.bytesSent < image.count)
+    }
+
     @Test(arguments: FramedDeviceKind.allCases)
     func disconnectMidTransferResumesWhereTheDeviceStands(kind: FramedDeviceKind) async throws {
         let harness = kind.harness()

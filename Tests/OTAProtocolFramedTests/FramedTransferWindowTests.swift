@@ -44,6 +44,40 @@ import Testing
         #expect(error.code == .stalled)
     }
 
+    /// NAKs that never let the acknowledged offset move end the transfer after the bound, in
+    /// both chunk formats; progress (an ACK, or in version 1 a NAK further on) starts the count
+    /// again, so a lossy link that still advances never reaches it.
+    @Test(arguments: [FramedCommand.protocolVersion, FramedCommand.compactVersion])
+    func naksWithoutProgressEndTheTransferAfterTheBound(version: UInt8) throws {
+        var window = try FramedTransferWindow(
+            image: image, payloadSize: 100, batch: 4, windowBatches: 2, startingAt: 0, maximumNAKsWithoutProgress: 5, version: version)
+        func refuse(_ times: Int, at offset: Int) throws {
+            for _ in 0..<times {
+                while try window.nextChunk() != nil {}
+                #expect(window.receiveNAK(.crcMismatch, offset: offset, runningCRC: prefixCRC(offset)) == .proceed)
+            }
+        }
+        try refuse(5, at: 0)
+        while try window.nextChunk() != nil {}
+        let acknowledged = version == FramedCommand.compactVersion ? 4 * 100 - FramedChunk.batchCheckLength : 400
+        #expect(window.receiveACK(offset: acknowledged, runningCRC: prefixCRC(acknowledged)) == .proceed)
+        try refuse(5, at: acknowledged)
+        guard case .fail(let error) = window.receiveNAK(.crcMismatch, offset: acknowledged, runningCRC: prefixCRC(acknowledged)) else {
+            Issue.record("the sixth NAK without progress did not end the transfer")
+            return
+        }
+        #expect(error.code == .deviceRejected)
+        #expect(error.message.hasPrefix("device refused the data after byte \(acknowledged) of 10000 6 times in a row (last: chunk CRC mismatch)"))
+        if version == FramedCommand.protocolVersion {
+            // A NAK further on is progress too.
+            var window = try FramedTransferWindow(image: image, payloadSize: 100, batch: 4, windowBatches: 2, startingAt: 0, maximumNAKsWithoutProgress: 2)
+            for offset in [0, 0, 100, 100, 200, 200] {
+                while try window.nextChunk() != nil {}
+                #expect(window.receiveNAK(.gap, offset: offset, runningCRC: prefixCRC(offset)) == .proceed)
+            }
+        }
+    }
+
     @Test func wrongRunningCRCFails() throws {
         var window = try FramedTransferWindow(image: image, payloadSize: 100, batch: 4, windowBatches: 2, startingAt: 0)
         _ = try window.nextChunk()

@@ -42,6 +42,10 @@ public struct FramedTransferWindow: Sendable {
     public let maximumWindowBatches: Int
     /// Timeouts in a row without progress before the transfer counts as stalled.
     public let maximumSilences: Int
+    /// NAKs in a row without the acknowledged offset moving before the transfer fails: a device
+    /// that refuses every resend (its check, or a link corrupting each batch) ends the update
+    /// instead of looping forever.
+    public let maximumNAKsWithoutProgress: Int
     /// The chunk wire format: ``FramedCommand/protocolVersion`` (1) or
     /// ``FramedCommand/compactVersion`` (2).
     public let version: UInt8
@@ -60,6 +64,7 @@ public struct FramedTransferWindow: Sendable {
     /// The smallest ``windowBatches`` reached, for the transfer's summary.
     public private(set) var smallestWindowBatches: Int
     private var silencesInARow = 0
+    private var naksWithoutProgress = 0
     private var lossSinceLastACK = false
     private var acknowledgedCRC: CRC32
     private let image: FirmwareImage
@@ -80,6 +85,10 @@ public struct FramedTransferWindow: Sendable {
     ///   - payloadSize: payload bytes per chunk; in version 2 the write length less the 2-byte
     ///     tag (batch-end chunks carry 4 bytes less, for the batch check), at least 5.
     ///   - windowBatches: the most batches in flight (the window starts there).
+    ///   - maximumSilences: timeouts in a row without progress before the transfer stalls.
+    ///   - maximumNAKsWithoutProgress: NAKs in a row without the acknowledged offset moving
+    ///     before the transfer fails (each NAK resends at least one chunk, so on a lossy link
+    ///     that still makes progress this is never reached).
     ///   - version: the chunk format BEGIN negotiated.
     public init(
         image: FirmwareImage,
@@ -88,6 +97,7 @@ public struct FramedTransferWindow: Sendable {
         windowBatches: Int,
         startingAt offset: Int,
         maximumSilences: Int = 3,
+        maximumNAKsWithoutProgress: Int = 32,
         version: UInt8 = FramedCommand.protocolVersion
     ) throws(OTAError) {
         self.image = image
@@ -99,6 +109,7 @@ public struct FramedTransferWindow: Sendable {
         self.windowBatches = maximumWindowBatches
         smallestWindowBatches = maximumWindowBatches
         self.maximumSilences = maximumSilences
+        self.maximumNAKsWithoutProgress = max(1, maximumNAKsWithoutProgress)
         sent = offset
         acknowledged = offset
         acknowledgedCRC = CRC32(continuingFrom: try image.crc32(of: 0..<offset))
@@ -255,6 +266,15 @@ public struct FramedTransferWindow: Sendable {
             if let mismatch = advance(to: offset, runningCRC: runningCRC) { return mismatch }
         }
         naks += 1
+        naksWithoutProgress += 1
+        guard naksWithoutProgress <= maximumNAKsWithoutProgress else {
+            return .fail(
+                OTAError(
+                    .deviceRejected,
+                    "device refused the data after byte \(acknowledged) of \(size) \(naksWithoutProgress) times in a row (last: \(reason)); the link or the device corrupts every resend: move it closer or restart it, then run the update again (it resumes)"
+                )
+            )
+        }
         sent = offset
         shrink()
         return isComplete ? .complete : .proceed
@@ -297,6 +317,7 @@ public struct FramedTransferWindow: Sendable {
                 try image.forEachWindow(in: acknowledged..<offset) { acknowledgedCRC.update($0) }
                 acknowledged = offset
                 silencesInARow = 0
+                naksWithoutProgress = 0
             } else if offset < acknowledged {
                 // The device went back (it restarted its session): recompute the prefix CRC.
                 acknowledgedCRC = CRC32(continuingFrom: try image.crc32(of: 0..<offset))
