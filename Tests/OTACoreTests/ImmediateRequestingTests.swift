@@ -143,37 +143,70 @@ private struct AcknowledgedStreamProtocol: UpdateProtocol {
     }
 }
 
+/// Writes the whole image with response, 20 bytes a write, each as a command
+/// (``UpdateContext/write(_:to:kind:purpose:)``): a protocol's START, Create or checksum request.
+private struct AcknowledgedCommandsProtocol: UpdateProtocol {
+    var requirements: [CharacteristicRequirement] { [] }
+
+    func run(_ image: FirmwareImage, context: UpdateContext) async throws(OTAError) -> UpdateOutcome {
+        var offset = 0
+        while offset < image.count {
+            let end = min(offset + 20, image.count)
+            let bytes = try image[offset..<end]
+            let start = offset
+            try await context.write(bytes, to: data, kind: .withResponse, purpose: "command \(start)")
+            offset = end
+        }
+        return .accepted
+    }
+}
+
+/// How the engine is asked to write: as image data, or as commands.
+enum RequestedAs: String, CaseIterable, Sendable {
+    case data
+    case commands
+
+    fileprivate var updateProtocol: any UpdateProtocol {
+        switch self {
+        case .data: AcknowledgedStreamProtocol()
+        case .commands: AcknowledgedCommandsProtocol()
+        }
+    }
+}
+
 private let image = try! FirmwareImage(bytes: Data((0..<1_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }), name: "test.bin")
 private let refused = TransportError(.attError(0x0E), "the device refused the write (ATT error 0x0E)")
 
-/// The engine's data writes with response go through a transport's ``ImmediateRequesting`` when
-/// it offers it (decision 0076): answered within the call where it can, awaited where it cannot,
-/// every byte once and in order; its failures, errors after a wait and the response timeout
-/// read exactly as the same ones through `write` do.
+/// The engine's writes with response, data and commands alike, go through a transport's
+/// ``ImmediateRequesting`` when it offers it (decision 0076): answered within the call where it
+/// can, awaited where it cannot, every byte once and in order; its failures, errors after a wait
+/// and the response timeout read exactly as the same ones through `write` do.
 @Suite struct ImmediateRequestingTests {
-    private static func update(_ transport: RequestTransport, clock: TestClock = TestClock()) async -> OTAError? {
+    private static func update(_ transport: RequestTransport, as shape: RequestedAs, clock: TestClock = TestClock()) async -> OTAError? {
         var configuration = UpdateConfiguration()
         configuration.resume.maximumAttempts = 0
         do {
             _ = try await UpdateEngine(configuration: configuration, clock: clock)
-                .update(image, using: AcknowledgedStreamProtocol(), connector: OneTransportConnector(transport))
+                .update(image, using: shape.updateProtocol, connector: OneTransportConnector(transport))
             return nil
         } catch {
             return error
         }
     }
 
-    @Test func writesAnsweredAtOnceNeverWait() async throws {
+    @Test(arguments: RequestedAs.allCases)
+    func writesAnsweredAtOnceNeverWait(shape: RequestedAs) async throws {
         let transport = ImmediateRequestingTransport { _ in .answer }
-        #expect(await Self.update(transport) == nil)
+        #expect(await Self.update(transport, as: shape) == nil)
         let state = transport.state.withLock { $0 }
         #expect(state.received == (try image.allBytes()))
         #expect(state.started == 50 && state.awaited == 0)
     }
 
-    @Test func pendingWritesAreAwaitedAndTheOrderHolds() async throws {
+    @Test(arguments: RequestedAs.allCases)
+    func pendingWritesAreAwaitedAndTheOrderHolds(shape: RequestedAs) async throws {
         let transport = ImmediateRequestingTransport { $0 % 3 == 2 ? .pend : .answer }
-        #expect(await Self.update(transport) == nil)
+        #expect(await Self.update(transport, as: shape) == nil)
         let state = transport.state.withLock { $0 }
         #expect(state.received == (try image.allBytes()))
         #expect(state.started == 50 && state.awaited == 16)
@@ -181,16 +214,17 @@ private let refused = TransportError(.attError(0x0E), "the device refused the wr
 
     /// Each failure, at the eighth write (byte 140), through both paths: the same error, line
     /// for line, and the same bytes kept before it.
-    @Test(arguments: ["at once", "after a wait"])
-    func aFailureReadsAsThroughWrite(when: String) async throws {
+    @Test(arguments: ["at once", "after a wait"], RequestedAs.allCases)
+    func aFailureReadsAsThroughWrite(when: String, shape: RequestedAs) async throws {
         let behaviour: @Sendable (Int) -> Behaviour = { index in
             index == 7 ? (when == "at once" ? .fail(refused) : .pendThenFail(refused)) : .answer
         }
         let plain = RequestTransport(behaviour)
         let immediate = ImmediateRequestingTransport(behaviour)
-        let expected = await Self.update(plain)
-        let got = await Self.update(immediate)
-        #expect(expected?.message.contains("writing data at byte 140: the device refused the write") == true)
+        let expected = await Self.update(plain, as: shape)
+        let got = await Self.update(immediate, as: shape)
+        let written = shape == .data ? "writing data at byte 140" : "writing command 140"
+        #expect(expected?.message.contains("\(written): the device refused the write") == true)
         #expect(got?.code == expected?.code && got?.message == expected?.message)
         #expect(immediate.state.withLock { $0.received } == (try image.prefix(140)))
         #expect(immediate.state.withLock { $0.awaited } == (when == "at once" ? 0 : 1))
@@ -198,10 +232,11 @@ private let refused = TransportError(.attError(0x0E), "the device refused the wr
 
     /// A write left pending that is never answered fails at the response timeout with the
     /// timeout error of a write through `write`.
-    @Test func aPendingWriteNeverAnsweredTimesOutAsThroughWrite() async throws {
+    @Test(arguments: RequestedAs.allCases)
+    func aPendingWriteNeverAnsweredTimesOutAsThroughWrite(shape: RequestedAs) async throws {
         func timedOut(_ transport: RequestTransport) async -> OTAError? {
             let clock = TestClock()
-            let run = Task { await Self.update(transport, clock: clock) }
+            let run = Task { await Self.update(transport, as: shape, clock: clock) }
             // The write waits, and the run's timer sleeps until its deadline.
             guard await eventually({ transport.state.withLock { $0.waiting } && clock.sleeperCount >= 1 }) else {
                 Issue.record("the write never waited under the run's timer")
@@ -215,6 +250,7 @@ private let refused = TransportError(.attError(0x0E), "the device refused the wr
         let expected = await timedOut(RequestTransport(hangs))
         let got = await timedOut(ImmediateRequestingTransport(hangs))
         #expect(expected?.code == .timeout)
+        #expect(expected?.message.contains(shape == .data ? "data at byte 60" : "command 60") == true)
         #expect(got?.code == expected?.code && got?.message == expected?.message)
     }
 }

@@ -165,9 +165,27 @@ public final class UpdateContext: Sendable {
                 let limit = configuration.responseTimeout
                 if let timer = runTimer {
                     // The run's timer bounds the wait, failing the run as the limit below would.
-                    try await timer.bound(
-                        failing: .other({ Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())") })
-                    ) { () throws(OTAError) in
+                    let timedOut = RunTimer.Failure.other({
+                        Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())")
+                    })
+                    if let requester = immediateRequester {
+                        // Sent, and nearly always answered, within one call, as `writeData`'s
+                        // data (decision 0076): a command per object or batch no longer pays
+                        // the two hops back after the closure and the existential call.
+                        let token = timer.starts(failing: timedOut)
+                        defer { timer.ended(token) }
+                        do throws(TransportError) {
+                            switch requester.startWriteWithResponse(value, to: characteristic) {
+                            case .answered: break
+                            case .failed(let error): throw error
+                            case .pending(let write): try await requester.awaitAnswer(to: write)
+                            }
+                        } catch {
+                            throw Self.describe(error, doing: "writing \(purpose())")
+                        }
+                        return
+                    }
+                    try await timer.bound(failing: timedOut) { () throws(OTAError) in
                         do {
                             try await transport.write(value, to: characteristic, kind: kind)
                         } catch {
