@@ -62,6 +62,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         /// What a sent PDU leaves in its queue's slot: nothing to release.
         static var vacant: PeripheralPDU { PeripheralPDU(kind: .notification, readyAt: 0, remaining: 0) }
 
+        /// The value, taken out (the PDU keeps an empty one). Reading `value` off a PDU the
+        /// caller is done with copied the whole PDU first, then destroyed it.
+        mutating func takeValue() -> Data {
+            var taken = Data()
+            swap(&taken, &value)
+            return taken
+        }
+
         // Each `remaining` counts the ATT PDU (opcode, handle, value; an error response is 5
         // bytes) and the L2CAP header (4); `readyAt` is set when the PDU is queued.
 
@@ -694,7 +702,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             return
         }
         eventScheduled = nil
-        var resume: (UnsafeContinuation<Answer, Never>, Answer)?
+        // The task to resume after the lock, and its answer. Two variables, not an optional
+        // pair: the pair was destroyed at every event through the runtime's tuple witnesses.
+        var resume: UnsafeContinuation<Answer, Never>?
+        var reply: Answer?
         // Lent for the events run here at once, one after another: nothing else draws between
         // them (only this link's work runs until the loop ends).
         var random = self.random.lend()
@@ -705,21 +716,21 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             wakeBlockedWriters()
             scheduleEvent()
             eventNow = nil
-            guard let next = setTimers(resuming: &resume) else { break }
+            guard let next = setTimers(resuming: &resume, with: &reply) else { break }
             start = next
         }
         self.random.giveBack(random)
         lock.unlock()
-        if let (continuation, answer) = resume { continuation.resume(returning: answer) }
+        if let resume, let reply = reply.take() { resume.resume(returning: reply) }
     }
 
     /// After an event: sets the timers of the deliveries it made and of the next event, in the
     /// places they took while it ran. When one of them is the run loop's very next step
     /// (``VirtualTimeExecutor/advance(toNextStepAt:)``) and no answer is kept for a task running
     /// ahead, that step is taken at once instead: a lone response is delivered (its task's
-    /// continuation, if it waits suspended, left in `resume`), or the next event's start is
+    /// continuation, if it waits suspended, left in `resume` with its `answer`), or the next event's start is
     /// returned for the caller to run. Under the lock.
-    private func setTimers(resuming resume: inout (UnsafeContinuation<Answer, Never>, Answer)?) -> Int128? {
+    private func setTimers(resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?) -> Int128? {
         if deliveriesToSet > 0 {
             let first = toCentral.count - deliveriesToSet
             deliveriesToSet = 0
@@ -728,7 +739,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
             {
                 let (continuation, reply) = deliver(response: takeNextDelivery())
-                if let continuation { resume = (continuation, reply) }
+                if let continuation {
+                    resume = continuation
+                    answer = reply
+                }
             } else {
                 // A link that went down meanwhile still sets them, as it did: each fires, moves the
                 // clock and finds what it delivers refused or unanswered.
@@ -1004,10 +1018,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// caller to resume outside the lock; under the lock. (Not an optional pair: that was checked
     /// and destroyed through value witnesses.)
     @inline(__always)
-    private func deliver(response: PeripheralPDU) -> (UnsafeContinuation<Answer, Never>?, Answer) {
+    private func deliver(response: consuming PeripheralPDU) -> (UnsafeContinuation<Answer, Never>?, Answer) {
         let reply: Answer
         if response.status == .success {
-            reply = .value(response.value)
+            reply = .value(response.takeValue())
         } else {
             let operation = response.kind == .writeResponse ? "write" : "read"
             reply = .failure(TransportError(.attError(response.status.rawValue), "device answered the \(operation) with \(response.status)"))
