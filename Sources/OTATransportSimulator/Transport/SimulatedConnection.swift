@@ -197,12 +197,13 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var deliveryTime: Int128 = 0
     /// Virtual time while a connection event runs (the executor's clock, read once per event).
     @exclusivity(unchecked) private var eventNow: Int128?
-    /// The device's busy time as the last settling here returned it, while nothing can have
-    /// touched its flash since (no model call): a packet's flow-control check then settles
-    /// without the flash's lock. `nil` when unknown.
+    /// The device's busy time as the last settling here returned it: while the flash's change
+    /// count has not moved since (nothing erased, wrote, settled or reset it: a model call that
+    /// kept its bytes in RAM, as most esp-ble-ota packets do), a packet's flow-control check
+    /// settles from it without the flash's lock. `nil` when unknown.
     @exclusivity(unchecked) private var knownBusy: Int128?
-    /// The flash's change count when `knownBusy` was settled through it: an event that finds the
-    /// count moved (a reboot, a model's or a test's use of the flash between events) forgets it.
+    /// The flash's change count when `knownBusy` was settled through it: a check that finds the
+    /// count moved (a reboot, a model's or a test's use of the flash) settles through the flash.
     @exclusivity(unchecked) private var knownChanges: UInt64 = 0
     /// A settling done from `knownBusy` that the flash has not seen yet: the next settling
     /// through the flash (or the link going down) folds it in first.
@@ -796,9 +797,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var used: Int128 = 0
         var packets = 0
         var flowControlled = false
-        // Between events anything may have used the flash (a reboot, the model, a test): the
-        // busy time known still holds only if its change count has not moved.
-        if knownBusy != nil, deviceFlash.changeCount != knownChanges { knownBusy = nil }
         defer { adapter?.adapter.charge(Duration(attoseconds: used)) }
         while packets < cap, disconnectReason == nil {
             let now = start + used
@@ -850,20 +848,25 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     /// Whether the device has so much unfinished work that its controller refuses packets, or
-    /// a stall fault holds it. Settles the device's busy time at `time` as the flash would, from
-    /// ``knownBusy`` when nothing can have added work since the last settling.
+    /// a stall fault holds it; settles the device's busy time at `time` (``settledBusy(at:)``).
     private func isDeviceBackedUp(at time: Int128) -> Bool {
         if device.isStalled { return true }
-        let busy: Int128
-        if let known = knownBusy {
+        return settledBusy(at: time) - time > clock.backlogLimit
+    }
+
+    /// The device's busy time settled at `time` as the flash would settle it: from
+    /// ``knownBusy``, without the flash's lock, when nothing can have added work since the last
+    /// settling (anything that may have used the flash since, a reboot, the model or a test,
+    /// moved its change count); otherwise through the flash (``settleDevice(at:)``).
+    private func settledBusy(at time: Int128) -> Int128 {
+        if let known = knownBusy, deviceFlash.changeCount == knownChanges {
             // What settling at `time` with no work folded in gives and keeps.
-            busy = time > known ? time : known
+            let busy = time > known ? time : known
             knownBusy = busy
             busyFloor = busy
-        } else {
-            busy = settleDevice(at: time)
+            return busy
         }
-        return busy - time > clock.backlogLimit
+        return settleDevice(at: time)
     }
 
     /// Folds the device's flash work into its busy time at `time` (``SimulatedFlash/settle(attoseconds:notBefore:)``),
@@ -909,8 +912,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private func deliverToDevice(_ pdu: CentralPDU, at time: Int128) {
         deliveryTime = time
-        // The model (and the persistence's callback) may use the flash.
-        knownBusy = nil
+        // The model (and the persistence's callback) may use the flash: its change count then
+        // moves, and the next check settles through it (`isDeviceBackedUp`).
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
@@ -918,7 +921,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 statistics.dataBytesDelivered += pdu.value.count
                 arrival.received?(arrival.total)
                 _ = model.write(pdu.value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
-                _ = settleDevice(at: time)
+                _ = settledBusy(at: time)
                 return
             }
             let outcome = device.applyFaults(to: pdu.value)
@@ -928,7 +931,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 device.receivedData(value.count)
                 _ = model.write(value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
             }
-            _ = settleDevice(at: time)
+            _ = settledBusy(at: time)
             let at = Duration(attoseconds: time)
             if outcome.reboot {
                 let device = self.device
@@ -953,8 +956,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             // waiting for earlier work), not behind the device's flash backlog.
             let queued = peripheral.count - peripheralHead
             let status = model.write(pdu.value, to: pdu.characteristic, kind: .withResponse, peripheral: self)
-            // Its notifications settled the flash; the model may have used it after them.
-            knownBusy = nil
             let ready = time + clock.processingLatency
             device.willReply()
             // Among the PDUs queued before the write (all of them gone if it dropped the link).
@@ -971,7 +972,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     }
 
     private func enqueuePeripheral(_ pdu: consuming PeripheralPDU, after time: Int128) {
-        pdu.readyAt = settleDevice(at: time) + clock.processingLatency
+        pdu.readyAt = settledBusy(at: time) + clock.processingLatency
         device.willReply()
         peripheral.append(pdu)
         scheduleEvent()
