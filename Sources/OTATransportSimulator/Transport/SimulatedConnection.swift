@@ -729,8 +729,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// places they took while it ran. When one of them is the run loop's very next step
     /// (``VirtualTimeExecutor/advance(toNextStepAt:)``) and no answer is kept for a task running
     /// ahead, that step is taken at once instead: a lone response is delivered (its task's
-    /// continuation, if it waits suspended, left in `resume` with its `answer`), or the next event's start is
-    /// returned for the caller to run. Under the lock.
+    /// continuation, if it waits suspended, left in `resume` with its `answer`), or the next
+    /// event's start is returned for the caller to run. Under the lock.
     private func setTimers(resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?) -> Int128? {
         if deliveriesToSet > 0 {
             let first = toCentral.count - deliveriesToSet
