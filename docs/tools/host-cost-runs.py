@@ -6,7 +6,11 @@ profiles, scaled to the host's quietest run: the measure issue 18's time goals u
 Usage:
     docs/tools/host-cost-runs.py OTA_BINARY [--baseline OTA_BEFORE] [--runs 5] [--quiet-runs 8] [--frequency 15000] SPEC...
 
-SPEC is PROTOCOL:PROFILE:SIZE, for example `nordic-dfu:esp32s3-mtu244-2m:4M`.
+SPEC is PROTOCOL:PROFILE:SIZE, for example `nordic-dfu:esp32s3-mtu244-2m:12M`. Take images big
+enough for the profiles to hold thousands of samples of the update itself: a 4 MB image at MTU 247
+is about 30 ms of work, and five profiles of it left the simulator's share a spread of about
+±15 %; 12 MB at MTU 247 and 3 MB at MTU 23 (every stock slot takes them) give three times the
+samples (docs/benchmarks.md, "Twelfth pass").
 
 On a shared VM one binary's CPU time per write moves 1.5-2x from run to run, and a profiled run
 takes more CPU than an unprofiled one, while the *share* of each part among the user-space samples
