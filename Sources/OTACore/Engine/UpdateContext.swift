@@ -169,19 +169,10 @@ public final class UpdateContext: Sendable {
                         Self.describe(Self.acknowledgementTimedOut(after: limit, for: purpose()), doing: "writing \(purpose())")
                     })
                     if let requester = immediateRequester {
-                        // Sent, and nearly always answered, within one call, as `writeData`'s
-                        // data (decision 0076): a command per object or batch no longer pays
+                        // As `writeData`'s data: a command per object or batch no longer pays
                         // the two hops back after the closure and the existential call.
-                        let token = timer.starts(failing: timedOut)
-                        defer { timer.ended(token) }
-                        do throws(TransportError) {
-                            switch requester.startWriteWithResponse(value, to: characteristic) {
-                            case .answered: break
-                            case .failed(let error): throw error
-                            case .pending(let write): try await requester.awaitAnswer(to: write)
-                            }
-                        } catch {
-                            throw Self.describe(error, doing: "writing \(purpose())")
+                        try await request(value, to: characteristic, through: requester, timer: timer, failing: timedOut) {
+                            "writing \(purpose())"
                         }
                         return
                     }
@@ -200,6 +191,30 @@ public final class UpdateContext: Sendable {
             }
         } catch {
             throw Self.describe(error, doing: "writing \(purpose())")
+        }
+    }
+
+    /// A write with response inside the protocol's run, through the transport's
+    /// ``ImmediateRequesting``: sent, and nearly always answered, within one call, awaited only
+    /// when the answer is still to come (decision 0076); the run's timer bounds it, failing with
+    /// `failure`, as ``RunTimer/bound(failing:_:)`` would. A transport error is described as
+    /// `activity` (made only then). Inlined into its callers: a call of its own is an async call,
+    /// and the closure it takes would be one more.
+    @inline(__always)
+    private func request(
+        _ value: Data, to characteristic: CharacteristicID, through requester: any ImmediateRequesting, timer: RunTimer,
+        failing failure: RunTimer.Failure, doing activity: () -> String
+    ) async throws(OTAError) {
+        let token = timer.starts(failing: failure)
+        defer { timer.ended(token) }
+        do throws(TransportError) {
+            switch requester.startWriteWithResponse(value, to: characteristic) {
+            case .answered: break
+            case .failed(let error): throw error
+            case .pending(let write): try await requester.awaitAnswer(to: write)
+            }
+        } catch {
+            throw Self.describe(error, doing: activity())
         }
     }
 
@@ -348,18 +363,8 @@ public final class UpdateContext: Sendable {
         case .withResponse:
             let offset = range.lowerBound
             if let timer = runTimer, let requester = immediateRequester {
-                // Sent, and nearly always answered, within one call; awaited only when the answer
-                // is still to come (decision 0076). The run's timer bounds it as `bound` would.
-                let token = timer.starts(failing: .dataWrite(offset: offset))
-                defer { timer.ended(token) }
-                do throws(TransportError) {
-                    switch requester.startWriteWithResponse(value, to: characteristic) {
-                    case .answered: break
-                    case .failed(let error): throw error
-                    case .pending(let write): try await requester.awaitAnswer(to: write)
-                    }
-                } catch {
-                    throw Self.describe(error, doing: "writing data at byte \(offset)")
+                try await request(value, to: characteristic, through: requester, timer: timer, failing: .dataWrite(offset: offset)) {
+                    "writing data at byte \(offset)"
                 }
             } else if let timer = runTimer {
                 // The run's timer bounds the wait for the acknowledgement.
