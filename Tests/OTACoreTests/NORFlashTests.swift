@@ -61,7 +61,7 @@ import Testing
         for offset in stride(from: 0, to: image.count, by: 244) {
             try flash.write(image[offset..<min(offset + 244, image.count)], at: offset)
         }
-        #expect(flash.residentBytes == 200_704)  // 49 sectors
+        #expect(flash.residentBytes == 229_376)  // 49 sectors, in 7 blocks of 8
         #expect(flash.read(0..<image.count) == image)
         #expect(flash.read(image.count..<image.count + 8) == Data(repeating: 0xFF, count: 8))
         #expect(flash.read((12 << 20) - 2..<(12 << 20) + 2) == Data([0xFF, 0xFF]))
@@ -95,6 +95,53 @@ import Testing
         try restored.restore(flash.snapshot())
         #expect(restored.snapshot() == flash.snapshot())
         #expect(restored.residentBytes <= flash.residentBytes)
+    }
+
+    /// Blocks hold several sectors (or one, when a sector is larger than a block): writes,
+    /// erases and reads across sector and block edges, with any sector size, read as a full
+    /// slot does; a block is given back once its last sector is erased, and not before.
+    @Test(arguments: [1024, 3000, 4096, 40960])
+    func blocksOfAnySectorSizeBehaveAsAFullSlot(sectorSize: Int) throws {
+        let capacity = sectorSize * 40
+        let reference = ReferenceFlash(capacity: capacity)
+        let flash = NORFlash(capacity: capacity, sectorSize: sectorSize)
+        let perBlock = max(1, 32 * 1024 / sectorSize)
+        var random = LinearCongruential(state: UInt64(sectorSize))
+        for _ in 0..<400 {
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0, 1:
+                let count = Int.random(in: 0..<(2 * sectorSize), using: &random)
+                let offset = Int.random(in: 0...(capacity - count), using: &random)
+                let data = Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
+                try flash.write(data, at: offset)
+                reference.write(data, at: offset)
+            case 2:
+                let start = Int.random(in: 0..<capacity, using: &random)
+                let range = start..<min(capacity, start + Int.random(in: 0..<(3 * sectorSize), using: &random))
+                try flash.erase(range)
+                reference.erase(flash.sectors(covering: range))
+            default:
+                let start = Int.random(in: -100..<(capacity + 100), using: &random)
+                let range = start..<start + Int.random(in: 0..<(2 * sectorSize), using: &random)
+                #expect(flash.read(range) == reference.read(range))
+            }
+            // Resident: whole blocks, at most one per sector that holds a programmed byte.
+            #expect(flash.residentBytes % (perBlock * sectorSize) == 0)
+        }
+        #expect(flash.snapshot() == reference.read(0..<capacity))
+
+        // One sector left in a block keeps the block; erasing it gives the block back.
+        try flash.erase(0..<capacity)
+        #expect(flash.residentBytes == 0)
+        try flash.write(Data([0x00]), at: 0)
+        try flash.write(Data([0x00]), at: capacity - 1)
+        #expect(flash.residentBytes == 2 * perBlock * sectorSize)  // the first block and the last
+        try flash.erase(0..<1)
+        #expect(flash.residentBytes == perBlock * sectorSize)
+        #expect(flash.read(capacity - 1..<capacity) == Data([0x00]))
+        try flash.erase(capacity - 1..<capacity)
+        #expect(flash.residentBytes == 0)
+        #expect(flash.snapshot() == Data(repeating: 0xFF, count: capacity))
     }
 
     /// A fixed sequence, so a failure repeats.

@@ -105,8 +105,9 @@ public final class NORFlash: FlashStorage, Sendable {
         sectors.withLock { $0.forEachPiece(of: range, body) }
     }
 
-    /// Bytes of memory the slot's contents take now: the sectors programmed since their last erase.
-    public var residentBytes: Int { sectors.withLock { $0.keptSectors } * sectorSize }
+    /// Bytes of memory the slot's contents take now: the blocks of 32 KiB (whole sectors) that hold
+    /// sectors programmed since their last erase.
+    public var residentBytes: Int { sectors.withLock { $0.residentBytes } }
 
     /// The whole slot's contents.
     public func snapshot() -> Data {
