@@ -632,6 +632,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// The answer kept for `id` in `kept`, taken out, if it came.
     private static func take(_ id: UInt64, from kept: inout [(id: UInt64, answer: Answer)]) -> Answer? {
+        // Nearly always one answer is kept: the one asked for.
+        if kept.count == 1 { return kept[0].id == id ? kept.removeLast().answer : nil }
         guard let index = kept.firstIndex(where: { $0.id == id }) else { return nil }
         // The order of what is kept does not matter (each is found by its id): the last one
         // takes the gap, and nothing is copied or shifted.
@@ -882,11 +884,17 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// Drops the sent slots before `head` of one of the link's queues (`central`, `peripheral`,
     /// `toCentral`) once there are more than 256 and they are most of it: the array neither grows
     /// without end nor shifts on every PDU sent.
+    // The check inlined into the three queues' senders (a call of its own per PDU sent); the
+    // rare compaction is not.
+    @inline(__always)
     private static func compact<PDU>(_ queue: inout [PDU], head: inout Int) {
-        if head > 256, head * 2 > queue.count {
-            queue.removeFirst(head)
-            head = 0
-        }
+        if head > 256, head * 2 > queue.count { removeSent(&queue, head: &head) }
+    }
+
+    @inline(never)
+    private static func removeSent<PDU>(_ queue: inout [PDU], head: inout Int) {
+        queue.removeFirst(head)
+        head = 0
     }
 
     // Inlined into the event loop: nearly always nobody waits, and the check is all it does.
