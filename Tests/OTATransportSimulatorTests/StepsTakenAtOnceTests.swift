@@ -103,6 +103,55 @@ import Testing
         #expect(try await writes(pace: 1_000) == unpaced)
     }
 
+    /// A request whose first event is not the next step (a timer is due at the same instant)
+    /// sets that event as a timer, in the place the request would have taken when it was sent:
+    /// after the timer set before it, which fires first and sees the device without the write.
+    /// (The link takes that place only once the event is not taken at once, and marks it 0 until
+    /// then: the mark used as the place would put the event first.)
+    @Test func aRequestsFirstEventSetAsATimerFiresAfterATimerSetBeforeIt() async throws {
+        let simulation = Simulation(seed: 5)
+        let model = TimedWrites(simulation: simulation)
+        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: simulation)
+        let interval = device.profile.link.connectionInterval
+        let (seen, second) = try await simulation.run {
+            let connection = try await SimulatedConnector(device: device).connectSimulated()
+            guard case .answered = connection.startWriteWithResponse(Data([1]), to: RecordingDevice.control) else {
+                throw TransportError(.other, "the first write was not answered within the call")
+            }
+            // The events fall on a grid from the one that carried the first write: the next one
+            // at or after now carries the second.
+            let first = model.times[0]
+            var next = first
+            while next < simulation.now { next += interval }
+            let seen = Mutex(-1)
+            simulation.schedule(at: next) { seen.withLock { $0 = model.times.count } }
+            // Answered within the call or not (the run ahead may fire both timers), the timer
+            // set first fires first.
+            switch connection.startWriteWithResponse(Data([2]), to: RecordingDevice.control) {
+            case .answered: break
+            case .failed(let error): throw error
+            case .pending(let write): try await connection.awaitAnswer(to: write)
+            }
+            return (seen.withLock { $0 }, model.times[1] - next)
+        }
+        #expect(second == .zero, "the second write reached the device at its event")
+        #expect(seen == 1, "the timer set first fired first, before the event delivered the second write")
+    }
+
+    /// Records the virtual time of each write.
+    private final class TimedWrites: DeviceModel {
+        let simulation: Simulation
+        private let recorded = Mutex<[Duration]>([])
+        init(simulation: Simulation) { self.simulation = simulation }
+        var times: [Duration] { recorded.withLock { $0 } }
+        var services: [GATTServiceDefinition] { RecordingDevice().services }
+        func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+            let now = simulation.now
+            recorded.withLock { $0.append(now) }
+            return .success
+        }
+    }
+
     // MARK: - The link: the same run either way
 
     /// Everything a run over the simulated link shows, in the order it happened, with the steps

@@ -214,7 +214,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var toCentralHead = 0
     /// How many of `toCentral`'s last PDUs the running event sent, their timers not set yet.
     @exclusivity(unchecked) private var deliveriesToSet = 0
-    /// The place the next event's timer took, asked for while an event ran and not set yet.
+    /// The place the next event's timer took, asked for while an event ran and not set yet; 0
+    /// (no place yet, IDs start at 1) for a request's first event, whose place is taken only if
+    /// it is not taken at once (`startRequest`).
     @exclusivity(unchecked) private var eventTimerToSet: UInt64?
     /// The timers' calls, made once (each `schedule` of a fresh closure allocated a context);
     /// `nil` once the link is down.
@@ -602,7 +604,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                     return (answer, id)
                 }
             } else {
-                first = .init(deadline: time, id: timer, call: Self.call(eventCall))
+                // Its place taken now: on this thread nothing took one since the request was
+                // queued (the lock is held, and the attempt above fired nothing; another thread's
+                // timers race with it either way), so it is the place it would have taken then,
+                // without an atomic add for the requests whose event is taken at once.
+                first = .init(deadline: time, id: timer == 0 ? executor.reserveTimerID() : timer, call: Self.call(eventCall))
             }
         }
         lock.unlock()
@@ -671,9 +677,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     /// Schedules the next connection event if there is work and none is scheduled.
     ///
-    /// Inside an event, or with `deferring` (a request that runs the link ahead next), the timer
-    /// is not set: its place is reserved in `eventTimerToSet`, and it is set (or the event taken
-    /// at once) later, by `setTimers` or the run ahead.
+    /// Inside an event the timer is not set: its place is reserved in `eventTimerToSet`, and it is
+    /// set (or the event taken at once) later, by `setTimers`. With `deferring` (a request that
+    /// runs the link ahead next, under the same lock) not even its place is taken: `eventTimerToSet`
+    /// is 0, and the request takes the place only if it does not take the event at once.
     private func scheduleEvent(deferring: Bool = false) {
         guard disconnectReason == nil, eventScheduled == nil else { return }
         let hasCentral = centralHead < central.count
@@ -687,7 +694,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         guard eventCall != nil else { return }
         let time = clock.nextEvent(atOrAfter: earliest)
         eventScheduled = time
-        if deferring || eventNow != nil {
+        if deferring && eventNow == nil {
+            eventTimerToSet = 0
+        } else if eventNow != nil {
             eventTimerToSet = executor.reserveTimerID()
         } else {
             executor.schedule(at: Duration(attoseconds: time), eventCall!)
@@ -799,7 +808,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         var used: Int128 = 0
         var packets = 0
         var flowControlled = false
-        defer { adapter?.adapter.charge(Duration(attoseconds: used)) }
         while packets < cap, disconnectReason == nil {
             let now = start + used
             var centralBytes = 0
@@ -847,6 +855,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
         if packets > 0 { statistics.connectionEvents += 1 }
         if flowControlled { statistics.flowControlStalls += 1 }
+        // Not a `defer`: that was a closure called at every event (the loop has no early exit).
+        if let adapter { adapter.adapter.charge(Duration(attoseconds: used)) }
     }
 
     /// Whether the device has so much unfinished work that its controller refuses packets, or
