@@ -18,17 +18,12 @@ public final class SimulatedDevice: Sendable {
         var dataBytesDelivered = 0
         var reboots = 0
         var held: Data?
-        var battery: Double?
         var dying = false
         var rebootsPending = 0
         var name: String?
         var persistence: Persistence?
         var persistPending = false
         var dataBytesReceived = 0
-
-        mutating func drainBattery(by drain: Double) {
-            if let level = battery { battery = max(0, level - drain) }
-        }
     }
 
     /// How a host keeps the device beyond its process as it goes, as a real device keeps what it
@@ -68,6 +63,11 @@ public final class SimulatedDevice: Sendable {
     /// Whether ``persistence`` is set (stored under `state`'s lock with it): a device without one,
     /// the usual case, answers without taking the lock (``willReply()``).
     private let hasPersistence = Atomic<Bool>(false)
+    /// The battery level, percent, as a `Double`'s bits: drained at every packet, so an atomic
+    /// rather than a lock round per write. Meaningless without a Battery service (`hasBattery`,
+    /// fixed by the profile).
+    private let battery: Atomic<UInt64>
+    private let hasBattery: Bool
 
     /// Creates a device running `model` on `profile`'s hardware inside `simulation`, reached at
     /// `address` (by default `sim:` and the profile's name; a named fleet device passes its own).
@@ -80,10 +80,9 @@ public final class SimulatedDevice: Sendable {
         self.simulation = simulation
         self.flash = SimulatedFlash(capacity: profile.slotSize, timing: profile.flash)
         self.address = address ?? "sim:\(profile.name)"
-        state.withLock {
-            $0.battery = profile.standardServices.batteryLevel.map(Double.init)
-            $0.name = name
-        }
+        hasBattery = profile.standardServices.batteryLevel != nil
+        battery = Atomic(Double(profile.standardServices.batteryLevel ?? 0).bitPattern)
+        state.withLock { $0.name = name }
         simulation.register(self)
     }
 
@@ -125,12 +124,13 @@ public final class SimulatedDevice: Sendable {
     /// (``StandardServicesProfile/batteryDrainPer100kB``); setting it changes the level, not
     /// whether the service exists.
     public var batteryLevel: Int? {
-        get { state.withLock { $0.battery.map { Int(max(0, min(100, $0.rounded(.down)))) } } }
+        get {
+            guard hasBattery else { return nil }
+            return Int(max(0, min(100, Double(bitPattern: battery.load(ordering: .acquiring)).rounded(.down))))
+        }
         set {
-            state.withLock { state in
-                guard state.battery != nil, let newValue else { return }
-                state.battery = Double(max(0, min(100, newValue)))
-            }
+            guard hasBattery, let newValue else { return }
+            battery.store(Double(max(0, min(100, newValue))).bitPattern, ordering: .releasing)
         }
     }
 
@@ -244,7 +244,7 @@ public final class SimulatedDevice: Sendable {
             guard !state.faultsArmed, !state.dying, state.held == nil else { return nil }
             state.dataWritesDelivered += 1
             state.dataBytesDelivered += value.count
-            state.drainBattery(by: drain)
+            drainBattery(by: drain)
             state.dataBytesReceived += value.count
             return (state.dataBytesReceived, state.persistence?.received)
         }
@@ -252,8 +252,20 @@ public final class SimulatedDevice: Sendable {
 
     /// Drains the battery for `bytes` of data received.
     func consumeEnergy(receiving bytes: Int) {
-        let drain = batteryDrain(receiving: bytes)
-        state.withLock { $0.drainBattery(by: drain) }
+        drainBattery(by: batteryDrain(receiving: bytes))
+    }
+
+    /// Takes `drain` percent off the battery level, not below 0: the same arithmetic as under a
+    /// lock, as one compare-and-exchange (a setter racing with it either goes first or is drained).
+    private func drainBattery(by drain: Double) {
+        guard hasBattery else { return }
+        var level = battery.load(ordering: .acquiring)
+        while true {
+            let drained = max(0, Double(bitPattern: level) - drain).bitPattern
+            let (exchanged, found) = battery.compareExchange(expected: level, desired: drained, ordering: .acquiringAndReleasing)
+            if exchanged { return }
+            level = found
+        }
     }
 
     /// The battery level, in percent, that receiving `bytes` costs.
