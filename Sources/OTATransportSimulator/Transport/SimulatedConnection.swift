@@ -793,6 +793,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// attoseconds, drawing from the random source its caller borrowed, the device's busy time settled
     /// through the flash's lock only where flash work can have been added (after a packet
     /// reached the model, and at the start of the event if the flash changed since the last).
+    // Inlined into its one caller, `connectionEvent()`'s loop: a call of its own spilled the
+    // link's parameters again at every event (about 30 instructions an event).
+    @inline(__always)
     private func runEvent(at start: Int128, drawing random: inout SeededRandom) {
         let cap = profile.packetsPerEvent ?? .max
         var share = clock.interval
