@@ -6,10 +6,11 @@ import Synchronization
 /// stores the bitwise AND of old and new, as real NOR flash does).
 ///
 /// Memory follows what was written, not the slot's size: only sectors programmed since their last
-/// erase are kept, and every other sector reads as erased, so a 12 MiB slot that received 200 KB
-/// (and a journal record in its last sector) holds 200 KB and one sector. Writes and erases work
-/// in bulk, not byte by byte, and take one lock each; a sector is allocated when first written,
-/// not filled with `0xFF` first (``NORFlashSectors``).
+/// erase are kept, in blocks of 32 KiB (eight 4 KiB sectors), and every other sector reads as
+/// erased, so a 12 MiB slot that received 200 KB (and a journal record in its last sector) holds
+/// seven blocks and one more. Writes and erases work in bulk, not byte by byte, and take one lock
+/// each; a block is allocated when one of its sectors is first written, not filled with `0xFF`
+/// first (``NORFlashSectors``).
 ///
 /// It costs no time and injects no faults: ``BlueZPeripheral`` serves it as it is (a real
 /// peripheral process is as fast as it is), and the simulator's `SimulatedFlash` wraps it with
