@@ -39,6 +39,12 @@ final class RecursiveLock: @unchecked Sendable {
         depth = 1
     }
 
+    /// Whether the next ``unlock()`` releases the lock: the calling thread holds it once, not
+    /// nested.
+    ///
+    /// - Precondition: the calling thread holds the lock.
+    var isHeldOnce: Bool { depth == 1 }
+
     /// - Precondition: the calling thread holds the lock.
     func unlock() {
         assert(owner.load(ordering: .relaxed) == CurrentThread.id, "unlocked by a thread that does not hold the lock")

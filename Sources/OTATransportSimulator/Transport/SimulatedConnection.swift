@@ -214,6 +214,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var toCentralHead = 0
     /// How many of `toCentral`'s last PDUs the running event sent, their timers not set yet.
     @exclusivity(unchecked) private var deliveriesToSet = 0
+    /// Suspended tasks to resume with their answers once the lock is released
+    /// (``resumeAfterUnlock(_:with:)``).
+    @exclusivity(unchecked) private var toResume: [(UnsafeContinuation<Answer, Never>, Answer)] = []
     /// The place the next event's timer took, asked for while an event ran and not set yet; 0
     /// (no place yet, IDs start at 1) for a request's first event, whose place is taken only if
     /// it is not taken at once (`startRequest`).
@@ -265,8 +268,33 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
-        defer { lock.unlock() }
+        defer { unlock() }
         return try body()
+    }
+
+    /// Releases the link's lock; its outermost holder then resumes the tasks whose answers came
+    /// under it (``resumeAfterUnlock(_:with:)``).
+    @inline(__always)
+    private func unlock() {
+        guard !toResume.isEmpty, lock.isHeldOnce else { return lock.unlock() }
+        resumeDeferred()
+    }
+
+    @inline(never)
+    private func resumeDeferred() {
+        let resumes = toResume
+        toResume = []
+        lock.unlock()
+        for (continuation, answer) in resumes { continuation.resume(returning: answer) }
+    }
+
+    /// Resumes a suspended task with its answer once the link's lock is released, never under it:
+    /// a task being cancelled holds its own lock while its cancellation handler waits for the
+    /// link's (to withdraw its wait), and resuming the task needs that lock, so resuming it
+    /// under the link's lock could leave both waiting for ever. (`ota` did, at a SIGTERM that
+    /// came as a connection event woke its blocked writer.) Under the lock.
+    private func resumeAfterUnlock(_ continuation: UnsafeContinuation<Answer, Never>, with answer: Answer) {
+        toResume.append((continuation, answer))
     }
 
     /// What the link has carried so far.
@@ -577,12 +605,12 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 }
                 if value.count > link.maximumWriteWithResponse { try requireFits(value, in: .withResponse) }
             } catch {
-                lock.unlock()
+                unlock()
                 return (.failure(error), 0)
             }
         }
         if let refusal {
-            lock.unlock()
+            unlock()
             return (.failure(refusal), 0)
         }
         let id = makeID()
@@ -600,7 +628,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             eventTimerToSet = nil
             if executor.takeFirstStepAhead(at: time, { connectionEvent() }) {
                 if answersAhead.load(ordering: .acquiring), let answer = takeAnswer({ Self.take(id, from: &answeredAhead) }) {
-                    lock.unlock()
+                    unlock()
                     return (answer, id)
                 }
             } else {
@@ -611,7 +639,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 first = .init(deadline: time, id: timer == 0 ? executor.reserveTimerID() : timer, call: Self.call(eventCall))
             }
         }
-        lock.unlock()
+        unlock()
         if first.call != nil { executor.schedule(first) }
         return (runAheadForAnswer { Self.take(id, from: &answeredAhead) }, id)
     }
@@ -710,7 +738,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         lock.lock()
         // The one event scheduled (`scheduleEvent` sets no other while this is).
         guard var start = eventScheduled else {
-            lock.unlock()
+            unlock()
             return
         }
         eventScheduled = nil
@@ -732,14 +760,21 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             start = next
         }
         self.random.giveBack(random)
-        lock.unlock()
+        // Taken at once inside a request's first step, the event runs under the request's hold
+        // of the lock: its answer waits for that to end.
+        if !lock.isHeldOnce, let waiting = resume, let answer = reply.take() {
+            resumeAfterUnlock(waiting, with: answer)
+            resume = nil
+        }
+        unlock()
         if let resume, let reply = reply.take() { resume.resume(returning: reply) }
     }
 
     /// After an event: sets the timers of the deliveries it made and of the next event, in the
     /// places they took while it ran. When one of them is the run loop's very next step
-    /// (``VirtualTimeExecutor/advance(toNextStepAt:)``) and no answer is kept for a task running
-    /// ahead, that step is taken at once instead: a lone response is delivered (its task's
+    /// (``VirtualTimeExecutor/advance(toNextStepAt:)``), no answer is kept for a task running
+    /// ahead and no task waits to be resumed (``resumeAfterUnlock(_:with:)``: resumed at once, as
+    /// it was, it would be a runnable job, which comes first), that step is taken at once instead: a lone response is delivered (its task's
     /// continuation, if it waits suspended, left in `resume` with its `answer`), or the next
     /// event's start is returned for the caller to run. Under the lock.
     private func setTimers(resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?) -> Int128? {
@@ -748,7 +783,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             deliveriesToSet = 0
             if first == toCentralHead, first == toCentral.count - 1, toCentral[first].kind != .notification,
                 eventTimerToSet == nil || toCentral[first].readyAt < eventScheduled!,
-                !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
+                !answersAhead.load(ordering: .acquiring), toResume.isEmpty,
+                executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
             {
                 let (continuation, reply) = deliver(response: takeNextDelivery())
                 if let continuation {
@@ -766,7 +802,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
         guard let id = eventTimerToSet, let time = eventScheduled else { return nil }
         eventTimerToSet = nil
-        if resume == nil, disconnectReason == nil, !answersAhead.load(ordering: .acquiring), executor.advance(toNextStepAt: Duration(attoseconds: time)) {
+        if resume == nil, toResume.isEmpty, disconnectReason == nil, !answersAhead.load(ordering: .acquiring),
+            executor.advance(toNextStepAt: Duration(attoseconds: time))
+        {
             eventScheduled = nil
             return time
         }
@@ -920,11 +958,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
     }
 
-    /// Ends a blocked writer's wait: resumes its task, or leaves the outcome for it if it runs
-    /// the link ahead.
+    /// Ends a blocked writer's wait: resumes its task once the lock is released, or leaves the
+    /// outcome for it if it runs the link ahead. Under the lock.
     private func finish(_ writer: BlockedWriter, _ outcome: Answer) {
         if let continuation = writer.continuation {
-            continuation.resume(returning: outcome)
+            resumeAfterUnlock(continuation, with: outcome)
         } else {
             wokenAhead.append((writer.id, outcome))
             answersAhead.store(true, ordering: .releasing)
@@ -1018,11 +1056,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 statistics.notificationsDelivered += 1
                 subscriber.deliver(pdu.value)
             }
-            lock.unlock()
+            unlock()
             return
         }
         let (continuation, reply) = deliver(response: pdu)
-        lock.unlock()
+        unlock()
         continuation?.resume(returning: reply)
     }
 
@@ -1107,7 +1145,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             // A suspended request is resumed; one running ahead finds the failure as its answer.
             for request in pendingReplies {
                 if let continuation = request.continuation {
-                    continuation.resume(returning: .failure(error))
+                    resumeAfterUnlock(continuation, with: .failure(error))
                 } else {
                     keepAhead(answer: .failure(error), for: request.id)
                 }
