@@ -210,18 +210,3 @@ import Testing
         }
     }
 }
-
-/// A device that notes when each data write reaches it.
-private final class ArrivalTimes: DeviceModel {
-    private let simulation: Simulation
-    private let times = Mutex<[Duration]>([])
-    init(simulation: Simulation) { self.simulation = simulation }
-    var arrivals: [Duration] { times.withLock { $0 } }
-    var services: [GATTServiceDefinition] { RecordingDevice().services }
-
-    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
-        let now = simulation.now
-        times.withLock { $0.append(now) }
-        return .success
-    }
-}

@@ -55,3 +55,18 @@ final class Lines: Sendable {
     func append(_ line: String) { storage.withLock { $0.append(line) } }
     var lines: [String] { storage.withLock { $0 } }
 }
+
+/// A device that notes when each write reaches it (in virtual time).
+final class ArrivalTimes: DeviceModel {
+    private let simulation: Simulation
+    private let times = Mutex<[Duration]>([])
+    init(simulation: Simulation) { self.simulation = simulation }
+    var arrivals: [Duration] { times.withLock { $0 } }
+    var services: [GATTServiceDefinition] { RecordingDevice().services }
+
+    func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+        let now = simulation.now
+        times.withLock { $0.append(now) }
+        return .success
+    }
+}

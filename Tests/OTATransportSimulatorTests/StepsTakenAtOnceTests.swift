@@ -110,7 +110,7 @@ import Testing
     /// then: the mark used as the place would put the event first.)
     @Test func aRequestsFirstEventSetAsATimerFiresAfterATimerSetBeforeIt() async throws {
         let simulation = Simulation(seed: 5)
-        let model = TimedWrites(simulation: simulation)
+        let model = ArrivalTimes(simulation: simulation)
         let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: simulation)
         let interval = device.profile.link.connectionInterval
         let (seen, second) = try await simulation.run {
@@ -120,11 +120,11 @@ import Testing
             }
             // The events fall on a grid from the one that carried the first write: the next one
             // at or after now carries the second.
-            let first = model.times[0]
+            let first = model.arrivals[0]
             var next = first
             while next < simulation.now { next += interval }
             let seen = Mutex(-1)
-            simulation.schedule(at: next) { seen.withLock { $0 = model.times.count } }
+            simulation.schedule(at: next) { seen.withLock { $0 = model.arrivals.count } }
             // Answered within the call or not (the run ahead may fire both timers), the timer
             // set first fires first.
             switch connection.startWriteWithResponse(Data([2]), to: RecordingDevice.control) {
@@ -132,24 +132,10 @@ import Testing
             case .failed(let error): throw error
             case .pending(let write): try await connection.awaitAnswer(to: write)
             }
-            return (seen.withLock { $0 }, model.times[1] - next)
+            return (seen.withLock { $0 }, model.arrivals[1] - next)
         }
         #expect(second == .zero, "the second write reached the device at its event")
         #expect(seen == 1, "the timer set first fired first, before the event delivered the second write")
-    }
-
-    /// Records the virtual time of each write.
-    private final class TimedWrites: DeviceModel {
-        let simulation: Simulation
-        private let recorded = Mutex<[Duration]>([])
-        init(simulation: Simulation) { self.simulation = simulation }
-        var times: [Duration] { recorded.withLock { $0 } }
-        var services: [GATTServiceDefinition] { RecordingDevice().services }
-        func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
-            let now = simulation.now
-            recorded.withLock { $0.append(now) }
-            return .success
-        }
     }
 
     // MARK: - The link: the same run either way

@@ -80,8 +80,7 @@ package struct NORFlashSectors: Sendable {
     private final class Blocks: @unchecked Sendable {
         let layout: Layout
         var table: [UnsafeMutableRawPointer?] = []
-        /// Kept sectors over all blocks.
-        var keptSectors = 0
+        /// Blocks allocated: each holds at least one kept sector.
         var allocated = 0
 
         init(layout: Layout) { self.layout = layout }
@@ -213,7 +212,6 @@ package struct NORFlashSectors: Sendable {
             let sector = layout.sector(index % layout.sectorsPerBlock, of: block)
             guard sector.isKept else { continue }
             sector.state.pointee = SectorState(erasedFrom: -1, initialized: 0)
-            blocks.keptSectors -= 1
             let kept = layout.keptCount(block)
             kept.pointee -= 1
             if kept.pointee == 0 { blocks.free(blockIndex) }
@@ -271,7 +269,6 @@ package struct NORFlashSectors: Sendable {
         if !sector.isKept {
             sector.state.pointee = SectorState(erasedFrom: 0, initialized: 0)
             layout.keptCount(block).pointee += 1
-            blocks.keptSectors += 1
         }
         recentIndex = index
         recentSector = sector
@@ -306,7 +303,7 @@ package struct NORFlashSectors: Sendable {
         let clamped = range.clamped(to: 0..<capacity)
         guard !clamped.isEmpty else { return Data() }
         var data = Data(repeating: 0xFF, count: clamped.count)
-        guard blocks.keptSectors > 0 else { return data }
+        guard blocks.allocated > 0 else { return data }
         data.withUnsafeMutableBytes { target in
             Self.forEachSpan(of: clamped, sectorSize: sectorSize) { index, start, count, position in
                 guard let sector = keptSector(index) else { return }
@@ -337,9 +334,6 @@ package struct NORFlashSectors: Sendable {
             }
         }
     }
-
-    /// How many sectors are kept: the ones programmed since their last erase.
-    package var keptSectors: Int { blocks.keptSectors }
 
     /// Bytes of memory the contents take: the blocks that hold kept sectors (their bytes; each
     /// block's few bytes of state in front left out).

@@ -774,9 +774,10 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// places they took while it ran. When one of them is the run loop's very next step
     /// (``VirtualTimeExecutor/advance(toNextStepAt:)``), no answer is kept for a task running
     /// ahead and no task waits to be resumed (``resumeAfterUnlock(_:with:)``: resumed at once, as
-    /// it was, it would be a runnable job, which comes first), that step is taken at once instead: a lone response is delivered (its task's
-    /// continuation, if it waits suspended, left in `resume` with its `answer`), or the next
-    /// event's start is returned for the caller to run. Under the lock.
+    /// it was, it would be a runnable job, which comes first), that step is taken at once
+    /// instead: a lone response is delivered (its task's continuation, if it waits suspended,
+    /// left in `resume` with its `answer`), or the next event's start is returned for the caller
+    /// to run. Under the lock.
     private func setTimers(resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?) -> Int128? {
         if deliveriesToSet > 0 {
             let first = toCentral.count - deliveriesToSet
