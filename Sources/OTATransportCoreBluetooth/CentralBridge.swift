@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import Synchronization
 
 #if canImport(CoreBluetooth)
 import CoreBluetooth
@@ -13,7 +14,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
     // @unchecked: every mutable field, and every CoreBluetooth object, is confined to `queue`
     // (callbacks arrive there; callers reach it through `onQueue`).
 
-    typealias Resume<T: Sendable> = CheckedContinuation<Result<T, TransportError>, Never>
+    typealias Resume<T: Sendable> = Answer<Result<T, TransportError>>
 
     /// One connection attempt: the first terminal event wins, later ones are ignored.
     struct Attempt {
@@ -45,7 +46,6 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
     var sessions: [UUID: CoreBluetoothTransport] = [:]
     var scans: [UInt64: Scan] = [:]
     private var nextID: UInt64 = 0
-    private var cancelledEarly: Set<UInt64> = []
 
     init(clock: any Clock<Duration>, restoreIdentifier: String?, showPowerAlert: Bool) {
         self.clock = clock
@@ -80,30 +80,36 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         return nextID
     }
 
-    /// Suspends until a callback answers: on the queue, `register` files the continuation (or
-    /// answers at once); on cancellation `withdraw` takes it back, if no callback came first, to
-    /// answer "cancelled".
+    /// Suspends until a callback answers: on the queue, `register` files the answer (or answers
+    /// at once); a cancellation answers "cancelled" at once, and `withdraw` later takes the
+    /// answered entry out of wherever `register` filed it.
     func suspend<T: Sendable>(
         register: (UInt64, Resume<T>) -> Result<T, TransportError>?,
         withdraw: @escaping @Sendable (UInt64) -> Resume<T>?
     ) async -> Result<T, TransportError> {
         let id = onQueue { makeID() }
+        let answer = Resume<T>()
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Resume<T>) in
-                let immediate: Result<T, TransportError>? = onQueue {
-                    if cancelledEarly.remove(id) != nil { return .failure(CoreBluetoothFailure.cancelled) }
-                    return register(id, continuation)
-                }
-                if let immediate { continuation.resume(returning: immediate) }
+            await withCheckedContinuation { continuation in
+                guard answer.attach(continuation) else { return }
+                let immediate: Result<T, TransportError>? = onQueue { answer.isAnswered ? nil : register(id, answer) }
+                if let immediate { answer.resume(returning: immediate) }
             }
         } onCancel: {
-            let continuation: Resume<T>? = onQueue {
-                let found = withdraw(id)
-                if found == nil { cancelledEarly.insert(id) }
-                return found
-            }
-            continuation?.resume(returning: .failure(CoreBluetoothFailure.cancelled))
+            answer.resume(returning: .failure(CoreBluetoothFailure.cancelled))
+            afterCancellation { _ = withdraw(id) }
         }
+    }
+
+    /// Runs work a cancellation handler leaves on the queue, later (and a stream's
+    /// `onTermination`, which a cancelled consumer's handler runs): a handler must not wait for
+    /// the queue. The runtime runs it holding the cancelled task's lock, and a callback on the
+    /// queue that resumes that task at the same moment waits for the same lock, so a handler
+    /// waiting for the queue (`onQueue`) would wait for ever (decision 0080). What the task waits
+    /// for is answered in the handler itself (``Answer``), so that a simulation in virtual time
+    /// sees it runnable at once; only tidying is left for later.
+    func afterCancellation(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
     }
 
     // MARK: - State
@@ -150,27 +156,25 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         }
     }
 
-    private var changeWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var changeWaiters: [UInt64: Answer<Void>] = [:]
 
     /// Returns at the next state update, or at once when the state is no longer `observed`.
     private func waitForStateChange(from observed: CBManagerState) async {
         let id = onQueue { makeID() }
+        let answer = Answer<Void>()
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            await withCheckedContinuation { continuation in
+                guard answer.attach(continuation) else { return }
                 let now: Bool = onQueue {
-                    if cancelledEarly.remove(id) != nil || manager.state != observed { return true }
-                    changeWaiters[id] = continuation
+                    if answer.isAnswered || manager.state != observed { return true }
+                    changeWaiters[id] = answer
                     return false
                 }
-                if now { continuation.resume() }
+                if now { answer.resume(returning: ()) }
             }
         } onCancel: {
-            let continuation: CheckedContinuation<Void, Never>? = onQueue {
-                let found = changeWaiters.removeValue(forKey: id)
-                if found == nil { cancelledEarly.insert(id) }
-                return found
-            }
-            continuation?.resume()
+            answer.resume(returning: ())
+            afterCancellation { [self] in changeWaiters[id] = nil }
         }
     }
 
@@ -181,7 +185,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         let state = central.state
         for (_, waiter) in stateWaiters { waiter.resume() }
         stateWaiters.removeAll()
-        for (_, waiter) in changeWaiters { waiter.resume() }
+        for (_, waiter) in changeWaiters { waiter.resume(returning: ()) }
         changeWaiters.removeAll()
         if state == .poweredOn {
             // A scan does not resume by itself after Bluetooth comes back.
@@ -294,5 +298,67 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         manager.scanForPeripherals(
             withServices: union?.map { CBUUID(string: $0.description) },
             options: [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: duplicates)])
+    }
+}
+
+/// What a waiting task is answered with, once: by the callback that answers its wait or by the
+/// wait's cancellation, whichever comes first; the other finds it answered and does nothing. The
+/// cancellation answers without the bridge's queue (``CentralBridge/afterCancellation(_:)``
+/// says why), so the callback's table may still hold an answered entry for a moment: whoever
+/// takes entries in order skips those (``isAnswered``).
+final class Answer<Value: Sendable>: Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<Value, Never>)
+        /// Answered before the task's continuation was attached.
+        case early(Value)
+        case answered
+    }
+
+    private let state = Mutex(State.empty)
+
+    /// Whether the task has its answer (or will have it when its continuation is attached).
+    var isAnswered: Bool {
+        state.withLock { state in
+            if case .waiting = state { return false }
+            if case .empty = state { return false }
+            return true
+        }
+    }
+
+    /// Gives the task's continuation; false when it was answered first (and is resumed now).
+    func attach(_ continuation: CheckedContinuation<Value, Never>) -> Bool {
+        let early: Value? = state.withLock { state in
+            switch state {
+            case .empty:
+                state = .waiting(continuation)
+                return nil
+            case .early(let value):
+                state = .answered
+                return value
+            case .waiting, .answered:
+                preconditionFailure("a continuation attached twice")
+            }
+        }
+        guard let early else { return true }
+        continuation.resume(returning: early)
+        return false
+    }
+
+    /// Answers the task, unless it was answered already. Resumes it outside the lock.
+    func resume(returning value: Value) {
+        let continuation: CheckedContinuation<Value, Never>? = state.withLock { state in
+            switch state {
+            case .empty:
+                state = .early(value)
+                return nil
+            case .waiting(let continuation):
+                state = .answered
+                return continuation
+            case .early, .answered:
+                return nil
+            }
+        }
+        continuation?.resume(returning: value)
     }
 }

@@ -47,7 +47,8 @@ public struct CoreBluetoothScanner: DeviceScanner {
             bridge.scans[id] = CentralBridge.Scan(
                 services: services, allowDuplicates: allowDuplicates, advertisedNamesOnly: advertisedNamesOnly, continuation: continuation)
             continuation.onTermination = { _ in
-                bridge.onQueue {
+                // Run by a cancelled consumer's cancellation handler: must not wait for the queue.
+                bridge.afterCancellation {
                     guard bridge.scans.removeValue(forKey: id) != nil else { return }
                     bridge.startScanning(bridge.manager)
                 }

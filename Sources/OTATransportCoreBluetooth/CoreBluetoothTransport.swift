@@ -45,7 +45,8 @@ public final class CoreBluetoothTransport: Transport, NotificationPushing, Immed
     private var writes: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
     private var reads: [CharacteristicID: [(id: UInt64, continuation: Resume<Data>)]] = [:]
     private var notifyChanges: [CharacteristicID: [(id: UInt64, continuation: Resume<Void>)]] = [:]
-    private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
+    // Not private: a test delivers into a subscription from the queue, as a callback does.
+    var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
     private var readyWaiters: [UInt64: Resume<Void>] = [:]
     private var closeWaiters: [UInt64: Resume<Void>] = [:]
     private var sentWithoutResponse = false
@@ -195,9 +196,10 @@ public final class CoreBluetoothTransport: Transport, NotificationPushing, Immed
             subscriptions[characteristic] = (token, subscriber)
             return (token, previous)
         }
+        // Run by a cancelled stream's consumer (its `onTermination`): must not wait for the queue.
         let end: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
-            bridge.onQueue {
+            bridge.afterCancellation { [self] in
                 guard subscriptions[characteristic]?.id == token else { return }
                 subscriptions[characteristic] = nil
                 if down == nil, let target = table[characteristic], target.isNotifying {
@@ -402,8 +404,12 @@ public final class CoreBluetoothTransport: Transport, NotificationPushing, Immed
 
     /// The oldest operation on `id` still waiting for its callback, taken from `pending`.
     private func takeOldest<T>(_ id: CharacteristicID, from pending: inout [CharacteristicID: [(id: UInt64, continuation: Resume<T>)]]) -> Resume<T>? {
-        guard pending[id]?.isEmpty == false else { return nil }
-        return pending[id]?.removeFirst().continuation
+        // Skips answers their wait's cancellation already gave (not yet withdrawn).
+        while let oldest = pending[id]?.first?.continuation {
+            pending[id]?.removeFirst()
+            if !oldest.isAnswered { return oldest }
+        }
+        return nil
     }
 
     /// What a callback for `operation` on `id` came to: `value`, or the failure `error` says.

@@ -1,0 +1,149 @@
+// The bridge's queue against a task's cancellation; the stand-in only exists off Apple platforms.
+#if !canImport(CoreBluetooth)
+import CoreBluetoothStandIn
+import Foundation
+import OTACore
+import OTATransportSimulator
+import Synchronization
+import Testing
+
+@testable import OTATransportCoreBluetooth
+
+/// A wait cancelled from another thread while a delegate callback answers it on the bridge's
+/// queue. The runtime runs a cancellation handler holding the task's lock, and the callback's
+/// resume takes that lock: a handler that waits for the queue (`queue.sync`) while the callback
+/// runs there never returns (decision 0079). Each test holds the queue in a block that, after
+/// the cancelling thread has had 0.2 s to reach the handler, answers the wait as a callback
+/// would; with the handlers waiting for the queue each hangs to its 10 s bound.
+@Suite struct CancellationOnTheQueueTests {
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aWaitCancelledAsACallbackAnswersItEnds(withExecutorPreference: Bool) async throws {
+        let (_, central) = Self.central()
+        let bridge = central.bridge
+        let filed = Mutex<CentralBridge.Resume<Int>?>(nil)
+        let operation: @Sendable () async -> Result<Int, TransportError> = {
+            await bridge.suspend { _, continuation in
+                filed.withLock { $0 = continuation }
+                return nil
+            } withdraw: { _ in
+                filed.withLock { $0.take() }
+            }
+        }
+        let waiter = withExecutorPreference ? Task(executorPreference: globalConcurrentExecutor, operation: operation) : Task(operation: operation)
+        while filed.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(1)) }
+        let ended = try await Self.cancel(waiter, whileTheQueueRuns: { filed.withLock { $0.take() }?.resume(returning: .success(7)) }, on: bridge)
+        #expect(ended, "the cancelled wait and the callback answering it wait for each other")
+        guard ended else { return }
+        // Either may win; both answers are whole.
+        let result = await waiter.value
+        switch result {
+        case .success(let value): #expect(value == 7)
+        case .failure(let error): #expect(error == CoreBluetoothFailure.cancelled)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aScanCancelledAsADiscoveryArrivesEnds() async throws {
+        let (world, central) = Self.central()
+        let bridge = central.bridge
+        let scanner = central.scanner(services: nil)
+        let stream = try await world.run { try await scanner.discoveries() }
+        let consumer = Task {
+            var seen = 0
+            do {
+                for try await _ in stream { seen += 1 }
+            } catch {}
+            return seen
+        }
+        // The consumer waits in the stream's `next()` (no way to observe it: a pause).
+        try await Task.sleep(for: .milliseconds(50))
+        let device = DiscoveredDevice(address: "00000000-0000-0000-0000-000000000001", advertisement: Advertisement())
+        let ended = try await Self.cancel(consumer, whileTheQueueRuns: { for scan in bridge.scans.values { scan.continuation.yield(device) } }, on: bridge)
+        #expect(ended, "the cancelled scan and the discovery yielded to it wait for each other")
+        guard ended else { return }
+        _ = await consumer.value
+        let scans = bridge.onQueue { bridge.scans.count }
+        #expect(scans == 0, "the cancelled scan is withdrawn")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aNotificationStreamCancelledAsANotificationArrivesEnds() async throws {
+        let world = StandInWorld(seed: 5)
+        let handle = world.addPeripheral(SimulatedDevice(profile: .esp32S3MTU244TwoM, model: SinkDeviceModel(), simulation: world.simulation))
+        let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
+        let (transport, stream) = try await world.run {
+            let transport = try await central.connector(for: handle.identifier).connectCoreBluetooth()
+            return (transport, try await transport.notifications(from: SinkDeviceModel.control))
+        }
+        let consumer = Task {
+            var seen = 0
+            for await _ in stream { seen += 1 }
+            return seen
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let ended = try await Self.cancel(
+            consumer, whileTheQueueRuns: { transport.subscriptions[SinkDeviceModel.control]?.subscriber.deliver(Data([1])) }, on: central.bridge)
+        #expect(ended, "the cancelled stream and the notification yielded to it wait for each other")
+        guard ended else { return }
+        _ = await consumer.value
+        let subscribed = central.bridge.onQueue { transport.subscriptions[SinkDeviceModel.control] != nil }
+        #expect(!subscribed, "the cancelled stream's subscription ends")
+    }
+
+    /// The answer a wait is given once: the first of a callback and a cancellation wins, even
+    /// when it comes before the task's continuation is attached.
+    @Test func anAnswerIsGivenOnceWhicheverComesFirst() async {
+        let late = Answer<Int>()
+        let first = await withCheckedContinuation { continuation in
+            #expect(late.attach(continuation))
+            #expect(!late.isAnswered)
+            late.resume(returning: 1)
+            late.resume(returning: 2)
+        }
+        #expect(first == 1)
+        #expect(late.isAnswered)
+
+        let early = Answer<Int>()
+        early.resume(returning: 3)
+        early.resume(returning: 4)
+        #expect(early.isAnswered)
+        let answered = await withCheckedContinuation { continuation in
+            #expect(!early.attach(continuation), "answered before the wait began: resumed at once, not filed")
+        }
+        #expect(answered == 3)
+    }
+
+    private static func central() -> (StandInWorld, CoreBluetoothCentral) {
+        let world = StandInWorld(seed: 1)
+        return (world, world.withCurrent { CoreBluetoothCentral(clock: world.clock) })
+    }
+
+    /// Holds the bridge's queue, cancels `task` from another thread 50 ms later, runs `answer` on
+    /// the queue 0.2 s after it was taken, and says whether `task` then ended within 10 s (wall
+    /// time: a deadlock never ends).
+    private static func cancel<T: Sendable>(
+        _ task: Task<T, Never>, whileTheQueueRuns answer: @escaping @Sendable () -> Void, on bridge: CentralBridge
+    ) async throws -> Bool {
+        bridge.queue.async {
+            Thread.sleep(forTimeInterval: 0.2)
+            answer()
+        }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.05)
+            task.cancel()
+        }
+        let done = Flag()
+        Task.detached {
+            _ = await task.value
+            done.set()
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return done.isSet
+    }
+
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+        func set() { value.store(true, ordering: .releasing) }
+    }
+}
+#endif
