@@ -3,6 +3,7 @@
 import CoreBluetoothStandIn
 import Foundation
 import OTACore
+import OTAProtocolFramed
 import OTATransportSimulator
 import Synchronization
 import Testing
@@ -12,7 +13,7 @@ import Testing
 /// A wait cancelled from another thread while a delegate callback answers it on the bridge's
 /// queue. The runtime runs a cancellation handler holding the task's lock, and the callback's
 /// resume takes that lock: a handler that waits for the queue (`queue.sync`) while the callback
-/// runs there never returns (decision 0079). Each test holds the queue in a block that, after
+/// runs there never returns (decisions 0079, 0080). Each test but the last holds the queue in a block that, after
 /// the cancelling thread has had 0.2 s to reach the handler, answers the wait as a callback
 /// would; with the handlers waiting for the queue each hangs to its 10 s bound.
 @Suite struct CancellationOnTheQueueTests {
@@ -109,6 +110,43 @@ import Testing
             #expect(!early.attach(continuation), "answered before the wait began: resumed at once, not filed")
         }
         #expect(answered == 3)
+    }
+
+    /// Whole updates cancelled from another thread at random moments of wall time, so that the
+    /// cancellation lands anywhere: in a connect, a discovery, a write's wait for room or for its
+    /// response, a notification, a disconnect. Each must end within its bound, and the next
+    /// update of the same device through the same central must complete byte-identical.
+    @Test(.timeLimit(.minutes(2))) func anUpdateCancelledAtAnyMomentEndsAndTheNextCompletes() async throws {
+        let image = try CoreBluetoothHarness.image(size: 40_000)
+        var random = SeededRandom(seed: 29)
+        var cancelledMidway = 0
+        for round in 0..<60 {
+            let harness = CoreBluetoothHarness(profile: .esp32S3MTU244TwoM, model: FramedDeviceModel(), seed: UInt64(round + 1))
+            let central = harness.makeCentral()
+            let first = Task { try await harness.update(image, using: FramedClient(), central: central) }
+            // From a thread of its own: a cancellation that hangs must not take a thread of the
+            // pool this test waits on.
+            let delay = Double(random.next() % 30_000) / 1_000_000
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: delay)
+                first.cancel()
+            }
+            let done = Flag()
+            let waiting = Task.detached {
+                _ = try? await first.value
+                done.set()
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(done.isSet, "round \(round): the cancelled update never ended")
+            guard done.isSet else { return }
+            _ = await waiting.value
+            if case .failure = (try? await first.value)?.result ?? .failure(OTAError(.cancelled, "")) { cancelledMidway += 1 }
+            let second = try await harness.update(image, using: FramedClient(), central: central)
+            #expect(throws: Never.self, "round \(round)") { try second.result.get() }
+            #expect(harness.flashContents(image.count) == (try image.allBytes()), "round \(round)")
+        }
+        #expect(cancelledMidway > 0, "some cancellation landed inside an update")
     }
 
     private static func central() -> (StandInWorld, CoreBluetoothCentral) {
