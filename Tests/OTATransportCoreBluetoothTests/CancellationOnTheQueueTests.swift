@@ -13,9 +13,10 @@ import Testing
 /// A wait cancelled from another thread while a delegate callback answers it on the bridge's
 /// queue. The runtime runs a cancellation handler holding the task's lock, and the callback's
 /// resume takes that lock: a handler that waits for the queue (`queue.sync`) while the callback
-/// runs there never returns (decisions 0079, 0080). Each test but the last holds the queue in a block that, after
-/// the cancelling thread has had 0.2 s to reach the handler, answers the wait as a callback
-/// would; with the handlers waiting for the queue each hangs to its 10 s bound.
+/// runs there never returns (decisions 0079, 0080). The three races below hold the queue in a
+/// block that, after the cancelling thread has had 0.2 s to reach the handler, answers the wait
+/// as a callback would; with the handlers waiting for the queue each hangs to its 10 s bound. A
+/// stress test then cancels whole updates at random moments.
 @Suite struct CancellationOnTheQueueTests {
     @Test(.timeLimit(.minutes(1)), arguments: [false, true])
     func aWaitCancelledAsACallbackAnswersItEnds(withExecutorPreference: Bool) async throws {
