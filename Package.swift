@@ -224,7 +224,7 @@ let package = Package(
         .testTarget(name: "OTACoreTests", dependencies: ["OTACore"], swiftSettings: testSettings),
         .testTarget(
             name: "OTATransportSimulatorTests",
-            dependencies: ["OTACore", "OTATransportSimulator"],
+            dependencies: ["OTACore", "OTATransportSimulator", "OTATestSupport"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -273,7 +273,7 @@ let package = Package(
             name: "OTATransportCoreBluetoothTests",
             dependencies: [
                 "OTACore", "OTATransportCoreBluetooth", "OTATransportSimulator", "OTAProtocolGeneric", "OTAProtocolFramed",
-                "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", coreBluetoothStandIn,
+                "OTAProtocolNordicDFU", "OTAProtocolMCUmgr", "OTATestSupport", coreBluetoothStandIn,
             ],
             // A copy of shared/protocols/corebluetooth-api.md, read by StandInSignatureTests.
             exclude: ["corebluetooth-api.md"],

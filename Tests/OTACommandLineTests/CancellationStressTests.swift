@@ -1,7 +1,7 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import OTATransportSimulator
-import Synchronization
 import Testing
 
 @testable import OTACommandLine
@@ -29,23 +29,10 @@ import Testing
             let simulation = Simulation(seed: UInt64(round + 1), pace: length.seconds / wall)
             let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: try descriptor.makeDeviceModel(variant), simulation: simulation)
             let first = Task { try await Self.update(image, descriptor: descriptor, variant: variant, simulation: simulation, device: device) }
-            // From a thread of its own: a cancellation that hangs must not take a thread of the
-            // pool this test waits on.
-            let delay = wall * 1.2 * Double(random.next() % 1_000) / 1_000
-            Thread.detachNewThread {
-                Thread.sleep(forTimeInterval: delay)
-                first.cancel()
-            }
-            let done = Flag()
-            let waiting = Task.detached {
-                _ = try? await first.value
-                done.set()
-            }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(done.isSet, "\(protocolName), round \(round): the cancelled update never ended")
-            guard done.isSet else { return }
-            _ = await waiting.value
+            // From a thread of its own, waited for with a bound (`cancel(_:after:endsWithin:)`).
+            let ended = await cancel(first, after: wall * 1.2 * Double(random.next() % 1_000) / 1_000)
+            #expect(ended, "\(protocolName), round \(round): the cancelled update never ended")
+            guard ended else { return }
             // A device that took the whole image may have left its bootloader; only an update
             // that was stopped is run again.
             guard (try? await first.value) == nil else { continue }
@@ -72,11 +59,5 @@ import Testing
     private static func image(size: Int) throws -> FirmwareImage {
         var random = SeededRandom(seed: 5)
         return try FirmwareImage(bytes: Data((0..<size).map { _ in UInt8(truncatingIfNeeded: random.next()) }), name: "stress.bin")
-    }
-
-    private final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isSet: Bool { value.load(ordering: .acquiring) }
-        func set() { value.store(true, ordering: .releasing) }
     }
 }

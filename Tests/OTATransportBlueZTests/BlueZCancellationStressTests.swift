@@ -1,8 +1,8 @@
 #if os(Linux)
 import Foundation
 import OTACore
+import OTATestSupport
 import OTATransportSimulator
-import Synchronization
 import Testing
 
 @testable import OTATransportBlueZ
@@ -21,7 +21,7 @@ import Testing
             // A slow reader: the socket fills and writes wait for room as well as for replies.
             fake.startReading(delayMicroseconds: 100)
             var random = SeededRandom(seed: 41)
-            var ended = 0
+            var rounds = 0
             for round in 0..<60 {
                 let worker = Task {
                     let notifications = try await transport.notifications(from: FakeBlueZ.control)
@@ -35,36 +35,17 @@ import Testing
                         _ = try await transport.read(FakeBlueZ.status)
                     }
                 }
-                // From a thread of its own: a cancellation that hangs must not take a thread of
-                // the pool this test waits on.
-                let delay = Double(random.next() % 8_000) / 1_000_000
-                Thread.detachNewThread {
-                    Thread.sleep(forTimeInterval: delay)
-                    worker.cancel()
-                }
-                let done = Flag()
-                let waiting = Task.detached {
-                    _ = try? await worker.value
-                    done.set()
-                }
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-                #expect(done.isSet, "round \(round): the cancelled operation never ended")
-                guard done.isSet else { return }
-                _ = await waiting.value
-                ended += 1
+                // From a thread of its own, waited for with a bound (`cancel(_:after:endsWithin:)`).
+                let ended = await cancel(worker, after: Double(random.next() % 8_000) / 1_000_000)
+                #expect(ended, "round \(round): the cancelled operation never ended")
+                guard ended else { return }
+                rounds += 1
                 // The link still answers.
                 #expect(try await transport.read(FakeBlueZ.status) == Data([0x01, 0x02, 0x03]), "round \(round)")
             }
-            #expect(ended == 60)
+            #expect(rounds == 60)
             await transport.disconnect()
         }
-    }
-
-    private final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isSet: Bool { value.load(ordering: .acquiring) }
-        func set() { value.store(true, ordering: .releasing) }
     }
 }
 #endif

@@ -4,6 +4,7 @@ import CoreBluetoothStandIn
 import Foundation
 import OTACore
 import OTAProtocolFramed
+import OTATestSupport
 import OTATransportSimulator
 import Synchronization
 import Testing
@@ -33,7 +34,7 @@ import Testing
         }
         let waiter = withExecutorPreference ? Task(executorPreference: globalConcurrentExecutor, operation: operation) : Task(operation: operation)
         while filed.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(1)) }
-        let ended = try await Self.cancel(waiter, whileTheQueueRuns: { filed.withLock { $0.take() }?.resume(returning: .success(7)) }, on: bridge)
+        let ended = await Self.cancelHoldingTheQueue(waiter, whileTheQueueRuns: { filed.withLock { $0.take() }?.resume(returning: .success(7)) }, on: bridge)
         #expect(ended, "the cancelled wait and the callback answering it wait for each other")
         guard ended else { return }
         // Either may win; both answers are whole.
@@ -59,7 +60,8 @@ import Testing
         // The consumer waits in the stream's `next()` (no way to observe it: a pause).
         try await Task.sleep(for: .milliseconds(50))
         let device = DiscoveredDevice(address: "00000000-0000-0000-0000-000000000001", advertisement: Advertisement())
-        let ended = try await Self.cancel(consumer, whileTheQueueRuns: { for scan in bridge.scans.values { scan.continuation.yield(device) } }, on: bridge)
+        let ended = await Self.cancelHoldingTheQueue(
+            consumer, whileTheQueueRuns: { for scan in bridge.scans.values { scan.continuation.yield(device) } }, on: bridge)
         #expect(ended, "the cancelled scan and the discovery yielded to it wait for each other")
         guard ended else { return }
         _ = await consumer.value
@@ -81,7 +83,7 @@ import Testing
             return seen
         }
         try await Task.sleep(for: .milliseconds(50))
-        let ended = try await Self.cancel(
+        let ended = await Self.cancelHoldingTheQueue(
             consumer, whileTheQueueRuns: { transport.subscriptions[SinkDeviceModel.control]?.subscriber.deliver(Data([1])) }, on: central.bridge)
         #expect(ended, "the cancelled stream and the notification yielded to it wait for each other")
         guard ended else { return }
@@ -125,23 +127,10 @@ import Testing
             let harness = CoreBluetoothHarness(profile: .esp32S3MTU244TwoM, model: FramedDeviceModel(), seed: UInt64(round + 1))
             let central = harness.makeCentral()
             let first = Task { try await harness.update(image, using: FramedClient(), central: central) }
-            // From a thread of its own: a cancellation that hangs must not take a thread of the
-            // pool this test waits on.
-            let delay = Double(random.next() % 30_000) / 1_000_000
-            Thread.detachNewThread {
-                Thread.sleep(forTimeInterval: delay)
-                first.cancel()
-            }
-            let done = Flag()
-            let waiting = Task.detached {
-                _ = try? await first.value
-                done.set()
-            }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(done.isSet, "round \(round): the cancelled update never ended")
-            guard done.isSet else { return }
-            _ = await waiting.value
+            // From a thread of its own, waited for with a bound (`cancel(_:after:endsWithin:)`).
+            let ended = await OTATestSupport.cancel(first, after: Double(random.next() % 30_000) / 1_000_000)
+            #expect(ended, "round \(round): the cancelled update never ended")
+            guard ended else { return }
             if case .failure = (try? await first.value)?.result ?? .failure(OTAError(.cancelled, "")) { cancelledMidway += 1 }
             let second = try await harness.update(image, using: FramedClient(), central: central)
             #expect(throws: Never.self, "round \(round)") { try second.result.get() }
@@ -158,31 +147,14 @@ import Testing
     /// Holds the bridge's queue, cancels `task` from another thread 50 ms later, runs `answer` on
     /// the queue 0.2 s after it was taken, and says whether `task` then ended within 10 s (wall
     /// time: a deadlock never ends).
-    private static func cancel<T: Sendable>(
+    private static func cancelHoldingTheQueue<T: Sendable>(
         _ task: Task<T, Never>, whileTheQueueRuns answer: @escaping @Sendable () -> Void, on bridge: CentralBridge
-    ) async throws -> Bool {
+    ) async -> Bool {
         bridge.queue.async {
             Thread.sleep(forTimeInterval: 0.2)
             answer()
         }
-        Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 0.05)
-            task.cancel()
-        }
-        let done = Flag()
-        Task.detached {
-            _ = await task.value
-            done.set()
-        }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !done.isSet, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        return done.isSet
-    }
-
-    private final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isSet: Bool { value.load(ordering: .acquiring) }
-        func set() { value.store(true, ordering: .releasing) }
+        return await OTATestSupport.cancel(task, after: 0.05)
     }
 }
 #endif

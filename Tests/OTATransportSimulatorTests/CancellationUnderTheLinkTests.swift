@@ -1,5 +1,6 @@
 import Foundation
 import OTACore
+import OTATestSupport
 import Synchronization
 import Testing
 
@@ -19,7 +20,6 @@ import Testing
         let simulation = Simulation(seed: 3, pace: 1_000)
         let model = CancelsOnFirstDelivery()
         let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: model, simulation: simulation)
-        let ended = Flag()
         let run = Task.detached {
             let sent = try await simulation.run {
                 let connection = try await SimulatedConnector(device: device).connectSimulated()
@@ -40,27 +40,16 @@ import Testing
                 await connection.disconnect()
                 return sent
             }
-            ended.set()
             return sent
         }
         // Wall time: a deadlock never ends, so wait for the run with a bound of our own.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !ended.isSet, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let endedInTime = ended.isSet
+        let endedInTime = await ends(run, within: .seconds(20))
         #expect(endedInTime, "the link and the cancelled writer wait for each other")
         guard endedInTime else { return }
         let sent = try await run.value
         #expect(sent > 16, "the writer filled the queue (16 writes) and was blocked when cancelled: \(sent) sent")
         let cancelled = model.cancelled.load(ordering: .acquiring)
         #expect(cancelled)
-    }
-
-    private final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isSet: Bool { value.load(ordering: .acquiring) }
-        func set() { value.store(true, ordering: .releasing) }
     }
 
     /// At its first delivered write (inside a connection event, under the link's lock) cancels
