@@ -27,6 +27,63 @@ import Testing
         try device.flash.write(Data(repeating: byte, count: size), at: sector * size)
     }
 
+    @Test("the flash file keeps only the written sectors, restores the slot exactly, and still reads the whole-slot files of before")
+    func compactFlashFile() throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        let device = try Self.device(simulation)
+        try Self.program(device, sector: 0, byte: 0x11)
+        try Self.program(device, sector: 7, byte: 0x77)
+        try Self.program(device, sector: 9, byte: 0xFF)  // programmed with nothing: as erased
+        let size = device.flash.sectorSize
+        try device.flash.write(Data([0x12, 0x34]), at: 255 * size + 10)  // the slot's last sector, in part
+        let slot = device.flash.snapshot()
+        try files.save(device)
+        let file = try Data(contentsOf: files.flash)
+        // Three sectors and their framing, not the 1 MB slot.
+        #expect(file.count == 12 + 3 * (9 + size), "\(file.count) bytes")
+        let restored = try Self.device(simulation)
+        try files.restore(restored)
+        #expect(restored.flash.snapshot() == slot)
+
+        // A file as `ota` wrote it before (the whole slot) loads as it is.
+        try slot.write(to: files.flash, options: .atomic)
+        let fromWholeSlot = try Self.device(simulation)
+        try files.restore(fromWholeSlot)
+        #expect(fromWholeSlot.flash.snapshot() == slot)
+    }
+
+    @Test(
+        "a damaged, torn or foreign flash file is one error naming it, never a wrong device",
+        arguments: ["flipped", "torn", "another size", "a sector past the slot", "a state entry"])
+    func damagedFlashFile(damage: String) throws {
+        let simulation = Simulation(seed: 1)
+        let files = Self.files()
+        defer { try? FileManager.default.removeItem(at: files.flash.deletingLastPathComponent()) }
+        let device = try Self.device(simulation)
+        try Self.program(device, sector: 2, byte: 0x22)
+        try files.save(device)
+        var file = try Data(contentsOf: files.flash)
+        let size = device.flash.sectorSize
+        switch damage {
+        case "flipped": file[file.count - 100] ^= 0x01
+        case "torn": file = file.prefix(file.count - 1)
+        case "another size": file = Data(repeating: 0xFF, count: device.flash.capacity / 2)
+        case "a sector past the slot":
+            file = SimulatedDeviceJournal.group([.init(kind: .sector, index: device.flash.capacity / size, bytes: Data(repeating: 0, count: size))])
+        default: file = SimulatedDeviceJournal.group([.init(kind: .state, bytes: Data([1]))])
+        }
+        try file.write(to: files.flash, options: .atomic)
+        let restored = try Self.device(simulation)
+        #expect {
+            try files.restore(restored)
+        } throws: { error in
+            let message = "\(error)"
+            return message.contains(files.flash.path) && message.contains("delete it") && !message.contains("\n")
+        }
+    }
+
     @Test("what was kept is restored; a torn or damaged last group loads as the keep before it, never as a mix")
     func tornAppend() throws {
         let simulation = Simulation(seed: 1)

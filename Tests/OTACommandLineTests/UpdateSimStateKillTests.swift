@@ -105,7 +105,12 @@ import Testing
     }
 
     static func slot(_ state: URL, count: Int) throws -> Data {
-        try Data(contentsOf: state.appendingPathComponent("\(profile).flash")).prefix(count)
+        try flash(state, profile: profile).prefix(count)
+    }
+
+    /// The slot `PROFILE.flash` in `state` holds.
+    static func flash(_ state: URL, profile: String) throws -> Data {
+        try simulatedSlot(inFlashFile: state.appendingPathComponent("\(profile).flash"), profile: profile)
     }
 
     @Test(
@@ -285,7 +290,7 @@ import Testing
         #expect(try await Self.killed(arguments + ["--sim-speed", `case`.speed], afterProgressLines: `case`.killAfter))
         let rerun = try await Self.run(arguments)
         #expect(rerun.code == 0, "\(rerun.err)")
-        let flash = try Data(contentsOf: state.appendingPathComponent("\(`case`.profile).flash"))
+        let flash = try Self.flash(state, profile: `case`.profile)
         #expect(flash.prefix(image.count) == image)
         // The whole image again, from byte 0 (esp-ble-ota writes with response, which the
         // device's count of data writes does not see: the run's own result says it).

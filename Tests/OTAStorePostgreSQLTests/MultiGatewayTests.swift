@@ -137,7 +137,10 @@ struct MultiGatewayTests {
         let flashes = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".flash") }
         #expect(flashes.count == devices)
         var wrong = 0
-        for name in flashes where try Data(contentsOf: URL(fileURLWithPath: state).appendingPathComponent(name)).prefix(image.count) != image {
+        for name in flashes
+        where try simulatedSlot(inFlashFile: URL(fileURLWithPath: state).appendingPathComponent(name), profile: "nrf52840-mtu244-2m")
+            .prefix(image.count) != image
+        {
             wrong += 1
         }
         #expect(wrong == 0)

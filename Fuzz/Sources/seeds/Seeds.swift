@@ -153,6 +153,14 @@ enum Seeds {
         return [
             ("one-group", first), ("two-groups", first + second), ("torn", first + second.prefix(second.count / 2)),
             ("received", SimulatedDeviceJournal.receivedCount(70_000)),
+            // A flash file (decision 0081) for the target's slot of 16 sectors of 64 bytes.
+            (
+                "flash-file",
+                SimulatedDeviceJournal.group([
+                    .init(kind: .sector, index: 0, bytes: Data(repeating: 0x44, count: 64)),
+                    .init(kind: .sector, index: 15, bytes: Data(repeating: 0x55, count: 64)),
+                ])
+            ),
         ]
     }
 

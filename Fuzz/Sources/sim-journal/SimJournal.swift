@@ -4,8 +4,8 @@ import OTACore
 import OTATransportSimulator
 
 /// A simulated device's journal (`PROFILE.journal` of `ota update --sim-state DIR`, a campaign's
-/// devices; decisions 0041, 0048) and its count of received bytes, as `SimulatedDeviceFiles`
-/// reads them: the file is the user's, left by a process that may have been killed.
+/// devices; decisions 0041, 0048), its flash file (decision 0081) and its count of received
+/// bytes, as `SimulatedDeviceFiles` reads them: the file is the user's, left by a process that may have been killed.
 ///
 /// Oracles beyond "does not crash": a count reads only from 8 bytes and writes back to them; a
 /// journal's groups written again read back the same; the next group appended is read after
@@ -18,6 +18,17 @@ public func fuzzSimJournal(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
         guard SimulatedDeviceJournal.receivedCount(value) == data else { fatalError("count \(value) read from \(Array(data)) writes back otherwise") }
     } else if data.count == 8, data[data.startIndex + 7] < 0x80 {
         fatalError("an 8-byte count within Int.max, \(Array(data)), is refused")
+    }
+
+    // The flash file (decision 0081): read as a slot of 16 sectors of 64 bytes, it is that slot
+    // or refused; a slot it reads as is what the file's own sectors say over an erased slot.
+    if let slot = attempt({ try SimulatedDeviceJournal.slotImage(fromFlashFile: data, capacity: 1_024, sectorSize: 64) }) {
+        guard slot.count == 1_024 else { fatalError("a flash file read as a \(slot.count)-byte slot, not 1024") }
+        if data.count != 1_024 {
+            guard let sectors = try? SimulatedDeviceJournal.groups(data), sectors.count == 1,
+                (try? SimulatedDeviceJournal.replay(sectors, over: Data(repeating: 0xFF, count: 1_024), sectorSize: 64).image) == slot
+            else { fatalError("a compact flash file read as a slot its sectors do not give") }
+        }
     }
 
     guard let groups = attempt({ try SimulatedDeviceJournal.groups(data) }) else { return 0 }

@@ -21,7 +21,8 @@ import Synchronization
 /// the same device: ``save(_:)`` appends, rewrites the files (each replaced at once), then
 /// deletes the journal, and a kill between any two of those steps loses nothing.
 struct SimulatedDeviceFiles {
-    /// The flash, as ``SimulatedFlash/snapshot()`` writes it.
+    /// The flash: its written sectors (``SimulatedDeviceJournal/flashFile(of:)``, decision 0081),
+    /// or, as an older `ota` wrote it, the whole slot.
     var flash: URL
     /// The model's own state.
     var state: URL
@@ -44,7 +45,11 @@ struct SimulatedDeviceFiles {
         var file = flash
         var replayed = false
         do {
-            var image = FileManager.default.fileExists(atPath: flash.path) ? try Data(contentsOf: flash) : nil
+            var image =
+                FileManager.default.fileExists(atPath: flash.path)
+                ? try SimulatedDeviceJournal.slotImage(
+                    fromFlashFile: try Data(contentsOf: flash), capacity: device.flash.capacity, sectorSize: device.flash.sectorSize)
+                : nil
             file = state
             var modelState = FileManager.default.fileExists(atPath: state.path) ? try Data(contentsOf: state) : nil
             file = running
@@ -176,7 +181,7 @@ struct SimulatedDeviceFiles {
         if FileManager.default.fileExists(atPath: journal.path) { try keep(device) }
         do {
             try FileManager.default.createDirectory(at: flash.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try device.flash.snapshot().write(to: flash, options: .atomic)
+            try SimulatedDeviceJournal.flashFile(of: device.flash).write(to: flash, options: .atomic)
             if let persistent = device.model as? any PersistentDeviceModel {
                 try persistent.persistentState.write(to: state, options: .atomic)
             }

@@ -107,6 +107,45 @@ public enum SimulatedDeviceJournal {
         return groups
     }
 
+    /// A device's flash as its file keeps it (decision 0081): one group (framed and checked as a
+    /// journal's) holding each sector that is not erased, so that the file grows with what was
+    /// written, not with the slot. A sector programmed with nothing but `0xFF` is left out: it
+    /// reads and programs as an erased one, as a restore from a whole-slot image took it.
+    public static func flashFile(of flash: SimulatedFlash) -> Data {
+        var entries: [Entry] = []
+        var index = 0
+        flash.forEachPiece(of: 0..<flash.capacity) { sector in
+            if sector.contains(where: { $0 != 0xFF }) { entries.append(Entry(kind: .sector, index: index, bytes: Data(sector))) }
+            index += 1
+        }
+        return group(entries)
+    }
+
+    /// The slot image a device's flash file holds, `capacity` bytes: the sectors of a
+    /// ``flashFile(of:)`` over an erased slot, or a file of the format before it (the whole
+    /// slot, exactly `capacity` bytes) as it is.
+    ///
+    /// - Throws: ``SimulatedDeviceJournalError`` for a file that is neither: a compact file that
+    ///   is torn or damaged, holds anything but this slot's sectors, or a file of another size.
+    public static func slotImage(fromFlashFile file: Data, capacity: Int, sectorSize: Int) throws(SimulatedDeviceJournalError) -> Data {
+        if let entries = wholeGroup(file), entries.allSatisfy({ $0.kind == .sector }) {
+            return try replay([entries], over: Data(repeating: 0xFF, count: capacity), sectorSize: sectorSize).image
+        }
+        guard file.count == capacity else {
+            throw SimulatedDeviceJournalError("not a simulated device's flash: \(file.count) bytes, neither one whole group nor a \(capacity)-byte slot")
+        }
+        return file
+    }
+
+    /// The entries of `data` when it is exactly one whole, undamaged group.
+    private static func wholeGroup(_ data: Data) -> [Entry]? {
+        var reader = ByteReader(data)
+        guard let head = reader.bytes(magic.count), Array(head) == magic, let length = reader.u32(), Int(length) == data.count - framing,
+            let payload = reader.bytes(Int(length)), let check = reader.u32(), CRC32.checksum(payload) == check
+        else { return nil }
+        return entries(payload)
+    }
+
     /// The entries of one group's payload, or `nil` when they do not fill it exactly or one is of
     /// a kind no keep writes.
     private static func entries(_ payload: Data) -> [Entry]? {
