@@ -1,10 +1,11 @@
 import Foundation
 import OTACore
 
-/// The byte formats a simulated device is kept in between processes (decisions 0041 and 0048):
-/// the journal of what changed since its files were written, and the count of data bytes it
-/// received. Pure reading and writing of bytes; the files themselves are the tool's
-/// (`ota update --sim-state`, `ota campaign`).
+/// The byte formats a simulated device is kept in between processes (decisions 0041, 0048 and
+/// 0081): the journal of what changed since its files were written, its flash (one group of its
+/// written sectors: ``flashFile(of:)``), and the count of data bytes it received. Pure reading
+/// and writing of bytes; the files themselves are the tool's (`ota update --sim-state`,
+/// `ota campaign`).
 ///
 /// A journal is a run of groups, each appended at once before the device answers its central:
 /// `SJG1`, the payload's length (u32 little-endian), the payload, and its CRC-32 (u32). A payload
