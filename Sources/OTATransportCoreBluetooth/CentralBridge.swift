@@ -156,25 +156,17 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         }
     }
 
-    private var changeWaiters: [UInt64: Answer<Void>] = [:]
+    private var changeWaiters: [UInt64: Resume<Void>] = [:]
 
-    /// Returns at the next state update, or at once when the state is no longer `observed`.
+    /// Returns at the next state update, or at once when the state is no longer `observed` (or
+    /// the task is cancelled: the caller checks).
     private func waitForStateChange(from observed: CBManagerState) async {
-        let id = onQueue { makeID() }
-        let answer = Answer<Void>()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                guard answer.attach(continuation) else { return }
-                let now: Bool = onQueue {
-                    if answer.isAnswered || manager.state != observed { return true }
-                    changeWaiters[id] = answer
-                    return false
-                }
-                if now { answer.resume(returning: ()) }
-            }
-        } onCancel: {
-            answer.resume(returning: ())
-            afterCancellation { [self] in changeWaiters[id] = nil }
+        _ = await suspend { id, answer in
+            if manager.state != observed { return .success(()) }
+            changeWaiters[id] = answer
+            return nil
+        } withdraw: { [self] id in
+            changeWaiters.removeValue(forKey: id)
         }
     }
 
@@ -185,7 +177,7 @@ final class CentralBridge: NSObject, CBCentralManagerDelegate, CBPeripheralDeleg
         let state = central.state
         for (_, waiter) in stateWaiters { waiter.resume() }
         stateWaiters.removeAll()
-        for (_, waiter) in changeWaiters { waiter.resume(returning: ()) }
+        for (_, waiter) in changeWaiters { waiter.resume(returning: .success(())) }
         changeWaiters.removeAll()
         if state == .poweredOn {
             // A scan does not resume by itself after Bluetooth comes back.

@@ -109,6 +109,32 @@ import Testing
         #expect(model.bytes.isEmpty)
     }
 
+    /// A connect started while Bluetooth is off waits for the state to change, and goes on as
+    /// soon as it is on, not when its limit for Bluetooth coming on runs out.
+    @Test func aConnectWhileBluetoothIsOffGoesOnWhenItComesOn() async throws {
+        let (world, handle, _) = sinkWorld()
+        let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
+        var timeouts = CoreBluetoothTimeouts()
+        timeouts.poweredOn = .seconds(60)
+        let connector = central.connector(for: handle.identifier, timeouts: timeouts)
+        let connectedAt = try await world.run {
+            world.powerOff()
+            // The manager hears of it first: the connect starts with Bluetooth off.
+            try await world.clock.sleep(for: .milliseconds(100))
+            async let connected: Duration = {
+                let transport = try await connector.connectCoreBluetooth()
+                let at = world.simulation.now
+                await transport.disconnect()
+                return at
+            }()
+            try await world.clock.sleep(for: .seconds(2))
+            world.powerOn()
+            return try await connected
+        }
+        #expect(connectedAt > .seconds(2))
+        #expect(connectedAt < .seconds(5), "woke at \(connectedAt), not at the state change")
+    }
+
     @Test func readsWritesAndNotificationsGoThrough() async throws {
         let (world, handle, _) = sinkWorld()
         let central = world.withCurrent { CoreBluetoothCentral(clock: world.clock) }
