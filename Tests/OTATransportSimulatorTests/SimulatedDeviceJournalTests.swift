@@ -90,6 +90,23 @@ import Testing
         }
     }
 
+    @Test("a flash file's sectors are read without the slot, the last of two for one sector counting, as the slot image has them")
+    func flashContents() throws {
+        let file = SimulatedDeviceJournal.group([
+            .init(kind: .sector, index: 2, bytes: Data(repeating: 0x11, count: 16)),
+            .init(kind: .sector, index: 0, bytes: Data(repeating: 0xA5, count: 16)),
+            .init(kind: .sector, index: 2, bytes: Self.sector),
+        ])
+        let contents = try SimulatedDeviceJournal.flashContents(ofFlashFile: file, capacity: 64, sectorSize: 16)
+        #expect(contents == .sectors([0: Data(repeating: 0xA5, count: 16), 2: Self.sector]))
+        let slot = try SimulatedDeviceJournal.slotImage(fromFlashFile: file, capacity: 64, sectorSize: 16)
+        #expect(slot == Data(repeating: 0xA5, count: 16) + Data(repeating: 0xFF, count: 16) + Self.sector + Data(repeating: 0xFF, count: 16))
+        #expect(try SimulatedDeviceJournal.flashContents(ofFlashFile: slot, capacity: 64, sectorSize: 16) == .wholeSlot(slot))
+        #expect(throws: SimulatedDeviceJournalError.self) {
+            try SimulatedDeviceJournal.flashContents(ofFlashFile: file, capacity: 32, sectorSize: 16)  // sector 2 past a 2-sector slot
+        }
+    }
+
     @Test("a count reads back; 7 bytes or one past Int.max is refused")
     func count() throws {
         for value in [0, 1, 70_000, Int(UInt32.max) + 1, Int.max] {

@@ -101,4 +101,56 @@ import Testing
         try flash.restore(flash.snapshot())
         #expect(flash.takeChangedSectors() == [])
     }
+
+    /// Only the programmed sectors are visited, in order, each whole (its unwritten bytes
+    /// `0xFF`): a sector erased after its write is not, nor is any sector of an unwritten block.
+    @Test func programmedSectorsAreVisitedInOrderAndNothingElse() throws {
+        let flash = SimulatedFlash(capacity: 4096 * 3072, timing: timing)  // a 12 MiB slot
+        try flash.write(Data([0x12, 0x34]), at: 4096 * 2000 + 10)
+        try flash.write(Data(repeating: 0xA5, count: 4096), at: 4096 * 9)
+        try flash.write(Data([0x00]), at: 4096 * 8)
+        try flash.erase(4096 * 8..<4096 * 9)
+        try flash.write(Data([0x77]), at: 4096 * 3071 + 4095)
+        var visited: [(Int, Data)] = []
+        flash.forEachProgrammedSector { visited.append(($0, Data($1))) }
+        #expect(visited.map(\.0) == [9, 2000, 3071])
+        for (index, bytes) in visited { #expect(bytes == flash.read((index * 4096)..<((index + 1) * 4096)), "sector \(index)") }
+    }
+
+    /// A restore from sectors leaves the flash a restore from the slot image holding them
+    /// leaves, byte for byte and in what it keeps (a sector of nothing but `0xFF` is not kept);
+    /// a sector outside the slot or of another size is refused, the flash as it was.
+    @Test func aRestoreFromSectorsIsTheRestoreOfTheirSlotImage() throws {
+        var random = SeededRandom(seed: 7)
+        for round in 0..<20 {
+            var sectors: [Int: Data] = [:]
+            for _ in 0..<Int(random.next() % 6) {
+                let index = Int(random.next() % 40)
+                switch random.next() % 3 {
+                case 0: sectors[index] = Data(repeating: 0xFF, count: 4096)
+                case 1: sectors[index] = Data((0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+                default: sectors[index] = Data(repeating: 0xFF, count: 4095) + Data([0x7F])
+                }
+            }
+            var image = Data(repeating: 0xFF, count: 4096 * 40)
+            for (index, bytes) in sectors { image.replaceSubrange((index * 4096)..<((index + 1) * 4096), with: bytes) }
+            let fromSectors = SimulatedFlash(capacity: 4096 * 40, timing: timing)
+            let fromImage = SimulatedFlash(capacity: 4096 * 40, timing: timing)
+            try fromSectors.write(Data([0]), at: 4096 * 39)  // replaced, not kept
+            try fromSectors.restore(sectors: sectors)
+            try fromImage.restore(image)
+            #expect(fromSectors.snapshot() == image, "round \(round)")
+            var kept: [[Int]] = [[], []]
+            fromSectors.forEachProgrammedSector { index, _ in kept[0].append(index) }
+            fromImage.forEachProgrammedSector { index, _ in kept[1].append(index) }
+            #expect(kept[0] == kept[1], "round \(round)")
+            #expect(fromSectors.takeChangedSectors() == [])
+        }
+        let flash = SimulatedFlash(capacity: 4096 * 4, timing: timing)
+        try flash.write(Data([0x42]), at: 0)
+        for bad in [[4: Data(count: 4096)], [-1: Data(count: 4096)], [1: Data(count: 4095)]] {
+            #expect(throws: FlashError.self) { try flash.restore(sectors: bad) }
+        }
+        #expect(flash.read(0..<1) == Data([0x42]))
+    }
 }

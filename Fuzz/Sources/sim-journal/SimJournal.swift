@@ -10,7 +10,8 @@ import OTATransportSimulator
 /// Oracles beyond "does not crash": a count reads only from 8 bytes and writes back to them; a
 /// journal's groups written again read back the same; the next group appended is read after
 /// them, and cut anywhere (what a kill inside the append leaves) changes nothing; a replay keeps
-/// the flash's size and puts each sector's last content in place.
+/// the flash's size and puts each sector's last content in place; a compact flash file restores
+/// from its sectors to the slot it reads as.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSimJournal(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = fuzzInput(start, count)
@@ -28,6 +29,14 @@ public func fuzzSimJournal(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
             guard let sectors = try? SimulatedDeviceJournal.groups(data), sectors.count == 1,
                 (try? SimulatedDeviceJournal.replay(sectors, over: Data(repeating: 0xFF, count: 1_024), sectorSize: 64).image) == slot
             else { fatalError("a compact flash file read as a slot its sectors do not give") }
+            // Restored from its sectors (what `ota` does, without making the slot), a flash
+            // reads as that slot.
+            guard case .sectors(let sectors)? = try? SimulatedDeviceJournal.flashContents(ofFlashFile: data, capacity: 1_024, sectorSize: 64)
+            else { fatalError("a compact flash file read as a slot but not as sectors") }
+            let flash = SimulatedFlash(capacity: 1_024, timing: FlashTiming(sectorSize: 64, sectorEraseTime: .zero, writeBytesPerSecond: 1_000))
+            guard (try? flash.restore(sectors: sectors)) != nil, flash.snapshot() == slot else {
+                fatalError("a flash restored from a compact file's sectors does not read as its slot")
+            }
         }
     }
 

@@ -45,10 +45,13 @@ struct SimulatedDeviceFiles {
         var file = flash
         var replayed = false
         do {
-            var image =
+            let capacity = device.flash.capacity
+            let sectorSize = device.flash.sectorSize
+            // Its sectors, not the slot: a restore costs what was written (a 12 MiB slot per
+            // device of a campaign otherwise), unless a journal is replayed over it.
+            var contents =
                 FileManager.default.fileExists(atPath: flash.path)
-                ? try SimulatedDeviceJournal.slotImage(
-                    fromFlashFile: try Data(contentsOf: flash), capacity: device.flash.capacity, sectorSize: device.flash.sectorSize)
+                ? try SimulatedDeviceJournal.flashContents(ofFlashFile: try Data(contentsOf: flash), capacity: capacity, sectorSize: sectorSize)
                 : nil
             file = state
             var modelState = FileManager.default.fileExists(atPath: state.path) ? try Data(contentsOf: state) : nil
@@ -57,15 +60,20 @@ struct SimulatedDeviceFiles {
             file = journal
             if FileManager.default.fileExists(atPath: journal.path) {
                 let replay = try SimulatedDeviceJournal.replay(
-                    try SimulatedDeviceJournal.groups(try Data(contentsOf: journal)), over: image ?? device.flash.snapshot(),
-                    sectorSize: device.flash.sectorSize, state: modelState, running: runningState)
-                image = replay.image
+                    try SimulatedDeviceJournal.groups(try Data(contentsOf: journal)),
+                    over: contents?.slotImage(capacity: capacity, sectorSize: sectorSize) ?? device.flash.snapshot(),
+                    sectorSize: sectorSize, state: modelState, running: runningState)
+                contents = .wholeSlot(replay.image)
                 modelState = replay.state
                 runningState = replay.running
                 replayed = true
             }
             file = flash
-            if let image { try device.flash.restore(image) }
+            switch contents {
+            case .sectors(let sectors)?: try device.flash.restore(sectors: sectors)
+            case .wholeSlot(let image)?: try device.flash.restore(image)
+            case nil: break
+            }
             file = state
             if let persistent = device.model as? any PersistentDeviceModel, let modelState {
                 try persistent.restore(persistentState: modelState)

@@ -335,9 +335,44 @@ package struct NORFlashSectors: Sendable {
         }
     }
 
+    /// Calls `body` with each kept sector (programmed since its last erase), in order of its
+    /// index: the index and the sector's bytes, without copying them. The erased sectors are
+    /// skipped without being visited, so this costs what was written, not the slot.
+    package func forEachKeptSector(_ body: (_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Void) {
+        let layout = blocks.layout
+        for (blockIndex, block) in blocks.table.enumerated() {
+            guard let block else { continue }
+            for slot in 0..<layout.sectorsPerBlock {
+                let sector = layout.sector(slot, of: block)
+                guard sector.isKept else { continue }
+                sector.fillAll()
+                body(blockIndex * layout.sectorsPerBlock + slot, UnsafeRawBufferPointer(sector.bytes))
+            }
+        }
+    }
+
     /// Bytes of memory the contents take: the blocks that hold kept sectors (their bytes; each
     /// block's few bytes of state in front left out).
     package var residentBytes: Int { blocks.allocated * blocks.layout.sectorsPerBlock * sectorSize }
+
+    /// A slot holding `sectors` (by index, each exactly `sectorSize` bytes), every other sector
+    /// erased: what a snapshot of the slot with those sectors gives, without the slot's bytes. A
+    /// sector of nothing but `0xFF` is not kept, as from a snapshot.
+    ///
+    /// - Throws: ``FlashError`` for an index outside the slot or a sector of another size.
+    package init(capacity: Int, sectorSize: Int, sectors: [Int: Data]) throws(FlashError) {
+        self.init(capacity: capacity, sectorSize: sectorSize)
+        for index in sectors.keys.sorted() {
+            let bytes = sectors[index]!
+            guard index >= 0, index < capacity / sectorSize, bytes.count == sectorSize else {
+                throw FlashError("sector \(index) of \(bytes.count) bytes is not one of a \(capacity)-byte slot's \(sectorSize)-byte sectors")
+            }
+            guard bytes.contains(where: { $0 != 0xFF }) else { continue }
+            let kept = self.sector(index)
+            bytes.withUnsafeBytes { kept.bytes.copyMemory(from: $0) }
+            kept.state.pointee = SectorState(erasedFrom: sectorSize, initialized: sectorSize)
+        }
+    }
 
     /// The contents of a snapshot of the whole slot: the sectors that are not wholly erased are
     /// kept.

@@ -110,32 +110,75 @@ public enum SimulatedDeviceJournal {
 
     /// A device's flash as its file keeps it (decision 0081): one group (framed and checked as a
     /// journal's) holding each sector that is not erased, so that the file grows with what was
-    /// written, not with the slot. A sector programmed with nothing but `0xFF` is left out: it
-    /// reads and programs as an erased one, as a restore from a whole-slot image took it.
+    /// written, not with the slot, and so does the time to make it (only the programmed sectors
+    /// are visited). A sector programmed with nothing but `0xFF` is left out: it reads and
+    /// programs as an erased one, as a restore from a whole-slot image took it.
     public static func flashFile(of flash: SimulatedFlash) -> Data {
         var entries: [Entry] = []
-        var index = 0
-        flash.forEachPiece(of: 0..<flash.capacity) { sector in
+        flash.forEachProgrammedSector { index, sector in
             if sector.contains(where: { $0 != 0xFF }) { entries.append(Entry(kind: .sector, index: index, bytes: Data(sector))) }
-            index += 1
         }
         return group(entries)
     }
 
-    /// The slot image a device's flash file holds, `capacity` bytes: the sectors of a
-    /// ``flashFile(of:)`` over an erased slot, or a file of the format before it (the whole
-    /// slot, exactly `capacity` bytes) as it is.
+    /// What a device's flash file holds (``flashContents(ofFlashFile:capacity:sectorSize:)``).
+    public enum FlashContents: Sendable, Hashable {
+        /// The sectors of a ``flashFile(of:)``, by index (offset / sector size), each exactly one
+        /// sector long; every other sector is erased.
+        case sectors([Int: Data])
+        /// A whole slot, as an older `ota` wrote the file.
+        case wholeSlot(Data)
+
+        /// The slot image, `capacity` bytes (the sectors over an erased slot).
+        public func slotImage(capacity: Int, sectorSize: Int) -> Data {
+            switch self {
+            case .wholeSlot(let image):
+                return image
+            case .sectors(let sectors):
+                var image = Data(repeating: 0xFF, count: capacity)
+                for (index, bytes) in sectors { image.replaceSubrange((index * sectorSize)..<((index + 1) * sectorSize), with: bytes) }
+                return image
+            }
+        }
+    }
+
+    /// What a device's flash file holds, for a slot of `capacity` bytes in sectors of
+    /// `sectorSize`: the sectors of a ``flashFile(of:)`` (read without making the slot: a restore
+    /// costs what was written), or a file of the format before it (the whole slot, exactly
+    /// `capacity` bytes) as it is. Of two entries for one sector the last counts, as a replay
+    /// takes them.
     ///
     /// - Throws: ``SimulatedDeviceJournalError`` for a file that is neither: a compact file that
     ///   is torn or damaged, holds anything but this slot's sectors, or a file of another size.
-    public static func slotImage(fromFlashFile file: Data, capacity: Int, sectorSize: Int) throws(SimulatedDeviceJournalError) -> Data {
+    public static func flashContents(ofFlashFile file: Data, capacity: Int, sectorSize: Int) throws(SimulatedDeviceJournalError) -> FlashContents {
         if let entries = wholeGroup(file), entries.allSatisfy({ $0.kind == .sector }) {
-            return try replay([entries], over: Data(repeating: 0xFF, count: capacity), sectorSize: sectorSize).image
+            var sectors: [Int: Data] = [:]
+            for entry in entries {
+                try checkSector(entry, sectorSize: sectorSize, capacity: capacity)
+                sectors[entry.index] = entry.bytes
+            }
+            return .sectors(sectors)
         }
         guard file.count == capacity else {
             throw SimulatedDeviceJournalError("not a simulated device's flash: \(file.count) bytes, neither one whole group nor a \(capacity)-byte slot")
         }
-        return file
+        return .wholeSlot(file)
+    }
+
+    /// The slot image a device's flash file holds, `capacity` bytes
+    /// (``flashContents(ofFlashFile:capacity:sectorSize:)``, over an erased slot).
+    ///
+    /// - Throws: ``SimulatedDeviceJournalError`` as ``flashContents(ofFlashFile:capacity:sectorSize:)``.
+    public static func slotImage(fromFlashFile file: Data, capacity: Int, sectorSize: Int) throws(SimulatedDeviceJournalError) -> Data {
+        try flashContents(ofFlashFile: file, capacity: capacity, sectorSize: sectorSize).slotImage(capacity: capacity, sectorSize: sectorSize)
+    }
+
+    /// Checks that a sector entry is one of a slot of `capacity` bytes in sectors of `sectorSize`.
+    private static func checkSector(_ entry: Entry, sectorSize: Int, capacity: Int) throws(SimulatedDeviceJournalError) {
+        let (start, overflow) = entry.index.multipliedReportingOverflow(by: sectorSize)
+        guard sectorSize > 0, !overflow, entry.bytes.count == sectorSize, start <= capacity - sectorSize else {
+            throw SimulatedDeviceJournalError("a sector that is not one of this device's")
+        }
     }
 
     /// The entries of `data` when it is exactly one whole, undamaged group.
@@ -173,10 +216,8 @@ public enum SimulatedDeviceJournal {
         for entry in groups.joined() {
             switch entry.kind {
             case .sector:
-                let (start, overflow) = entry.index.multipliedReportingOverflow(by: sectorSize)
-                guard sectorSize > 0, !overflow, entry.bytes.count == sectorSize, start <= image.count - sectorSize else {
-                    throw SimulatedDeviceJournalError("a sector that is not one of this device's")
-                }
+                try checkSector(entry, sectorSize: sectorSize, capacity: image.count)
+                let start = entry.index * sectorSize
                 replayed.image.replaceSubrange(start..<(start + sectorSize), with: entry.bytes)
             case .state:
                 replayed.state = entry.bytes

@@ -134,6 +134,14 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         state.withLock { $0.contents.forEachPiece(of: range, body) }
     }
 
+    /// Visits each sector programmed since its last erase, in order: its index (offset /
+    /// ``sectorSize``) and its bytes, without copying them; the erased sectors are not visited, so
+    /// this costs what was written, not the slot. Costs no time. Runs under the flash's lock, so
+    /// `body` must not use the flash.
+    public func forEachProgrammedSector(_ body: (_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Void) {
+        state.withLock { $0.contents.forEachKeptSector(body) }
+    }
+
     /// Makes every following erase and write fail with `message` (or succeed again with `nil`).
     public func injectFailure(_ message: String?) {
         state.withLock { $0.failing = message }
@@ -149,6 +157,19 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
         let contents = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
+        state.withLock {
+            $0.contents = contents
+            _ = $0.takeChanged()
+            noteChange()
+        }
+    }
+
+    /// Replaces the slot's contents with `sectors` (by index: offset / ``sectorSize``), every
+    /// other sector erased: as ``restore(_:)`` of a snapshot holding them, without making one.
+    ///
+    /// - Throws: ``FlashError`` for an index outside the slot or a sector of another size.
+    public func restore(sectors: [Int: Data]) throws(FlashError) {
+        let contents = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, sectors: sectors)
         state.withLock {
             $0.contents = contents
             _ = $0.takeChanged()
