@@ -472,6 +472,9 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     /// time moves to `deadline` and `step` runs at once, marked as that run's timer call
     /// (decision 0073), and the answer is `true`. Otherwise nothing is done and the caller sets
     /// the timer.
+    // Inlined into the link's request, so that `step` is a direct call there: as a closure
+    // handed over, its context (the link) was retained and released around every request.
+    @inline(__always)
     func takeFirstStepAhead(at deadline: Int128, _ step: () -> Void) -> Bool {
         guard takesStepsAtOnce, onRunLoopThread, wallAnchor == nil, !runningAhead, isNextStep(deadline) else { return false }
         runningAhead = true
@@ -484,6 +487,7 @@ public final class VirtualTimeExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Calls a timer's action, marked as one (``advance(toNextStepAt:)``).
+    @inline(__always)
     private func fire(_ action: () -> Void) {
         let outer = firingTimer
         firingTimer = true

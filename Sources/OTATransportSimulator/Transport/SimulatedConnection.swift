@@ -47,7 +47,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         /// The request a response answers.
         var request: UInt64 = 0
         /// A response's status: `.success`, or the ATT error the device answered with.
-        var status: ATTStatus = .success
+        var status = ATTStatus(rawValue: SimulatedConnection.success)
         /// A notification's characteristic.
         var characteristic: CharacteristicID?
         /// A notification's value, or what a read answered.
@@ -78,7 +78,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         }
 
         static func writeResponse(_ request: UInt64, _ status: ATTStatus) -> PeripheralPDU {
-            PeripheralPDU(kind: .writeResponse, request: request, status: status, readyAt: 0, remaining: (status == .success ? 1 : 5) + 4)
+            let length = status.rawValue == SimulatedConnection.success ? 1 : 5
+            return PeripheralPDU(kind: .writeResponse, request: request, status: status, readyAt: 0, remaining: length + 4)
         }
 
         static func readResponse(_ request: UInt64, _ result: Result<Data, ATTStatus>) -> PeripheralPDU {
@@ -646,14 +647,22 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
 
     private static let lost = TransportError(.other, "the simulated link lost track of a waiting write")
 
-    /// Hands request `id` its answer: returns its continuation to resume (outside the lock) if
-    /// its task is suspended, or keeps the answer for it if it runs the link ahead.
-    private func answer(_ id: UInt64, with reply: Answer) -> UnsafeContinuation<Answer, Never>? {
-        guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return nil }
+    /// Hands request `id` its answer: sets `resume` to its continuation and `answer` to `reply`
+    /// (for the caller to resume outside the lock) if its task is suspended, or keeps the answer
+    /// for it if it runs the link ahead. `reply` is moved once, never copied.
+    @inline(__always)
+    private func answer(
+        _ id: UInt64, with reply: consuming Answer, resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?
+    ) {
+        guard let index = pendingReplies.firstIndex(where: { $0.id == id }) else { return }
         // Nearly always the only request out (ATT has one at a time): `removeLast` shifts nothing.
         let entry = index == pendingReplies.count - 1 ? pendingReplies.removeLast() : pendingReplies.remove(at: index)
-        if entry.continuation == nil { keepAhead(answer: reply, for: id) }
-        return entry.continuation
+        if let continuation = entry.continuation {
+            resume = continuation
+            answer = reply
+        } else {
+            keepAhead(answer: reply, for: id)
+        }
     }
 
     /// `take()`, and `answersAhead` cleared once it took the last answer kept for a task
@@ -787,11 +796,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
                 !answersAhead.load(ordering: .acquiring), toResume.isEmpty,
                 executor.advance(toNextStepAt: Duration(attoseconds: toCentral[first].readyAt))
             {
-                let (continuation, reply) = deliver(response: takeNextDelivery())
-                if let continuation {
-                    resume = continuation
-                    answer = reply
-                }
+                deliver(response: takeNextDelivery(), resuming: &resume, with: &answer)
             } else {
                 // A link that went down meanwhile still sets them, as it did: each fires, moves the
                 // clock and finds what it delivers refused or unanswered.
@@ -1060,9 +1065,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
             unlock()
             return
         }
-        let (continuation, reply) = deliver(response: pdu)
+        var continuation: UnsafeContinuation<Answer, Never>?
+        var reply: Answer?
+        deliver(response: pdu, resuming: &continuation, with: &reply)
         unlock()
-        continuation?.resume(returning: reply)
+        if let continuation, let reply { continuation.resume(returning: reply) }
     }
 
     /// The PDU at the head of `toCentral`, taken out; under the lock.
@@ -1074,25 +1081,30 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         return pdu
     }
 
-    /// Hands a response to the task that asked (``answer(_:with:)``): the value, or the device's
-    /// ATT error. Returns the answer, with the task's continuation if it waits suspended, for the
-    /// caller to resume outside the lock; under the lock. (Not an optional pair: that was checked
-    /// and destroyed through value witnesses.)
+    /// Hands a response to the task that asked (``answer(_:with:resuming:with:)``): the value, or
+    /// the device's ATT error. Sets `resume` and `answer` if the task waits suspended, for the
+    /// caller to resume outside the lock; under the lock. (Not an optional pair returned: that
+    /// was checked and destroyed through value witnesses; and the answer is moved, not copied.)
     @inline(__always)
-    private func deliver(response: consuming PeripheralPDU) -> (UnsafeContinuation<Answer, Never>?, Answer) {
+    private func deliver(response: consuming PeripheralPDU, resuming resume: inout UnsafeContinuation<Answer, Never>?, with answer: inout Answer?) {
         let reply: Answer
-        if response.status == .success {
+        if response.status.rawValue == Self.success {
             reply = .value(response.takeValue())
         } else {
             let operation = response.kind == .writeResponse ? "write" : "read"
             reply = .failure(TransportError(.attError(response.status.rawValue), "device answered the \(operation) with \(response.status)"))
         }
-        return (answer(response.request, with: reply), reply)
+        self.answer(response.request, with: reply, resuming: &resume, with: &answer)
     }
+
+    /// `ATTStatus.success`, as a literal: the static property of another module's type is reached
+    /// through a call to its accessor (one per response, and one per PDU made with the default).
+    private static let success: UInt8 = 0x00
 
     // MARK: - PeripheralContext
 
-    public var flash: any FlashStorage { device.flash }
+    // The flash the link holds: through `device`, the device was retained and released too.
+    public var flash: any FlashStorage { deviceFlash }
 
     public func isSubscribed(to characteristic: CharacteristicID) -> Bool {
         withLock { hasSubscription(to: characteristic) }
