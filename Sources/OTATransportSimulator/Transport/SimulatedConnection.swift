@@ -185,12 +185,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// one request out at a time), searched rather than hashed.
     @exclusivity(unchecked) private var pendingReplies: [PendingRequest] = []
     @exclusivity(unchecked) private var subscriptions: [CharacteristicID: (id: UInt64, subscriber: NotificationSubscriber)] = [:]
-    /// The characteristic of the subscription found last, and its subscriber, kept beside
-    /// `subscriptions` (``subscriber(of:)``): a device notifies on one or two characteristics,
-    /// and hashing a characteristic's two UUIDs cost more than the rest of a notification's
-    /// bookkeeping. Cleared whenever `subscriptions` changes.
+    /// The characteristic of the subscription found last, and its subscriber (``lastSubscriber``,
+    /// the last stored property), kept beside `subscriptions` (``subscriber(of:)``): a device
+    /// notifies on one or two characteristics, and hashing a characteristic's two UUIDs cost more
+    /// than the rest of a notification's bookkeeping. Cleared whenever `subscriptions` changes.
     @exclusivity(unchecked) private var lastSubscribed: CharacteristicID?
-    @exclusivity(unchecked) private var lastSubscriber: NotificationSubscriber?
     @exclusivity(unchecked) private var eventScheduled: Int128?
     @exclusivity(unchecked) private var lastEvent: Int128?
     @exclusivity(unchecked) private var lastID: UInt64 = 0
@@ -230,6 +229,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var lastUnacknowledgedTarget: CharacteristicID?
     /// The characteristic the last write with response went to, already checked.
     @exclusivity(unchecked) private var lastAcknowledgedTarget: CharacteristicID?
+    /// ``lastSubscribed``'s subscriber. Last of the stored properties: its size is not known when
+    /// this module is compiled (`AsyncStream.Continuation` is a resilient type of the standard
+    /// library), so every property after it had its offset loaded from a global at each use, not
+    /// written into the code (about fifteen loads, and their spills, per connection event).
+    @exclusivity(unchecked) private var lastSubscriber: NotificationSubscriber?
 
     init(
         device: SimulatedDevice, simulation: Simulation, centralMTU: Int, overflow: WriteQueueOverflow,
