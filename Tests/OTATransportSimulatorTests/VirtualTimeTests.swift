@@ -17,6 +17,21 @@ import Testing
         #expect(ContinuousClock.now - wall < .seconds(120))
     }
 
+    /// The virtual clock's offset is its instant's, and a stopwatch on it (read through the
+    /// offset) measures virtual time.
+    @Test func aStopwatchOnTheVirtualClockMeasuresVirtualTime() async throws {
+        let simulation = Simulation()
+        let readings = try await simulation.run {
+            try await simulation.clock.sleep(for: .seconds(7))
+            let stopwatch = Stopwatch(clock: simulation.clock)
+            try await simulation.clock.sleep(for: .milliseconds(250))
+            return (simulation.clock.offsetNow, simulation.clock.now.offset, stopwatch.elapsed)
+        }
+        #expect(readings.0 == .milliseconds(7_250))
+        #expect(readings.1 == .milliseconds(7_250))
+        #expect(readings.2 == .milliseconds(250))
+    }
+
     @Test func concurrentSleepersWakeInDeadlineOrder() async throws {
         let simulation = Simulation()
         let order = try await simulation.run {

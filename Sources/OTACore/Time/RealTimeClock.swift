@@ -24,7 +24,7 @@ import Synchronization
 /// - Note: Copies share one list of sleepers (and ``pendingSleeps``); make one clock for a
 ///   session or a process and pass it on. Clocks made apart count apart. Sleeping, cancelling and
 ///   reading the count are safe from any task.
-public struct RealTimeClock: Clock {
+public struct RealTimeClock: OffsetClock {
     /// `ContinuousClock`'s instants: its time is that clock's.
     public typealias Instant = ContinuousClock.Instant
     /// Durations as every other clock of the framework measures them.
@@ -39,6 +39,11 @@ public struct RealTimeClock: Clock {
 
     /// Now, on `ContinuousClock`.
     public var now: Instant { ContinuousClock.now }
+
+    /// ``OffsetClock``: the time since an origin taken once per process.
+    public var offsetNow: Duration { Self.origin.duration(to: ContinuousClock.now) }
+
+    private static let origin = ContinuousClock.now
 
     /// `ContinuousClock`'s resolution.
     public var minimumResolution: Duration { ContinuousClock().minimumResolution }

@@ -1,9 +1,11 @@
+import OTACore
+
 /// A clock that reads and waits on a ``VirtualTimeExecutor``'s virtual time.
 ///
 /// Sleeping registers a timer with the executor; the sleep ends when the executor has nothing
 /// else to run and advances time to it. Cancellation ends a sleep at once with
 /// `CancellationError`.
-public struct VirtualClock: Clock, Sendable {
+public struct VirtualClock: OffsetClock, Sendable {
     /// A point in virtual time, measured from the start of the simulation.
     public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
         /// Time since the simulation started.
@@ -22,6 +24,9 @@ public struct VirtualClock: Clock, Sendable {
     init(executor: VirtualTimeExecutor) { self.executor = executor }
 
     public var now: Instant { Instant(offset: executor.now) }
+
+    /// ``OffsetClock``: virtual time since the simulation started, ``now``'s offset.
+    public var offsetNow: Duration { executor.now }
 
     public var minimumResolution: Duration { .nanoseconds(1) }
 
