@@ -722,8 +722,18 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     /// set (or the event taken at once) later, by `setTimers`. With `deferring` (a request that
     /// runs the link ahead next, under the same lock) not even its place is taken: `eventTimerToSet`
     /// is 0, and the request takes the place only if it does not take the event at once.
+    // The checks that most calls end at (an event already scheduled, nothing to send) inlined
+    // into the callers, four a write; the rest out of line.
+    @inline(__always)
     private func scheduleEvent(deferring: Bool = false) {
-        guard disconnectReason == nil, eventScheduled == nil else { return }
+        guard eventScheduled == nil, centralHead < central.count || peripheralHead < peripheral.count, disconnectReason == nil
+        else { return }
+        scheduleNextEvent(deferring: deferring)
+    }
+
+    /// ``scheduleEvent(deferring:)`` past its first checks.
+    @inline(never)
+    private func scheduleNextEvent(deferring: Bool) {
         let hasCentral = centralHead < central.count
         let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead].readyAt : nil
         guard hasCentral || earliestPeripheral != nil else { return }
