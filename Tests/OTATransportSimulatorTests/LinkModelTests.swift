@@ -66,6 +66,57 @@ import Testing
         #expect(error?.kind == .valueTooLong(length: 21, maximum: 20))
     }
 
+    /// A device that refuses writes starting with 0xEE and answers reads with the last value
+    /// written, or with an error before any.
+    final class Refusing: DeviceModel {
+        private let last = Mutex<Data?>(nil)
+        var services: [GATTServiceDefinition] { RecordingDevice().services }
+        func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
+            guard value.first != 0xEE else { return .writeNotPermitted }
+            last.withLock { $0 = value }
+            return .success
+        }
+        func read(_ characteristic: CharacteristicID, peripheral: any PeripheralContext) -> Result<Data, ATTStatus> {
+            last.withLock { $0 }.map { .success($0) } ?? .failure(.readNotPermitted)
+        }
+    }
+
+    /// An ATT error the device answers reaches the caller as that error, for a write and for a
+    /// read, and the link goes on: the answers after it are the device's values, in order.
+    @Test func attErrorsReachTheCallerAndTheLinkGoesOn() async throws {
+        let simulation = Simulation(seed: 3)
+        let device = SimulatedDevice(profile: .esp32S3MTU244TwoM, model: Refusing(), simulation: simulation)
+        let outcomes = try await simulation.run {
+            let connection = try await SimulatedConnector(device: device).connectSimulated()
+            var outcomes: [String] = []
+            func attempt(_ body: () async throws(TransportError) -> Data?) async {
+                do throws(TransportError) {
+                    outcomes.append(try await body().map { "value \(Array($0))" } ?? "written")
+                } catch {
+                    outcomes.append("\(error.kind): \(error.message)")
+                }
+            }
+            await attempt { () throws(TransportError) in try await connection.read(RecordingDevice.control) }
+            await attempt { () throws(TransportError) in
+                try await connection.write(Data([0xEE, 1]), to: RecordingDevice.control, kind: .withResponse)
+                return nil
+            }
+            await attempt { () throws(TransportError) in
+                try await connection.write(Data([7, 8]), to: RecordingDevice.control, kind: .withResponse)
+                return nil
+            }
+            await attempt { () throws(TransportError) in try await connection.read(RecordingDevice.control) }
+            return outcomes
+        }
+        #expect(
+            outcomes == [
+                "\(TransportError.Kind.attError(ATTStatus.readNotPermitted.rawValue)): device answered the read with \(ATTStatus.readNotPermitted)",
+                "\(TransportError.Kind.attError(ATTStatus.writeNotPermitted.rawValue)): device answered the write with \(ATTStatus.writeNotPermitted)",
+                "written",
+                "value [7, 8]",
+            ])
+    }
+
     @Test func naiveWriterLosesBytesWhenTheQueueIsFull() async throws {
         let world = SimulatorWorld(profile: .esp32S3MTU244TwoM)
         let stats = try await world.simulation.run {
