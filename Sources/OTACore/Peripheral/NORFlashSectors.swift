@@ -367,11 +367,18 @@ package struct NORFlashSectors: Sendable {
             guard index >= 0, index < capacity / sectorSize, bytes.count == sectorSize else {
                 throw FlashError("sector \(index) of \(bytes.count) bytes is not one of a \(capacity)-byte slot's \(sectorSize)-byte sectors")
             }
-            guard bytes.contains(where: { $0 != 0xFF }) else { continue }
-            let kept = self.sector(index)
-            bytes.withUnsafeBytes { kept.bytes.copyMemory(from: $0) }
-            kept.state.pointee = SectorState(erasedFrom: sectorSize, initialized: sectorSize)
+            bytes.withUnsafeBytes { keepUnlessErased(index, $0) }
         }
+    }
+
+    /// Keeps sector `index` holding exactly `bytes` (one sector's worth, as programmed), unless
+    /// they are all `0xFF`: such a sector reads and programs as an erased one. For a slot being
+    /// made (its sectors all erased).
+    private mutating func keepUnlessErased(_ index: Int, _ bytes: UnsafeRawBufferPointer) {
+        guard bytes.contains(where: { $0 != 0xFF }) else { return }
+        let kept = sector(index)
+        kept.bytes.copyMemory(from: bytes)
+        kept.state.pointee = SectorState(erasedFrom: sectorSize, initialized: sectorSize)
     }
 
     /// The contents of a snapshot of the whole slot: the sectors that are not wholly erased are
@@ -385,11 +392,7 @@ package struct NORFlashSectors: Sendable {
         self.init(capacity: capacity, sectorSize: sectorSize)
         snapshot.withUnsafeBytes { raw in
             for index in 0..<(capacity / sectorSize) {
-                let sector = UnsafeRawBufferPointer(rebasing: raw[(index * sectorSize)..<((index + 1) * sectorSize)])
-                guard sector.contains(where: { $0 != 0xFF }) else { continue }
-                let kept = self.sector(index)
-                kept.bytes.copyMemory(from: sector)
-                kept.state.pointee = SectorState(erasedFrom: sectorSize, initialized: sectorSize)
+                keepUnlessErased(index, UnsafeRawBufferPointer(rebasing: raw[(index * sectorSize)..<((index + 1) * sectorSize)]))
             }
         }
     }

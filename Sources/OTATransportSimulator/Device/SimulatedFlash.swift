@@ -156,12 +156,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     ///
     /// - Throws: ``FlashError`` when the snapshot is not exactly ``capacity`` bytes.
     public func restore(_ snapshot: Data) throws(FlashError) {
-        let contents = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot)
-        state.withLock {
-            $0.contents = contents
-            _ = $0.takeChanged()
-            noteChange()
-        }
+        replaceContents(with: try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, snapshot: snapshot))
     }
 
     /// Replaces the slot's contents with `sectors` (by index: offset / ``sectorSize``), every
@@ -169,7 +164,12 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     ///
     /// - Throws: ``FlashError`` for an index outside the slot or a sector of another size.
     public func restore(sectors: [Int: Data]) throws(FlashError) {
-        let contents = try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, sectors: sectors)
+        replaceContents(with: try NORFlashSectors(capacity: capacity, sectorSize: sectorSize, sectors: sectors))
+    }
+
+    /// The slot's contents replaced by a restore's: what changed before is forgotten (the
+    /// restored contents are what the files hold), and the change counted.
+    private func replaceContents(with contents: NORFlashSectors) {
         state.withLock {
             $0.contents = contents
             _ = $0.takeChanged()

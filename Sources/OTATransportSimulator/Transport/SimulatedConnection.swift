@@ -736,7 +736,6 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     private func scheduleNextEvent(deferring: Bool) {
         let hasCentral = centralHead < central.count
         let earliestPeripheral = peripheralHead < peripheral.count ? peripheral[peripheralHead].readyAt : nil
-        guard hasCentral || earliestPeripheral != nil else { return }
         var earliest = eventNow ?? executor.now.attoseconds
         if !hasCentral, let ready = earliestPeripheral, ready > earliest { earliest = ready }
         if let last = lastEvent, last + LinkClock.nanosecond > earliest { earliest = last + LinkClock.nanosecond }
