@@ -100,17 +100,21 @@ public final class FramedDeviceModel: DeviceModel {
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
         switch characteristic {
         case profile.data:
+            // Read once per chunk: each reading of the context's flash is a witness call and an
+            // existential to retain and destroy.
+            let flash = peripheral.flash
             let notification: FramedNotification? = state.withLock { state in
-                boot(&state, flash: peripheral.flash)
-                return receiveChunk(value, state: &state, flash: peripheral.flash)
+                boot(&state, flash: flash)
+                return receiveChunk(value, state: &state, flash: flash)
             }
             if let notification { peripheral.notify(notification.encoded, on: profile.control) }
             return .success
         case profile.control:
             guard let (command, version) = FramedCommand.decode(value) else { return .invalidPDU }
+            let flash = peripheral.flash
             let (reply, reboot) = state.withLock { state in
-                boot(&state, flash: peripheral.flash)
-                return handle(command, version: version, state: &state, flash: peripheral.flash)
+                boot(&state, flash: flash)
+                return handle(command, version: version, state: &state, flash: flash)
             }
             peripheral.notify(reply.encoded, on: profile.control)
             if reboot { peripheral.reboot(after: Self.rebootDelay) }

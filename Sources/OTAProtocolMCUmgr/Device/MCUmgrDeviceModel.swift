@@ -262,8 +262,12 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
 
     public func write(_ value: Data, to characteristic: CharacteristicID, kind: WriteKind, peripheral: any PeripheralContext) -> ATTStatus {
         guard characteristic == profile.smp else { return .writeNotPermitted }
+        // Read once per write: each reading of the context's flash is a witness call and an
+        // existential to retain and destroy; kept only when it is another flash (storing the
+        // same one again retains it and releases the old).
+        let flash = peripheral.flash
         let (responses, reset) = state.withLock { state -> ([Data], Bool) in
-            state.flash = peripheral.flash
+            if state.flash !== flash { state.flash = flash }
             state.fragmentLength = max(state.fragmentLength, value.count)
             let frames: [Data]
             do {
@@ -275,7 +279,7 @@ public final class MCUmgrDeviceModel: PersistentDeviceModel, RunningDeviceModel 
             var reset = false
             for frame in frames {
                 guard let message = try? SMPMessage(decoding: frame) else { continue }
-                let (response, resets) = handle(message, state: &state, flash: peripheral.flash)
+                let (response, resets) = handle(message, state: &state, flash: flash)
                 responses.append(response)
                 reset = reset || resets
             }

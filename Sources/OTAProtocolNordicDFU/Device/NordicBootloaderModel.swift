@@ -384,28 +384,32 @@ public final class NordicBootloaderModel: RunningDeviceModel {
             // The SDK authorizes Control Point writes only when notifications are on (§1).
             guard peripheral.isSubscribed(to: DFUGATTProfile.controlPoint) else { return .cccdImproperlyConfigured }
             guard !value.isEmpty else { return .invalidAttributeValueLength }
+            let flash = peripheral.flash
             let effect = shared.withLock { shared -> Effect in
-                prepare(&shared, flash: peripheral.flash)
+                prepare(&shared, flash: flash)
                 if expireIfInactive(&shared, linkUp: true) { return Effect(reboot: .zero) }
                 guard !shared.run.resetting else { return Effect() }
                 shared.run.pool.synchronize(hostNow: clock?())
-                return handleRequest([UInt8](value), &shared, flash: peripheral.flash)
+                return handleRequest([UInt8](value), &shared, flash: flash)
             }
             apply(effect, peripheral)
             if let erase = effect.erase {
                 // The answer left when the erase was queued; the erase runs now (§6).
-                shared.withLock { shared in self.erase(erase, &shared.run, flash: peripheral.flash) }
+                shared.withLock { shared in self.erase(erase, &shared.run, flash: flash) }
             }
             return .success
         case DFUGATTProfile.packet:
             guard kind == .withoutResponse else { return .writeNotPermitted }
             guard value.count <= max(1, configuration.maximumPacketLength) else { return .invalidAttributeValueLength }
             guard !value.isEmpty else { return .success }
+            // Read once per packet: each reading of the context's flash is a witness call and an
+            // existential to retain and destroy.
+            let flash = peripheral.flash
             let effect = shared.withLock { shared -> Effect in
-                prepare(&shared, flash: peripheral.flash)
+                prepare(&shared, flash: flash)
                 if expireIfInactive(&shared, linkUp: true) { return Effect(reboot: .zero) }
                 guard !shared.run.resetting else { return Effect() }
-                return receivePacket(value, &shared, flash: peripheral.flash)
+                return receivePacket(value, &shared, flash: flash)
             }
             apply(effect, peripheral)
             return .success
@@ -528,7 +532,9 @@ public final class NordicBootloaderModel: RunningDeviceModel {
     // MARK: - Boot
 
     private func prepare(_ shared: inout Shared, flash: any FlashStorage) {
-        shared.flash = flash
+        // Kept only when it is another flash: nearly always the same one, and storing it again
+        // retains it and releases the old one at every packet.
+        if shared.flash !== flash { shared.flash = flash }
         boot(&shared.run, flash: flash)
         if let progress = shared.restored {
             // Over what boot() read from the settings page: the init packet it accepted stays
