@@ -102,6 +102,36 @@ import Testing
         #expect(flash.takeChangedSectors() == [])
     }
 
+    /// The changed sectors are the ones each write and erase touched, whether the sector size is
+    /// a power of two (found by a shift) or not (by a division), and a sector written again after
+    /// they were taken is reported again (a write into a sector still marked changes nothing).
+    @Test(arguments: [4096, 1000, 512, 3])
+    func changedSectorsAreTheOnesTouchedForAnySectorSize(sectorSize: Int) throws {
+        let timing = FlashTiming(sectorSize: sectorSize, sectorEraseTime: .milliseconds(1), writeBytesPerSecond: 400_000)
+        let capacity = sectorSize * 200
+        let flash = SimulatedFlash(capacity: capacity, timing: timing)
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<6 {
+            var expected = Set<Int>()
+            for _ in 0..<40 {
+                let offset = Int.random(in: 0..<capacity, using: &random)
+                let count = Int.random(in: 1...min(3 * sectorSize, capacity - offset), using: &random)
+                if Bool.random(using: &random) {
+                    try flash.write(Data(repeating: 0x5A, count: count), at: offset)
+                } else {
+                    try flash.erase(offset..<(offset + count))
+                }
+                expected.formUnion(offset / sectorSize...(offset + count - 1) / sectorSize)
+            }
+            #expect(flash.takeChangedSectors() == expected.sorted())
+        }
+        // A stream of small writes through one sector, taken in the middle: the rest of them
+        // still mark it.
+        try flash.write(Data(count: 1), at: sectorSize * 7)
+        #expect(flash.takeChangedSectors() == [7])
+        try flash.write(Data(count: 1), at: sectorSize * 7 + min(1, sectorSize - 1))
+        #expect(flash.takeChangedSectors() == [7])
+    }
     /// Only the programmed sectors are visited, in order, each whole (its unwritten bytes
     /// `0xFF`): a sector erased after its write is not, nor is any sector of an unwritten block.
     @Test func programmedSectorsAreVisitedInOrderAndNothingElse() throws {

@@ -32,10 +32,22 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         /// (a 12 MiB slot of 4 KiB sectors takes 48 words): marking one per write hashes nothing.
         var changedSectors: [UInt64]
 
-        mutating func markChanged(_ range: Range<Int>, sectorSize: Int) {
+        /// Marks the sectors `range` touches; `sectorShift` is log2 of `sectorSize` when that is a
+        /// power of two (every stock profile's), else -1. A write into a sector already marked
+        /// (a data stream's, nearly always) reads its word and changes nothing: no division and
+        /// no store into the array, which would check that it is uniquely referenced.
+        mutating func markChanged(_ range: Range<Int>, sectorSize: Int, sectorShift: Int) {
             guard !range.isEmpty else { return }
-            var sector = range.lowerBound / sectorSize
-            let last = (range.upperBound - 1) / sectorSize
+            var sector: Int
+            let last: Int
+            if sectorShift >= 0 {
+                sector = range.lowerBound >> sectorShift
+                last = (range.upperBound - 1) >> sectorShift
+            } else {
+                sector = range.lowerBound / sectorSize
+                last = (range.upperBound - 1) / sectorSize
+            }
+            if sector == last, changedSectors[sector >> 6] & 1 << UInt64(sector & 63) != 0 { return }
             while sector <= last {
                 changedSectors[sector >> 6] |= 1 << UInt64(sector & 63)
                 sector += 1
@@ -60,6 +72,8 @@ public final class SimulatedFlash: FlashStorage, Sendable {
     public let timing: FlashTiming
     public let capacity: Int
     public let sectorSize: Int
+    /// log2 of ``sectorSize`` when that is a power of two, else -1 (``State/markChanged(_:sectorSize:sectorShift:)``).
+    private let sectorShift: Int
     private let state: Mutex<State>
     /// How many times the slot's work, busy time or contents changed: counted under the lock (one
     /// writer at a time, so a load and a store, no read-modify-write) and read without it by the
@@ -73,6 +87,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
         self.timing = timing
         self.capacity = capacity
         sectorSize = timing.sectorSize
+        sectorShift = sectorSize.nonzeroBitCount == 1 ? sectorSize.trailingZeroBitCount : -1
         let sectors = capacity / timing.sectorSize
         state = Mutex(
             State(
@@ -89,7 +104,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
             let sectors = erased.count / sectorSize
             state.sectorsErased += sectors
             state.pendingCost += timing.sectorEraseTime.attoseconds * Int128(sectors)
-            state.markChanged(range, sectorSize: sectorSize)
+            state.markChanged(range, sectorSize: sectorSize, sectorShift: sectorShift)
             noteChange()
         }
     }
@@ -118,7 +133,7 @@ public final class SimulatedFlash: FlashStorage, Sendable {
                 state.lastWriteCost = timing.writeTime(count).attoseconds
             }
             state.pendingCost += state.lastWriteCost
-            state.markChanged(offset..<(offset + count), sectorSize: sectorSize)
+            state.markChanged(offset..<(offset + count), sectorSize: sectorSize, sectorShift: sectorShift)
             noteChange()
         }
     }
