@@ -232,20 +232,23 @@ public final class SimulatedDevice: Sendable {
         persistence?.received?(total)
     }
 
-    /// A data write of `value` arrived at the link layer. With no fault set, nothing held back
-    /// and the link not dying (the usual case) it counts the write, its bytes delivered and
+    /// A data write of `count` bytes arrived at the link layer. With no fault set, nothing held
+    /// back and the link not dying (the usual case) it counts the write, its bytes delivered and
     /// received and drains the battery in one step, and returns what to tell the
-    /// ``persistence`` (deliver `value` unchanged); otherwise it returns `nil` and the write
+    /// ``persistence`` (deliver the value unchanged); otherwise it returns `nil` and the write
     /// goes through ``applyFaults(to:)``, ``consumeEnergy(receiving:)`` and
     /// ``receivedData(_:)``, one delivery at a time.
-    func arrivedUnfaulted(_ value: Data) -> (total: Int, received: (@Sendable (Int) -> Void)?)? {
-        let drain = batteryDrain(receiving: value.count)
+    func arrivedUnfaulted(bytes count: Int) -> (total: Int, received: (@Sendable (Int) -> Void)?)? {
+        // Given the length, not the value (each `Data.count` switches over its representations);
+        // a held write looked for without copying it out.
+        let drain = batteryDrain(receiving: count)
         return state.withLock { state in
-            guard !state.faultsArmed, !state.dying, state.held == nil else { return nil }
+            guard !state.faultsArmed, !state.dying else { return nil }
+            if case .some = state.held { return nil }
             state.dataWritesDelivered += 1
-            state.dataBytesDelivered += value.count
+            state.dataBytesDelivered += count
             drainBattery(by: drain)
-            state.dataBytesReceived += value.count
+            state.dataBytesReceived += count
             return (state.dataBytesReceived, state.persistence?.received)
         }
     }

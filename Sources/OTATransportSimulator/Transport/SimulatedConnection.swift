@@ -995,8 +995,9 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         switch pdu.kind {
         case .command:
             commandsQueued -= 1
-            if let arrival = device.arrivedUnfaulted(pdu.value) {
-                statistics.dataBytesDelivered += pdu.value.count
+            let count = pdu.value.count
+            if let arrival = device.arrivedUnfaulted(bytes: count) {
+                statistics.dataBytesDelivered += count
                 arrival.received?(arrival.total)
                 _ = model.write(pdu.value, to: pdu.characteristic, kind: .withoutResponse, peripheral: self)
                 _ = settledBusy(at: time)
