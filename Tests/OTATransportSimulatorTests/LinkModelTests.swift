@@ -329,6 +329,40 @@ import Testing
         #expect(log.entries == ["a 1", "a 2", "a 3", "a finished", "b 4", "c 6", "c finished"])
     }
 
+    /// A characteristic's subscriber changes between kinds, receiver → stream → receiver: each
+    /// notification reaches the subscriber of its time, never one replaced before it (the link
+    /// keeps the last receiver found to hand notifications on without copying the subscriber).
+    @Test func notificationsFollowTheSubscriberAcrossReceiversAndStreams() async throws {
+        let world = SimulatorWorld(profile: .nrf52840)
+        let log = PushLog()
+        let receiver = { @Sendable (name: String) in
+            NotificationReceiver(receive: { value in log.append("\(name) \(value.first ?? 0)") }, finished: {})
+        }
+        let streamed = try await world.simulation.run {
+            let connection = try await SimulatedConnector(device: world.device).connectSimulated()
+            let write = { (value: UInt8) in
+                try await connection.write(Data([value]), to: RecordingDevice.control, kind: .withResponse)
+                try await world.simulation.clock.sleep(for: .milliseconds(200))
+            }
+            let first = try await connection.pushNotifications(from: RecordingDevice.control, to: receiver("a"))
+            try await write(1)
+            try await write(2)
+            let stream = try await connection.notifications(from: RecordingDevice.control)
+            try await write(3)
+            try await write(4)
+            var iterator = stream.makeAsyncIterator()
+            let third = await iterator.next()
+            let fourth = await iterator.next()
+            let last = try await connection.pushNotifications(from: RecordingDevice.control, to: receiver("b"))
+            try await write(5)
+            first.cancel()
+            last.cancel()
+            return [third, fourth].map { $0?.first }
+        }
+        #expect(log.entries == ["a 1", "a 2", "b 5"])
+        #expect(streamed == [3, 4])
+    }
+
     /// What pushed notifications reached, in order.
     final class PushLog: Sendable {
         private let lines = Mutex<[String]>([])

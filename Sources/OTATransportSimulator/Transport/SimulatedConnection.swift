@@ -229,6 +229,11 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     @exclusivity(unchecked) private var lastUnacknowledgedTarget: CharacteristicID?
     /// The characteristic the last write with response went to, already checked.
     @exclusivity(unchecked) private var lastAcknowledgedTarget: CharacteristicID?
+    /// When ``lastSubscriber`` is a receiver (``NotificationSubscriber/push(_:)``), its `receive`:
+    /// a notification is handed to it without copying the subscriber out, which (its layout
+    /// unknown at compile time, see ``lastSubscriber``) went through the enum's value witnesses,
+    /// copying, switching over and destroying it at every notification.
+    @exclusivity(unchecked) private var lastReceive: (@Sendable (Data) -> Void)?
     /// ``lastSubscribed``'s subscriber. Last of the stored properties: its size is not known when
     /// this module is compiled (`AsyncStream.Continuation` is a resilient type of the standard
     /// library), so every property after it had its offset loaded from a global at each use, not
@@ -1072,9 +1077,14 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         lock.lock()
         guard toCentral[toCentralHead].kind != .notification else {
             let pdu = takeNextDelivery()
-            if disconnectReason == nil, let characteristic = pdu.characteristic, let subscriber = subscriber(of: characteristic) {
-                statistics.notificationsDelivered += 1
-                subscriber.deliver(pdu.value)
+            if disconnectReason == nil, let characteristic = pdu.characteristic {
+                if lastSubscribed == characteristic, let lastReceive {
+                    statistics.notificationsDelivered += 1
+                    lastReceive(pdu.value)
+                } else if let subscriber = subscriber(of: characteristic) {
+                    statistics.notificationsDelivered += 1
+                    subscriber.deliver(pdu.value)
+                }
             }
             unlock()
             return
@@ -1148,6 +1158,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         guard let found = subscriptions[characteristic]?.subscriber else { return nil }
         lastSubscribed = characteristic
         lastSubscriber = found
+        if case .push(let receiver) = found { lastReceive = receiver.receive } else { lastReceive = nil }
         return found
     }
 
@@ -1162,6 +1173,7 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
     private func forgetLastSubscription() {
         lastSubscribed = nil
         lastSubscriber = nil
+        lastReceive = nil
     }
 
     public func reboot(after delay: Duration) {
