@@ -20,20 +20,10 @@ final class RecursiveLock: @unchecked Sendable {
     /// Threads holding or waiting for the lock: the one that takes it from zero holds it; any
     /// other waits on `turn`, which each leaving holder signals once while others wait.
     private let takers = Atomic<Int>(0)
-    private let turn: UnsafeMutablePointer<sem_t>
+    /// A dispatch semaphore, not a POSIX `sem_t`: Darwin has no unnamed POSIX semaphores.
+    private let turn = DispatchSemaphore(value: 0)
     private let owner = Atomic<UInt>(0)
     private var depth = 0
-
-    init() {
-        turn = .allocate(capacity: 1)
-        turn.initialize(to: sem_t())
-        sem_init(turn, 0, 0)
-    }
-
-    deinit {
-        sem_destroy(turn)
-        turn.deallocate()
-    }
 
     func lock() {
         let me = CurrentThread.id
@@ -42,9 +32,8 @@ final class RecursiveLock: @unchecked Sendable {
             return
         }
         if takers.wrappingAdd(1, ordering: .acquiring).oldValue > 0 {
-            // Another thread holds it: its unlock posts once for each waiter, in turn. (A wait
-            // a signal interrupts is taken again.)
-            while sem_wait(turn) != 0 {}
+            // Another thread holds it: its unlock signals once for each waiter, in turn.
+            turn.wait()
         }
         owner.store(me, ordering: .relaxed)
         depth = 1
@@ -64,7 +53,7 @@ final class RecursiveLock: @unchecked Sendable {
             owner.store(0, ordering: .relaxed)
             if takers.wrappingSubtract(1, ordering: .releasing).oldValue > 1 {
                 // A thread waits (or is about to): hand the lock over.
-                sem_post(turn)
+                turn.signal()
             }
         }
     }
