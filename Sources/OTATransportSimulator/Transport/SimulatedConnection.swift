@@ -1077,14 +1077,8 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         lock.lock()
         guard toCentral[toCentralHead].kind != .notification else {
             let pdu = takeNextDelivery()
-            if disconnectReason == nil, let characteristic = pdu.characteristic {
-                if lastSubscribed == characteristic, let lastReceive {
-                    statistics.notificationsDelivered += 1
-                    lastReceive(pdu.value)
-                } else if let subscriber = subscriber(of: characteristic) {
-                    statistics.notificationsDelivered += 1
-                    subscriber.deliver(pdu.value)
-                }
+            if disconnectReason == nil, let characteristic = pdu.characteristic, deliverNotification(pdu.value, on: characteristic) {
+                statistics.notificationsDelivered += 1
             }
             unlock()
             return
@@ -1160,6 +1154,20 @@ public final class SimulatedConnection: Transport, NotificationPushing, Immediat
         lastSubscriber = found
         if case .push(let receiver) = found { lastReceive = receiver.receive } else { lastReceive = nil }
         return found
+    }
+
+    /// Hands `value` to `characteristic`'s subscriber, if it has one (`false` if not): to the
+    /// last receiver found (``lastReceive``) without copying its subscriber out, otherwise through
+    /// ``subscriber(of:)``; under the lock.
+    @inline(__always)
+    private func deliverNotification(_ value: Data, on characteristic: CharacteristicID) -> Bool {
+        if lastSubscribed == characteristic, let lastReceive {
+            lastReceive(value)
+            return true
+        }
+        guard let subscriber = subscriber(of: characteristic) else { return false }
+        subscriber.deliver(value)
+        return true
     }
 
     /// Whether `characteristic` has a subscriber (``subscriber(of:)``, without copying it when
